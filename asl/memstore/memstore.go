@@ -18,14 +18,20 @@ import (
 
 // Store keeps artifacts in a map. The zero value is not usable; call New.
 type Store struct {
-	mu   sync.RWMutex
-	arts map[asl.Reference]asl.Artifact
+	mu    sync.RWMutex
+	arts  map[asl.Reference]asl.Artifact
+	index map[string]string // space + "\x00" + key -> value
 }
 
-var _ asl.Store = (*Store)(nil)
+var (
+	_ asl.Store   = (*Store)(nil)
+	_ asl.Indexer = (*Store)(nil)
+)
 
 // New returns an empty store.
-func New() *Store { return &Store{arts: make(map[asl.Reference]asl.Artifact)} }
+func New() *Store {
+	return &Store{arts: make(map[asl.Reference]asl.Artifact), index: make(map[string]string)}
+}
 
 func checkRef(ref asl.Reference) error {
 	if ref.IsZero() {
@@ -69,6 +75,13 @@ func (s *Store) store(ref asl.Reference, a asl.Artifact) {
 
 // PutBatch implements asl.BatchReceiver.
 func (s *Store) PutBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact) ([]asl.Reference, error) {
+	return s.PutIndexed(ctx, id, arts, nil)
+}
+
+func indexKey(space string, key []byte) string { return space + "\x00" + string(key) }
+
+// PutIndexed implements asl.Indexer.
+func (s *Store) PutIndexed(ctx context.Context, id asl.HashID, arts []asl.Artifact, entries []asl.IndexEntry) ([]asl.Reference, error) {
 	refs := make([]asl.Reference, len(arts))
 	for i, a := range arts {
 		ref, err := asl.Derive(id, a)
@@ -84,7 +97,47 @@ func (s *Store) PutBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact
 			s.arts[refs[i]] = asl.Artifact{Bytes: bytes.Clone(a.Bytes), Tag: a.Tag, HasTag: a.HasTag}
 		}
 	}
+	for _, e := range entries {
+		s.index[indexKey(e.Space, e.Key)] = string(e.Value)
+	}
 	return refs, ctx.Err()
+}
+
+// LookupIndex implements asl.Indexer.
+func (s *Store) LookupIndex(ctx context.Context, space string, key []byte) ([]byte, bool, error) {
+	s.mu.RLock()
+	v, ok := s.index[indexKey(space, key)]
+	s.mu.RUnlock()
+	if !ok {
+		return nil, false, ctx.Err()
+	}
+	return []byte(v), true, ctx.Err()
+}
+
+// ScanIndex implements asl.Indexer.
+func (s *Store) ScanIndex(ctx context.Context, space string, prefix []byte, fn func(key, value []byte) error) error {
+	start := indexKey(space, prefix)
+	s.mu.RLock()
+	var keys []string
+	for k := range s.index {
+		if strings.HasPrefix(k, start) {
+			keys = append(keys, k)
+		}
+	}
+	s.mu.RUnlock()
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		s.mu.RLock()
+		v := s.index[k]
+		s.mu.RUnlock()
+		if err := fn([]byte(k[len(space)+1:]), []byte(v)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *Store) lookup(ref asl.Reference) (asl.Artifact, error) {

@@ -128,3 +128,27 @@ func TestVerifyReaderWithholdsDamagedBytes(t *testing.T) {
 		t.Fatalf("clean read = %q, %v", b, err)
 	}
 }
+
+func TestIndex(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New()
+	refs, err := s.PutIndexed(ctx, asl.HashSHA256, []asl.Artifact{asl.Untagged([]byte("r"))}, []asl.IndexEntry{
+		{Space: "a", Key: []byte("k2"), Value: []byte("v2")},
+		{Space: "a", Key: []byte("k1"), Value: []byte("v1")},
+		{Space: "ab", Key: []byte("k1"), Value: []byte("other space")},
+	})
+	if err != nil || len(refs) != 1 {
+		t.Fatal(refs, err)
+	}
+	if v, ok, err := s.LookupIndex(ctx, "a", []byte("k1")); !ok || err != nil || string(v) != "v1" {
+		t.Fatalf("LookupIndex = %q %v %v", v, ok, err)
+	}
+	if _, ok, _ := s.LookupIndex(ctx, "a", []byte("k3")); ok {
+		t.Fatal("absent key found")
+	}
+	var got []string
+	s.ScanIndex(ctx, "a", []byte("k"), func(k, v []byte) error { got = append(got, string(k)+"="+string(v)); return nil })
+	if fmt.Sprint(got) != "[k1=v1 k2=v2]" {
+		t.Fatalf("ScanIndex = %v", got)
+	}
+}
