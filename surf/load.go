@@ -1,0 +1,79 @@
+package surf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/trace"
+)
+
+// ErrNoTrace: no trace naming the result is stored.
+var ErrNoTrace = errors.New("no trace for result")
+
+// LoadResult fetches and decodes the result artifact ref names.
+func LoadResult(ctx context.Context, f asl.Fetcher, ref asl.Reference) (Result, error) {
+	a, err := asl.Get(ctx, f, ref, 0)
+	if err != nil {
+		return Result{}, err
+	}
+	res, err := DecodeResultArtifact(a)
+	if err != nil {
+		return Result{}, fmt.Errorf("result %s: %w", ref, err)
+	}
+	return res, nil
+}
+
+// LoadTrace fetches and decodes the trace artifact ref names.
+func LoadTrace(ctx context.Context, f asl.Fetcher, ref asl.Reference) (trace.Trace, error) {
+	a, err := asl.Get(ctx, f, ref, 0)
+	if err != nil {
+		return trace.Trace{}, err
+	}
+	t, err := trace.DecodeArtifact(a)
+	if err != nil {
+		return trace.Trace{}, fmt.Errorf("trace %s: %w", ref, err)
+	}
+	return t, nil
+}
+
+// FindTrace returns the reference of the trace whose exec_result_ref is
+// resultRef (SPECS.md §14.4). It asks the store's surf.trace index when the
+// store has one and the entry names a trace that names resultRef; otherwise
+// it scans every stored trace artifact, which is slow but needs only content.
+func FindTrace(ctx context.Context, s asl.Store, resultRef asl.Reference) (asl.Reference, error) {
+	if ix, ok := s.(asl.Indexer); ok {
+		v, found, err := ix.LookupIndex(ctx, TraceIndexSpace, resultRef.Bytes())
+		if err != nil {
+			return asl.Reference{}, fmt.Errorf("trace of %s: %w", resultRef, err)
+		}
+		if found {
+			if ref, err := asl.DecodeReference(v); err == nil {
+				if t, err := LoadTrace(ctx, s, ref); err == nil && t.ExecResultRef == resultRef {
+					return ref, nil
+				}
+			}
+		}
+	}
+	var hit asl.Reference
+	errFound := errors.New("found")
+	err := s.Enumerate(ctx, asl.Reference{}, func(info asl.Info) error {
+		if !info.HasTag || info.Tag != asl.TagPELTraceDAG1 {
+			return nil
+		}
+		t, err := LoadTrace(ctx, s, info.Ref)
+		if err != nil || t.ExecResultRef != resultRef {
+			return nil
+		}
+		hit = info.Ref
+		return errFound
+	})
+	switch {
+	case err == errFound:
+		return hit, nil
+	case err != nil:
+		return asl.Reference{}, fmt.Errorf("trace of %s: %w", resultRef, err)
+	}
+	return asl.Reference{}, fmt.Errorf("result %s: %w", resultRef, ErrNoTrace)
+}

@@ -1,0 +1,217 @@
+package surf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/opreg"
+	"github.com/amduat/amduat/pel"
+	"github.com/amduat/amduat/trace"
+)
+
+// TraceIndexSpace is the asl.Indexer space that maps a result's
+// ReferenceBytes to its trace's ReferenceBytes (SPECS.md §14.4).
+const TraceIndexSpace = "surf.trace"
+
+// Request is one surface run: the scheme, the program, the inputs in order
+// and the optional global params, all by reference.
+type Request struct {
+	SchemeRef  asl.Reference // zero means pel.SchemeRefDAG1
+	ProgramRef asl.Reference
+	InputRefs  []asl.Reference
+	ParamsRef  asl.Reference // meaningful only when HasParams
+	HasParams  bool
+}
+
+// Options configure a Surface.
+type Options struct {
+	// Hash derives the references of everything the run stores; zero means
+	// HASH-ASL1-256. Runs with the same request and hash give the same bytes
+	// and references on every backend.
+	Hash asl.HashID
+	// Registry holds the operations; nil means opreg.Kernel().
+	Registry *opreg.Registry
+	// MaxArtifact bounds the size of a program, input or params artifact read
+	// into memory; zero means asl.DefaultGetLimit. A larger artifact is an
+	// operational error, not a result.
+	MaxArtifact int64
+}
+
+// Surface runs programs against a store.
+type Surface struct {
+	store asl.Store
+	opts  Options
+}
+
+// New returns a Surface over store.
+func New(store asl.Store, opts Options) *Surface {
+	if opts.Hash == 0 {
+		opts.Hash = asl.HashSHA256
+	}
+	if opts.Registry == nil {
+		opts.Registry = opreg.Kernel()
+	}
+	return &Surface{store: store, opts: opts}
+}
+
+// Run is what a surface run returns: the stored references, and the values
+// they name.
+type Run struct {
+	ResultRef  asl.Reference
+	TraceRef   asl.Reference
+	OutputRefs []asl.Reference
+	Result     Result
+	Trace      trace.Trace
+	Outputs    []asl.Artifact
+}
+
+// Run executes req (SPECS.md §14.3): it resolves the program, then each
+// input in order, then the params; the first store failure becomes the
+// result without calling Exec_DAG. Otherwise it runs Exec_DAG. Either way it
+// stores the outputs, the result and the trace in one durable batch and
+// returns their references. An error means no result: the request could not
+// be served (I/O failure, cancelled context, an artifact above MaxArtifact),
+// and nothing was stored.
+func (s *Surface) Run(ctx context.Context, req Request) (*Run, error) {
+	scheme := req.SchemeRef
+	if scheme.IsZero() {
+		scheme = pel.SchemeRefDAG1
+	}
+	res := Result{ProgramRef: req.ProgramRef, InputRefs: req.InputRefs, ParamsRef: req.ParamsRef, HasParams: req.HasParams}
+	builder, err := trace.NewBuilder(s.opts.Hash)
+	if err != nil {
+		return nil, err
+	}
+	if err := req.check(); err != nil {
+		return nil, err
+	}
+	var outputs []asl.Artifact
+	switch {
+	case scheme != pel.SchemeRefDAG1:
+		res.Value = failure(scheme, pel.StatusSchemeUnsupported, pel.DiagnosticEntry{
+			Code: DiagSchemeUnsupported, Message: fmt.Appendf(nil, "scheme %s is not supported", scheme)})
+	default:
+		program, inputs, params, fail, err := s.resolve(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		if fail != nil {
+			status := pel.StatusInvalidInputs
+			if fail.Phase == PhaseProgram {
+				status = pel.StatusInvalidProgram
+			}
+			res.Value = failure(scheme, status, fail.Diagnostic())
+			res.StoreFailure, res.HasStoreFailure = *fail, true
+			break
+		}
+		outputs, res.Value = pel.ExecDAG(s.opts.Registry, program, inputs, params, builder)
+	}
+	return s.store1(ctx, res, outputs, builder)
+}
+
+func (req Request) check() error {
+	if req.ProgramRef.IsZero() {
+		return errors.New("surface run: a program reference is required")
+	}
+	for i, ref := range req.InputRefs {
+		if ref.IsZero() {
+			return fmt.Errorf("surface run: input %d: zero reference", i)
+		}
+	}
+	if req.HasParams && req.ParamsRef.IsZero() {
+		return errors.New("surface run: params: zero reference")
+	}
+	return nil
+}
+
+func failure(scheme asl.Reference, status pel.ExecutionStatus, d pel.DiagnosticEntry) pel.ExecutionResultValue {
+	// The non-runtime statuses' codes equal their status numbers (§8).
+	code := uint32(status)
+	return pel.ExecutionResultValue{
+		PEL1Version: pel.PEL1Version,
+		Status:      status,
+		SchemeRef:   scheme,
+		Summary:     pel.ExecutionErrorSummary{Kind: status.Kind(), StatusCode: code},
+		Diagnostics: []pel.DiagnosticEntry{d},
+	}
+}
+
+// resolve loads the program, inputs and params. A store failure that a
+// result records is returned as fail; any other error is returned as err.
+func (s *Surface) resolve(ctx context.Context, req Request) (program asl.Artifact, inputs []asl.Artifact, params *asl.Artifact, fail *StoreFailure, err error) {
+	get := func(phase Phase, index uint32, ref asl.Reference) (asl.Artifact, *StoreFailure, error) {
+		a, err := asl.Get(ctx, s.store, ref, s.opts.MaxArtifact)
+		if err == nil {
+			return a, nil, nil
+		}
+		if code, ok := classify(err); ok {
+			return asl.Artifact{}, &StoreFailure{Phase: phase, InputIndex: index, Ref: ref, Error: code}, nil
+		}
+		return asl.Artifact{}, nil, fmt.Errorf("surface run: resolving %s %s: %w", phase, ref, err)
+	}
+	if program, fail, err = get(PhaseProgram, 0, req.ProgramRef); fail != nil || err != nil {
+		return
+	}
+	inputs = make([]asl.Artifact, len(req.InputRefs))
+	for i, ref := range req.InputRefs {
+		if inputs[i], fail, err = get(PhaseInput, uint32(i), ref); fail != nil || err != nil {
+			return
+		}
+	}
+	if req.HasParams {
+		var p asl.Artifact
+		if p, fail, err = get(PhaseParams, 0, req.ParamsRef); fail != nil || err != nil {
+			return
+		}
+		params = &p
+	}
+	return
+}
+
+// store1 encodes the result, derives its reference, builds the trace that
+// names it, and stores outputs, result and trace in one batch.
+func (s *Surface) store1(ctx context.Context, res Result, outputs []asl.Artifact, builder *trace.Builder) (*Run, error) {
+	run := &Run{Outputs: outputs}
+	res.OutputRefs = make([]asl.Reference, len(outputs))
+	for i, out := range outputs {
+		res.OutputRefs[i] = asl.MustDerive(s.opts.Hash, out)
+	}
+	resultArt, err := res.Artifact()
+	if err != nil {
+		return nil, fmt.Errorf("surface run: encoding result: %w", err)
+	}
+	run.ResultRef = asl.MustDerive(s.opts.Hash, resultArt)
+	tr, err := builder.Finish(trace.Links{
+		ProgramRef: res.ProgramRef, InputRefs: res.InputRefs,
+		ParamsRef: res.ParamsRef, HasParams: res.HasParams,
+		ExecResultRef: run.ResultRef,
+	}, res.Value)
+	if err != nil {
+		return nil, fmt.Errorf("surface run: building trace: %w", err)
+	}
+	traceArt, err := tr.Artifact()
+	if err != nil {
+		return nil, fmt.Errorf("surface run: encoding trace: %w", err)
+	}
+	run.TraceRef = asl.MustDerive(s.opts.Hash, traceArt)
+	arts := append(append([]asl.Artifact(nil), outputs...), resultArt, traceArt)
+	var refs []asl.Reference
+	if ix, ok := s.store.(asl.Indexer); ok {
+		refs, err = ix.PutIndexed(ctx, s.opts.Hash, arts, []asl.IndexEntry{{
+			Space: TraceIndexSpace, Key: run.ResultRef.Bytes(), Value: run.TraceRef.Bytes(),
+		}})
+	} else {
+		refs, err = s.store.PutBatch(ctx, s.opts.Hash, arts)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("surface run: storing %d artifacts: %w", len(arts), err)
+	}
+	if refs[len(outputs)] != run.ResultRef || refs[len(outputs)+1] != run.TraceRef {
+		return nil, fmt.Errorf("surface run: store returned %s, %s for result and trace, derived %s, %s: %w",
+			refs[len(outputs)], refs[len(outputs)+1], run.ResultRef, run.TraceRef, asl.ErrIntegrity)
+	}
+	run.OutputRefs, run.Result, run.Trace = res.OutputRefs, res, tr
+	return run, nil
+}
