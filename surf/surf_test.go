@@ -236,4 +236,3 @@ func FuzzDecodeResult(f *testing.F) {
 		}
 	})
 }
-
