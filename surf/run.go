@@ -37,6 +37,9 @@ type Options struct {
 	// into memory; zero means asl.DefaultGetLimit. A larger artifact is an
 	// operational error, not a result.
 	MaxArtifact int64
+	// NoCache bypasses the action cache (§14.6): the run neither consults
+	// nor records it.
+	NoCache bool
 }
 
 // Surface runs programs against a store.
@@ -64,35 +67,80 @@ type Run struct {
 	OutputRefs []asl.Reference
 	Result     Result
 	Trace      trace.Trace
-	Outputs    []asl.Artifact
+	// Outputs holds the output artifacts of an executed run; it is nil on a
+	// cache hit (fetch OutputRefs instead).
+	Outputs []asl.Artifact
+	// CacheHit is true when the run was answered from the action cache and
+	// nothing was executed.
+	CacheHit bool
 }
 
 // Run executes req (SPECS.md §14.3): it resolves the program, then each
 // input in order, then the params; the first store failure becomes the
 // result without calling Exec_DAG. Otherwise it runs Exec_DAG. Either way it
 // stores the outputs, the result and the trace in one durable batch and
-// returns their references. An error means no result: the request could not
-// be served (I/O failure, cancelled context, an artifact above MaxArtifact),
-// and nothing was stored.
+// returns their references. Unless Options.NoCache is set, a valid action
+// cache entry for the request (§14.6) answers it without executing anything.
+// An error means no result: the request could not be served (I/O failure,
+// cancelled context, an artifact above MaxArtifact), and nothing was stored.
 func (s *Surface) Run(ctx context.Context, req Request) (*Run, error) {
-	scheme := req.SchemeRef
-	if scheme.IsZero() {
-		scheme = pel.SchemeRefDAG1
+	if err := req.check(); err != nil {
+		return nil, err
 	}
+	ix, cached := s.store.(asl.Indexer)
+	cached = cached && !s.opts.NoCache
+	var key [32]byte
+	if cached {
+		salt, err := Salt(ctx, s.store)
+		if err != nil {
+			return nil, fmt.Errorf("surface run: reading the cache salt: %w", err)
+		}
+		key = RequestKey(req, s.opts.Hash, Limits{}, salt)
+		hit, err := s.lookupCached(ctx, ix, key, req)
+		if err != nil {
+			return nil, fmt.Errorf("surface run: action cache: %w", err)
+		}
+		if hit != nil {
+			return hit, nil
+		}
+	}
+	c, err := s.compute(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	// A store failure depends on the store's state, not only on the request,
+	// so it is never cached.
+	var actionKey []byte
+	if cached && !c.run.Result.HasStoreFailure {
+		actionKey = key[:]
+	}
+	if err := s.persist(ctx, c, actionKey); err != nil {
+		return nil, err
+	}
+	return c.run, nil
+}
+
+// computed is a run whose artifacts are built and whose references are
+// derived, but which is not stored yet.
+type computed struct {
+	run                 *Run
+	resultArt, traceArt asl.Artifact
+}
+
+// compute resolves and executes req and builds the result and trace. It
+// reads the store and writes nothing.
+func (s *Surface) compute(ctx context.Context, req Request) (*computed, error) {
+	scheme := req.scheme()
 	res := Result{ProgramRef: req.ProgramRef, InputRefs: req.InputRefs, ParamsRef: req.ParamsRef, HasParams: req.HasParams}
 	builder, err := trace.NewBuilder(s.opts.Hash)
 	if err != nil {
 		return nil, err
 	}
-	if err := req.check(); err != nil {
-		return nil, err
-	}
 	var outputs []asl.Artifact
-	switch {
-	case scheme != pel.SchemeRefDAG1:
+	if scheme != pel.SchemeRefDAG1 {
 		res.Value = failure(scheme, pel.StatusSchemeUnsupported, pel.DiagnosticEntry{
 			Code: DiagSchemeUnsupported, Message: fmt.Appendf(nil, "scheme %s is not supported", scheme)})
-	default:
+	} else {
 		program, inputs, params, fail, err := s.resolve(ctx, req)
 		if err != nil {
 			return nil, err
@@ -104,11 +152,59 @@ func (s *Surface) Run(ctx context.Context, req Request) (*Run, error) {
 			}
 			res.Value = failure(scheme, status, fail.Diagnostic())
 			res.StoreFailure, res.HasStoreFailure = *fail, true
-			break
+		} else {
+			outputs, res.Value = pel.ExecDAG(s.opts.Registry, program, inputs, params, builder)
 		}
-		outputs, res.Value = pel.ExecDAG(s.opts.Registry, program, inputs, params, builder)
 	}
-	return s.store1(ctx, res, outputs, builder)
+	res.OutputRefs = make([]asl.Reference, len(outputs))
+	for i, out := range outputs {
+		res.OutputRefs[i] = asl.MustDerive(s.opts.Hash, out)
+	}
+	c := &computed{run: &Run{Outputs: outputs, OutputRefs: res.OutputRefs, Result: res}}
+	if c.resultArt, err = res.Artifact(); err != nil {
+		return nil, fmt.Errorf("surface run: encoding result: %w", err)
+	}
+	c.run.ResultRef = asl.MustDerive(s.opts.Hash, c.resultArt)
+	c.run.Trace, err = builder.Finish(trace.Links{
+		ProgramRef: res.ProgramRef, InputRefs: res.InputRefs,
+		ParamsRef: res.ParamsRef, HasParams: res.HasParams,
+		ExecResultRef: c.run.ResultRef,
+	}, res.Value)
+	if err != nil {
+		return nil, fmt.Errorf("surface run: building trace: %w", err)
+	}
+	if c.traceArt, err = c.run.Trace.Artifact(); err != nil {
+		return nil, fmt.Errorf("surface run: encoding trace: %w", err)
+	}
+	c.run.TraceRef = asl.MustDerive(s.opts.Hash, c.traceArt)
+	return c, nil
+}
+
+// persist stores outputs, result and trace in one batch, with the surf.trace
+// index entry and, when actionKey is non-nil, the action cache entry.
+func (s *Surface) persist(ctx context.Context, c *computed, actionKey []byte) error {
+	run := c.run
+	arts := append(append([]asl.Artifact(nil), run.Outputs...), c.resultArt, c.traceArt)
+	var refs []asl.Reference
+	var err error
+	if ix, ok := s.store.(asl.Indexer); ok {
+		entries := []asl.IndexEntry{{Space: TraceIndexSpace, Key: run.ResultRef.Bytes(), Value: run.TraceRef.Bytes()}}
+		if actionKey != nil {
+			entries = append(entries, asl.IndexEntry{Space: ActionIndexSpace, Key: actionKey, Value: run.ResultRef.Bytes()})
+		}
+		refs, err = ix.PutIndexed(ctx, s.opts.Hash, arts, entries)
+	} else {
+		refs, err = s.store.PutBatch(ctx, s.opts.Hash, arts)
+	}
+	if err != nil {
+		return fmt.Errorf("surface run: storing %d artifacts: %w", len(arts), err)
+	}
+	n := len(run.Outputs)
+	if refs[n] != run.ResultRef || refs[n+1] != run.TraceRef {
+		return fmt.Errorf("surface run: store returned %s, %s for result and trace, derived %s, %s: %w",
+			refs[n], refs[n+1], run.ResultRef, run.TraceRef, asl.ErrIntegrity)
+	}
+	return nil
 }
 
 func (req Request) check() error {
@@ -172,7 +268,8 @@ func (s *Surface) resolve(ctx context.Context, req Request) (program asl.Artifac
 
 // store1 encodes the result, derives its reference, builds the trace that
 // names it, and stores outputs, result and trace in one batch.
-func (s *Surface) store1(ctx context.Context, res Result, outputs []asl.Artifact, builder *trace.Builder) (*Run, error) {
+// A non-nil actionKey also records the run in the action cache.
+func (s *Surface) store1(ctx context.Context, res Result, outputs []asl.Artifact, builder *trace.Builder, actionKey []byte) (*Run, error) {
 	run := &Run{Outputs: outputs}
 	res.OutputRefs = make([]asl.Reference, len(outputs))
 	for i, out := range outputs {
@@ -199,9 +296,11 @@ func (s *Surface) store1(ctx context.Context, res Result, outputs []asl.Artifact
 	arts := append(append([]asl.Artifact(nil), outputs...), resultArt, traceArt)
 	var refs []asl.Reference
 	if ix, ok := s.store.(asl.Indexer); ok {
-		refs, err = ix.PutIndexed(ctx, s.opts.Hash, arts, []asl.IndexEntry{{
-			Space: TraceIndexSpace, Key: run.ResultRef.Bytes(), Value: run.TraceRef.Bytes(),
-		}})
+		entries := []asl.IndexEntry{{Space: TraceIndexSpace, Key: run.ResultRef.Bytes(), Value: run.TraceRef.Bytes()}}
+		if actionKey != nil {
+			entries = append(entries, asl.IndexEntry{Space: ActionIndexSpace, Key: actionKey, Value: run.ResultRef.Bytes()})
+		}
+		refs, err = ix.PutIndexed(ctx, s.opts.Hash, arts, entries)
 	} else {
 		refs, err = s.store.PutBatch(ctx, s.opts.Hash, arts)
 	}
@@ -214,4 +313,12 @@ func (s *Surface) store1(ctx context.Context, res Result, outputs []asl.Artifact
 	}
 	run.OutputRefs, run.Result, run.Trace = res.OutputRefs, res, tr
 	return run, nil
+}
+
+// scheme is the effective scheme reference: SchemeRef_DAG_1 when unset.
+func (req Request) scheme() asl.Reference {
+	if req.SchemeRef.IsZero() {
+		return pel.SchemeRefDAG1
+	}
+	return req.SchemeRef
 }

@@ -1,0 +1,151 @@
+package surf
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/enc"
+)
+
+// Index spaces of the action cache (SPECS.md §14.6).
+const (
+	// ActionIndexSpace maps a request key (32 bytes) to the ReferenceBytes
+	// of the result that request produced.
+	ActionIndexSpace = "surf.action"
+	// ConfigIndexSpace holds surface configuration; key "cache-salt" holds
+	// the action cache salt.
+	ConfigIndexSpace = "surf.config"
+	saltKey          = "cache-salt"
+)
+
+// requestKeyDomain separates request keys from every other SHA-256 input.
+const requestKeyDomain = "AMDUAT/SURF-REQUEST-KEY/1"
+
+// Limits are the deterministic bounds of a run (SPECS.md §14.7). Zero means
+// unbounded. They are part of the request key.
+type Limits struct {
+	MaxNodes       uint64 // nodes evaluated
+	MaxOutputBytes uint64 // total bytes of all node outputs produced
+}
+
+// RequestKey derives the action-cache key of a request (SPECS.md §14.6):
+// SHA-256 of RequestKeyBytes =
+//
+//	domain bytes32 ("AMDUAT/SURF-REQUEST-KEY/1") || scheme_ref EncodedRef ||
+//	program_ref EncodedRef || list<input_ref EncodedRef> ||
+//	params_ref OptionalEncodedRef || hash_id u16 ||
+//	max_nodes u64 || max_output_bytes u64 || salt bytes32
+//
+// where scheme_ref is the effective scheme (SchemeRef_DAG_1 when the request
+// leaves it zero) and hash_id is the hash the run stores artifacts under.
+func RequestKey(req Request, hash asl.HashID, limits Limits, salt []byte) [32]byte {
+	w := enc.Writer{}
+	w.Bytes32([]byte(requestKeyDomain))
+	w.Buf = asl.AppendEncodedRef(w.Buf, req.scheme())
+	w.Buf = asl.AppendEncodedRef(w.Buf, req.ProgramRef)
+	w.Buf = appendRefList(w.Buf, req.InputRefs)
+	w.Buf = asl.AppendOptionalEncodedRef(w.Buf, req.ParamsRef, req.HasParams)
+	w.U16(uint16(hash))
+	w.U64(limits.MaxNodes)
+	w.U64(limits.MaxOutputBytes)
+	w.Bytes32(salt)
+	return sha256.Sum256(w.Buf)
+}
+
+// Salt returns the store's action-cache salt (empty when never set).
+func Salt(ctx context.Context, s asl.Store) ([]byte, error) {
+	ix, ok := s.(asl.Indexer)
+	if !ok {
+		return nil, nil
+	}
+	v, _, err := ix.LookupIndex(ctx, ConfigIndexSpace, []byte(saltKey))
+	return v, err
+}
+
+// SetSalt replaces the store's action-cache salt. Every entry recorded under
+// another salt is disowned: later runs miss it and recompute (the remedy for
+// a poisoned cache).
+func SetSalt(ctx context.Context, s asl.Store, salt []byte) error {
+	ix, ok := s.(asl.Indexer)
+	if !ok {
+		return fmt.Errorf("action cache salt: the store has no index: %w", asl.ErrUnsupported)
+	}
+	_, err := ix.PutIndexed(ctx, asl.HashSHA256, nil, []asl.IndexEntry{{Space: ConfigIndexSpace, Key: []byte(saltKey), Value: salt}})
+	return err
+}
+
+// lookupCached returns the run recorded for key if it is valid: the result is
+// present, intact, decodes, and answers this very request; each output is
+// present and intact; and the trace is present, intact and names the result.
+// Anything else is a miss (nil, nil). Errors are operational.
+func (s *Surface) lookupCached(ctx context.Context, ix asl.Indexer, key [32]byte, req Request) (*Run, error) {
+	v, found, err := ix.LookupIndex(ctx, ActionIndexSpace, key[:])
+	if err != nil || !found {
+		return nil, err
+	}
+	resultRef, err := asl.DecodeReference(v)
+	if err != nil {
+		return nil, nil
+	}
+	res, err := LoadResult(ctx, s.store, resultRef)
+	if err != nil {
+		return nil, missOrError(err)
+	}
+	if !res.answers(req) {
+		return nil, nil
+	}
+	for _, ref := range res.OutputRefs {
+		if err := drain(ctx, s.store, ref); err != nil {
+			return nil, missOrError(err)
+		}
+	}
+	traceRef, err := FindTrace(ctx, s.store, resultRef)
+	if err != nil {
+		return nil, missOrError(err)
+	}
+	tr, err := LoadTrace(ctx, s.store, traceRef)
+	if err != nil {
+		return nil, missOrError(err)
+	}
+	return &Run{ResultRef: resultRef, TraceRef: traceRef, OutputRefs: res.OutputRefs, Result: res, Trace: tr, CacheHit: true}, nil
+}
+
+// answers reports whether r is the result of req.
+func (r Result) answers(req Request) bool {
+	if r.ProgramRef != req.ProgramRef || len(r.InputRefs) != len(req.InputRefs) ||
+		r.HasParams != req.HasParams || (r.HasParams && r.ParamsRef != req.ParamsRef) ||
+		r.Value.SchemeRef != req.scheme() {
+		return false
+	}
+	for i := range r.InputRefs {
+		if r.InputRefs[i] != req.InputRefs[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// missOrError turns content problems (missing, damaged, undecodable) into a
+// cache miss and keeps operational errors.
+func missOrError(err error) error {
+	if errors.Is(err, asl.ErrNotFound) || errors.Is(err, asl.ErrIntegrity) ||
+		errors.Is(err, asl.ErrUnsupported) || errors.Is(err, enc.ErrMalformed) || errors.Is(err, ErrNoTrace) {
+		return nil
+	}
+	return err
+}
+
+// drain reads ref whole, so that the store verifies it.
+func drain(ctx context.Context, f asl.Fetcher, ref asl.Reference) error {
+	rc, _, err := f.Fetch(ctx, ref)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	_, err = io.Copy(io.Discard, rc)
+	return err
+}
