@@ -111,7 +111,12 @@ func (s *Surface) lookupCached(ctx context.Context, ix asl.Indexer, key [32]byte
 	if err != nil {
 		return nil, missOrError(err)
 	}
-	return &Run{ResultRef: resultRef, TraceRef: traceRef, OutputRefs: res.OutputRefs, Result: res, Trace: tr, CacheHit: true}, nil
+	edge, err := runEdge(res, resultRef, traceRef).Artifact()
+	if err != nil {
+		return nil, err
+	}
+	return &Run{ResultRef: resultRef, TraceRef: traceRef, OutputRefs: res.OutputRefs, Result: res, Trace: tr,
+		CacheHit: true, EdgeRef: asl.MustDerive(resultRef.HashID(), edge)}, nil
 }
 
 // answers reports whether r is the result of req.

@@ -8,6 +8,7 @@ import (
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/opreg"
 	"github.com/amduat/amduat/pel"
+	"github.com/amduat/amduat/tgk"
 	"github.com/amduat/amduat/trace"
 )
 
@@ -73,6 +74,25 @@ type Run struct {
 	// CacheHit is true when the run was answered from the action cache and
 	// nothing was executed.
 	CacheHit bool
+	// EdgeRef is the TGK/1 provenance edge of the run (§14.9, §17).
+	EdgeRef asl.Reference
+}
+
+// runEdge is the provenance edge of a run: from the program, the inputs in
+// order and the params, to the outputs in order, the result and the trace.
+func runEdge(res Result, resultRef, traceRef asl.Reference) tgk.Edge {
+	e := tgk.Edge{Type: tgk.EdgeTypePELRun, From: []tgk.Endpoint{{Role: tgk.RoleProgram, Ref: res.ProgramRef}}}
+	for _, in := range res.InputRefs {
+		e.From = append(e.From, tgk.Endpoint{Role: tgk.RoleInput, Ref: in})
+	}
+	if res.HasParams {
+		e.From = append(e.From, tgk.Endpoint{Role: tgk.RoleParams, Ref: res.ParamsRef})
+	}
+	for _, out := range res.OutputRefs {
+		e.To = append(e.To, tgk.Endpoint{Role: tgk.RoleOutput, Ref: out})
+	}
+	e.To = append(e.To, tgk.Endpoint{Role: tgk.RoleResult, Ref: resultRef}, tgk.Endpoint{Role: tgk.RoleTrace, Ref: traceRef})
+	return e
 }
 
 // Run executes req (SPECS.md §14.3): it resolves the program, then each
@@ -123,8 +143,9 @@ func (s *Surface) Run(ctx context.Context, req Request) (*Run, error) {
 // computed is a run whose artifacts are built and whose references are
 // derived, but which is not stored yet.
 type computed struct {
-	run                 *Run
-	resultArt, traceArt asl.Artifact
+	run                          *Run
+	resultArt, traceArt, edgeArt asl.Artifact
+	edge                         tgk.Edge
 }
 
 // compute resolves and executes req and builds the result and trace. It
@@ -177,18 +198,25 @@ func (s *Surface) compute(ctx context.Context, req Request) (*computed, error) {
 		return nil, fmt.Errorf("surface run: encoding trace: %w", err)
 	}
 	c.run.TraceRef = asl.MustDerive(s.opts.Hash, c.traceArt)
+	c.edge = runEdge(res, c.run.ResultRef, c.run.TraceRef)
+	if c.edgeArt, err = c.edge.Artifact(); err != nil {
+		return nil, fmt.Errorf("surface run: encoding provenance edge: %w", err)
+	}
+	c.run.EdgeRef = asl.MustDerive(s.opts.Hash, c.edgeArt)
 	return c, nil
 }
 
-// persist stores outputs, result and trace in one batch, with the surf.trace
-// index entry and, when actionKey is non-nil, the action cache entry.
+// persist stores outputs, result, trace and provenance edge in one batch,
+// with the surf.trace and TGK index entries and, when actionKey is non-nil,
+// the action cache entry.
 func (s *Surface) persist(ctx context.Context, c *computed, actionKey []byte) error {
 	run := c.run
-	arts := append(append([]asl.Artifact(nil), run.Outputs...), c.resultArt, c.traceArt)
+	arts := append(append([]asl.Artifact(nil), run.Outputs...), c.resultArt, c.traceArt, c.edgeArt)
 	var refs []asl.Reference
 	var err error
 	if ix, ok := s.store.(asl.Indexer); ok {
 		entries := []asl.IndexEntry{{Space: TraceIndexSpace, Key: run.ResultRef.Bytes(), Value: run.TraceRef.Bytes()}}
+		entries = append(entries, tgk.IndexEntries(c.edge, run.EdgeRef)...)
 		if actionKey != nil {
 			entries = append(entries, asl.IndexEntry{Space: ActionIndexSpace, Key: actionKey, Value: run.ResultRef.Bytes()})
 		}
@@ -200,7 +228,7 @@ func (s *Surface) persist(ctx context.Context, c *computed, actionKey []byte) er
 		return fmt.Errorf("surface run: storing %d artifacts: %w", len(arts), err)
 	}
 	n := len(run.Outputs)
-	if refs[n] != run.ResultRef || refs[n+1] != run.TraceRef {
+	if refs[n] != run.ResultRef || refs[n+1] != run.TraceRef || refs[n+2] != run.EdgeRef {
 		return fmt.Errorf("surface run: store returned %s, %s for result and trace, derived %s, %s: %w",
 			refs[n], refs[n+1], run.ResultRef, run.TraceRef, asl.ErrIntegrity)
 	}
@@ -297,6 +325,7 @@ func (s *Surface) store1(ctx context.Context, res Result, outputs []asl.Artifact
 	var refs []asl.Reference
 	if ix, ok := s.store.(asl.Indexer); ok {
 		entries := []asl.IndexEntry{{Space: TraceIndexSpace, Key: run.ResultRef.Bytes(), Value: run.TraceRef.Bytes()}}
+		entries = append(entries, tgk.IndexEntries(c.edge, run.EdgeRef)...)
 		if actionKey != nil {
 			entries = append(entries, asl.IndexEntry{Space: ActionIndexSpace, Key: actionKey, Value: run.ResultRef.Bytes()})
 		}
