@@ -294,55 +294,6 @@ func (s *Surface) resolve(ctx context.Context, req Request) (program asl.Artifac
 	return
 }
 
-// store1 encodes the result, derives its reference, builds the trace that
-// names it, and stores outputs, result and trace in one batch.
-// A non-nil actionKey also records the run in the action cache.
-func (s *Surface) store1(ctx context.Context, res Result, outputs []asl.Artifact, builder *trace.Builder, actionKey []byte) (*Run, error) {
-	run := &Run{Outputs: outputs}
-	res.OutputRefs = make([]asl.Reference, len(outputs))
-	for i, out := range outputs {
-		res.OutputRefs[i] = asl.MustDerive(s.opts.Hash, out)
-	}
-	resultArt, err := res.Artifact()
-	if err != nil {
-		return nil, fmt.Errorf("surface run: encoding result: %w", err)
-	}
-	run.ResultRef = asl.MustDerive(s.opts.Hash, resultArt)
-	tr, err := builder.Finish(trace.Links{
-		ProgramRef: res.ProgramRef, InputRefs: res.InputRefs,
-		ParamsRef: res.ParamsRef, HasParams: res.HasParams,
-		ExecResultRef: run.ResultRef,
-	}, res.Value)
-	if err != nil {
-		return nil, fmt.Errorf("surface run: building trace: %w", err)
-	}
-	traceArt, err := tr.Artifact()
-	if err != nil {
-		return nil, fmt.Errorf("surface run: encoding trace: %w", err)
-	}
-	run.TraceRef = asl.MustDerive(s.opts.Hash, traceArt)
-	arts := append(append([]asl.Artifact(nil), outputs...), resultArt, traceArt)
-	var refs []asl.Reference
-	if ix, ok := s.store.(asl.Indexer); ok {
-		entries := []asl.IndexEntry{{Space: TraceIndexSpace, Key: run.ResultRef.Bytes(), Value: run.TraceRef.Bytes()}}
-		entries = append(entries, tgk.IndexEntries(c.edge, run.EdgeRef)...)
-		if actionKey != nil {
-			entries = append(entries, asl.IndexEntry{Space: ActionIndexSpace, Key: actionKey, Value: run.ResultRef.Bytes()})
-		}
-		refs, err = ix.PutIndexed(ctx, s.opts.Hash, arts, entries)
-	} else {
-		refs, err = s.store.PutBatch(ctx, s.opts.Hash, arts)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("surface run: storing %d artifacts: %w", len(arts), err)
-	}
-	if refs[len(outputs)] != run.ResultRef || refs[len(outputs)+1] != run.TraceRef {
-		return nil, fmt.Errorf("surface run: store returned %s, %s for result and trace, derived %s, %s: %w",
-			refs[len(outputs)], refs[len(outputs)+1], run.ResultRef, run.TraceRef, asl.ErrIntegrity)
-	}
-	run.OutputRefs, run.Result, run.Trace = res.OutputRefs, res, tr
-	return run, nil
-}
 
 // scheme is the effective scheme reference: SchemeRef_DAG_1 when unset.
 func (req Request) scheme() asl.Reference {
