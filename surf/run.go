@@ -294,7 +294,6 @@ func (s *Surface) resolve(ctx context.Context, req Request) (program asl.Artifac
 	return
 }
 
-
 // scheme is the effective scheme reference: SchemeRef_DAG_1 when unset.
 func (req Request) scheme() asl.Reference {
 	if req.SchemeRef.IsZero() {
