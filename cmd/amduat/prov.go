@@ -1,0 +1,223 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/tgk"
+)
+
+func init() { addCommand(newProvCmd) }
+
+func newProvCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "prov",
+		Short: "Query provenance: how an artifact came to be, what was computed from it",
+		Long: `Every program run records a TGK/1 provenance edge (SPECS.md §17): from the
+program, inputs and params to the outputs, the result and the trace. The store
+indexes edges by both ends, so these questions are answered without scanning.`,
+	}
+	var depth int
+	var dot bool
+	walkCmd := func(use, short string) *cobra.Command {
+		c := &cobra.Command{
+			Use:   use + " REF",
+			Short: short,
+			Args:  rangeArgs(1, 1),
+			RunE: func(c *cobra.Command, args []string) (err error) {
+				ref, err := parseRef(args[0])
+				if err != nil {
+					return err
+				}
+				if dot && a.jsonOut {
+					return usagef("--dot and --json are exclusive")
+				}
+				s, err := a.openStore()
+				if err != nil {
+					return err
+				}
+				defer closeStore(s, a.storeDir, &err)
+				walk := tgk.Uses
+				if use == "why" {
+					walk = tgk.Why
+				}
+				g, err := walk(c.Context(), s, ref, depth)
+				if err != nil {
+					return refErr(args[0], err)
+				}
+				switch {
+				case a.jsonOut:
+					return a.printJSON(graphJSON(g))
+				case dot:
+					writeGraphDOT(a.stdout, g, use == "why")
+				default:
+					writeGraphText(a.stdout, g, use == "why")
+				}
+				return nil
+			},
+		}
+		c.Flags().IntVar(&depth, "depth", 0, "stop after this many edges (0: no bound)")
+		c.Flags().BoolVar(&dot, "dot", false, "print the graph as Graphviz DOT")
+		return c
+	}
+	cmd.AddCommand(
+		walkCmd("why", "Show how an artifact came to be, recursively (the runs that produced it and their inputs)"),
+		walkCmd("uses", "Show what was computed from an artifact, recursively"),
+		&cobra.Command{
+			Use:   "reindex",
+			Short: "Rebuild the provenance index from the edge artifacts in the store",
+			Args:  rangeArgs(0, 0),
+			RunE: func(c *cobra.Command, _ []string) (err error) {
+				s, err := a.openStore()
+				if err != nil {
+					return err
+				}
+				defer closeStore(s, a.storeDir, &err)
+				n, err := tgk.Rebuild(c.Context(), s)
+				if err != nil {
+					return failAuto(a.storeDir, err)
+				}
+				if a.jsonOut {
+					return a.printJSON(struct {
+						Edges int `json:"edges"`
+					}{n})
+				}
+				a.printf("indexed %d edges\n", n)
+				return nil
+			},
+		},
+	)
+	return cmd
+}
+
+type endpointJSON struct {
+	Role string        `json:"role"`
+	Ref  asl.Reference `json:"ref"`
+}
+
+type edgeJSON struct {
+	Ref  asl.Reference  `json:"ref"`
+	Type uint32         `json:"type"`
+	From []endpointJSON `json:"from"`
+	To   []endpointJSON `json:"to"`
+}
+
+type provArtifactJSON struct {
+	Ref   asl.Reference   `json:"ref"`
+	Depth int             `json:"depth"`
+	Via   []asl.Reference `json:"edges"`
+}
+
+type provJSON struct {
+	Root      asl.Reference      `json:"root"`
+	Artifacts []provArtifactJSON `json:"artifacts"`
+	Edges     []edgeJSON         `json:"edges"`
+	Truncated bool               `json:"truncated"`
+}
+
+func endpointsJSON(eps []tgk.Endpoint) []endpointJSON {
+	out := make([]endpointJSON, len(eps))
+	for i, ep := range eps {
+		out[i] = endpointJSON{ep.Role.String(), ep.Ref}
+	}
+	return out
+}
+
+// sortedEdgeRefs lists g's edges in ascending ReferenceBytes order, so every
+// rendering is deterministic.
+func sortedEdgeRefs(g *tgk.Graph) []asl.Reference {
+	refs := make([]asl.Reference, 0, len(g.Edges))
+	for r := range g.Edges {
+		refs = append(refs, r)
+	}
+	slices.SortFunc(refs, func(x, y asl.Reference) int { return strings.Compare(string(x.Bytes()), string(y.Bytes())) })
+	return refs
+}
+
+func graphJSON(g *tgk.Graph) provJSON {
+	out := provJSON{Root: g.Root, Truncated: g.Truncated, Artifacts: []provArtifactJSON{}, Edges: []edgeJSON{}}
+	for _, r := range g.Order {
+		out.Artifacts = append(out.Artifacts, provArtifactJSON{r, g.Depth[r], append([]asl.Reference{}, g.Via[r]...)})
+	}
+	for _, r := range sortedEdgeRefs(g) {
+		e := g.Edges[r]
+		out.Edges = append(out.Edges, edgeJSON{r, uint32(e.Type), endpointsJSON(e.From), endpointsJSON(e.To)})
+	}
+	return out
+}
+
+func endpointsText(eps []tgk.Endpoint) string {
+	parts := make([]string, len(eps))
+	for i, ep := range eps {
+		parts[i] = ep.Role.String() + " " + ep.Ref.String()
+	}
+	return strings.Join(parts, ", ")
+}
+
+// writeGraphText prints each artifact reached, breadth first, indented by
+// depth, followed by the runs that produced (why) or consumed (uses) it.
+func writeGraphText(w io.Writer, g *tgk.Graph, why bool) {
+	arrow, other := "produced by run", "from"
+	if !why {
+		arrow, other = "used by run", "to"
+	}
+	for _, r := range g.Order {
+		indent := strings.Repeat("  ", g.Depth[r])
+		fmt.Fprintf(w, "%s%s\n", indent, r)
+		for _, e := range g.Via[r] {
+			edge := g.Edges[e]
+			eps := edge.From
+			if !why {
+				eps = edge.To
+			}
+			fmt.Fprintf(w, "%s  %s %s %s: %s\n", indent, arrow, e, other, endpointsText(eps))
+		}
+	}
+	fmt.Fprintf(w, "%d artifacts, %d runs", len(g.Order), len(g.Edges))
+	if g.Truncated {
+		fmt.Fprint(w, " (truncated by --depth)")
+	}
+	fmt.Fprintln(w)
+}
+
+// writeGraphDOT renders artifacts as ellipses and runs as boxes, with arrows
+// in the direction data flowed.
+func writeGraphDOT(w io.Writer, g *tgk.Graph, why bool) {
+	fmt.Fprintln(w, "digraph provenance {")
+	fmt.Fprintln(w, "  rankdir=LR;")
+	short := func(r asl.Reference) string {
+		s := r.String()
+		if len(s) > 16 {
+			return s[:16] + "…"
+		}
+		return s
+	}
+	seen := map[asl.Reference]bool{}
+	node := func(r asl.Reference) {
+		if !seen[r] {
+			seen[r] = true
+			fmt.Fprintf(w, "  %q [shape=ellipse,label=%q];\n", r.String(), short(r))
+		}
+	}
+	for _, r := range g.Order {
+		node(r)
+	}
+	for _, e := range sortedEdgeRefs(g) {
+		edge := g.Edges[e]
+		fmt.Fprintf(w, "  %q [shape=box,label=%q];\n", e.String(), "run "+short(e))
+		for _, ep := range edge.From {
+			node(ep.Ref)
+			fmt.Fprintf(w, "  %q -> %q [label=%q];\n", ep.Ref.String(), e.String(), ep.Role.String())
+		}
+		for _, ep := range edge.To {
+			node(ep.Ref)
+			fmt.Fprintf(w, "  %q -> %q [label=%q];\n", e.String(), ep.Ref.String(), ep.Role.String())
+		}
+	}
+	fmt.Fprintln(w, "}")
+}
