@@ -1,0 +1,117 @@
+package pel_test
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/opreg"
+	"github.com/amduat/amduat/pel"
+)
+
+// perNode runs f in a b.Loop and reports ns/node and B/node.
+func perNode(b *testing.B, nodes int, f func()) {
+	b.Helper()
+	b.ReportAllocs()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for b.Loop() {
+		f()
+	}
+	runtime.ReadMemStats(&after)
+	total := float64(b.N) * float64(nodes)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/total, "ns/node")
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/total, "B/node")
+}
+
+// BenchmarkValidate measures validation and canonical ordering of
+// million-node programs: a chain (each node reads the previous one) and a
+// wide fan-in (one node reads all others).
+func BenchmarkValidate(b *testing.B) {
+	const n = 1_000_000
+	for _, shape := range []struct {
+		name string
+		p    pel.Program
+	}{{"chain-1M", chain(b, n)}, {"fanin-1M", fanIn(b, n)}} {
+		bytes, err := pel.EncodeProgram(shape.p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(shape.name+"/CanonicalOrder", func(b *testing.B) {
+			perNode(b, n, func() {
+				if _, err := pel.CanonicalOrder(shape.p); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+		b.Run(shape.name+"/Prepare", func(b *testing.B) {
+			perNode(b, n, func() {
+				if _, err := pel.Prepare(shape.p, nil); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+		b.Run(shape.name+"/Decode", func(b *testing.B) {
+			b.SetBytes(int64(len(bytes)))
+			perNode(b, n, func() {
+				if _, err := pel.DecodeProgram(bytes); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkExecOverhead compares Exec_DAG on a chain of n slice nodes (each
+// takes bytes [0, 8) of the previous output, so the operation itself is
+// trivial) with calling the same operation functions directly from Go in a
+// loop. The difference is the engine's per-node cost.
+func BenchmarkExecOverhead(b *testing.B) {
+	for _, n := range []int{1_000, 100_000} {
+		nodes := make([]pel.Node, n)
+		nodes[0] = constNode(b, 1, "0123456789abcdef")
+		sp := opreg.EncodeSliceParams(opreg.SliceParams{Offset: 0, Length: 8})
+		for i := 1; i < n; i++ {
+			nodes[i] = pel.Node{ID: pel.NodeID(i + 1), Op: opreg.OpSlice, Inputs: []pel.DagInput{pel.FromNode(pel.NodeID(i), 0)}, Params: sp}
+		}
+		p := pel.Program{Nodes: nodes, Roots: root(pel.NodeID(n))}
+		a := mustArtifact(b, p)
+		pl, err := pel.Prepare(p, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		constOp, _ := opreg.Kernel().Lookup(opreg.OpConst)
+		sliceOp, _ := opreg.Kernel().Lookup(opreg.OpSlice)
+		cv, _ := constOp.DecodeParams(nodes[0].Params)
+		sv, _ := sliceOp.DecodeParams(sp)
+
+		b.Run(fmt.Sprintf("direct-%d", n), func(b *testing.B) {
+			perNode(b, n, func() {
+				outs, _ := constOp.Run(opreg.Call{Params: cv})
+				in := make([]asl.Artifact, 1)
+				for i := 1; i < n; i++ {
+					in[0] = outs[0]
+					outs, _ = sliceOp.Run(opreg.Call{Inputs: in, Params: sv})
+				}
+				if len(outs[0].Bytes) != 8 {
+					b.Fatal("wrong output")
+				}
+			})
+		})
+		b.Run(fmt.Sprintf("PlanRun-%d", n), func(b *testing.B) {
+			perNode(b, n, func() {
+				if _, res := pl.Run(nil, nil, nil); res.Status != pel.StatusOK {
+					b.Fatal(res.Status)
+				}
+			})
+		})
+		b.Run(fmt.Sprintf("ExecDAG-%d", n), func(b *testing.B) {
+			perNode(b, n, func() {
+				if _, res := pel.ExecDAG(nil, a, nil, nil, nil); res.Status != pel.StatusOK {
+					b.Fatal(res.Status)
+				}
+			})
+		})
+	}
+}

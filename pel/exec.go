@@ -1,0 +1,183 @@
+package pel
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/opreg"
+)
+
+// NodeEvent reports one node that Exec_DAG reached in canonical order
+// (SPECS.md §12.4). Status is StatusOK, or, for the node at which execution
+// stopped, StatusInvalidInputs, StatusInvalidProgram or StatusRuntimeFailed
+// with the same StatusCode and Diagnostics as the final result. Outputs are
+// set only when Status is StatusOK; they are shared with the engine and must
+// not be modified.
+type NodeEvent struct {
+	NodeID      NodeID
+	Op          opreg.OperationID
+	Status      ExecutionStatus
+	StatusCode  uint32
+	Outputs     []asl.Artifact
+	Diagnostics []DiagnosticEntry
+}
+
+// Observer receives NodeEvents synchronously, in canonical order, from the
+// goroutine running Exec_DAG. Nodes after a failing node are not reported,
+// and no events are sent when validation fails before evaluation.
+type Observer interface {
+	ObserveNode(NodeEvent)
+}
+
+// ObserverFunc adapts a function to Observer.
+type ObserverFunc func(NodeEvent)
+
+// ObserveNode calls f(e).
+func (f ObserverFunc) ObserveNode(e NodeEvent) { f(e) }
+
+func result(s ExecutionStatus, code uint32, diags ...DiagnosticEntry) ExecutionResultValue {
+	return ExecutionResultValue{
+		PEL1Version: PEL1Version,
+		Status:      s,
+		SchemeRef:   SchemeRefDAG1,
+		Summary:     ExecutionErrorSummary{Kind: s.Kind(), StatusCode: code},
+		Diagnostics: diags,
+	}
+}
+
+func invalidProgram(d DiagnosticEntry) ExecutionResultValue {
+	return result(StatusInvalidProgram, CodeInvalidProgram, d)
+}
+
+// ExecDAG is Exec_DAG (seed §5.3, SPECS.md §12): it runs program on inputs
+// and the optional global params artifact with the operations of reg (nil
+// means opreg.Kernel()), reporting node events to obs (may be nil).
+//
+// Steps, each ending the execution at the first failure with outputs = []:
+//
+//  1. program must be tagged 0x00000101 and decode (INVALID_PROGRAM),
+//     and be structurally valid (INVALID_PROGRAM);
+//  2. every operation must be registered, then per node (ascending id) its
+//     input count must fit the operation's arity and its params must decode
+//     (INVALID_PROGRAM);
+//  3. nodes run in canonical order; per node, DagInputs resolve in order
+//     (input_index out of range: INVALID_INPUTS; output_index out of
+//     range: INVALID_PROGRAM), then the global params requirement
+//     (INVALID_INPUTS), then the operation (an OpError: RUNTIME_FAILED with
+//     its status code);
+//  4. roots resolve in order (output_index out of range: INVALID_PROGRAM).
+//
+// ExecDAG does no I/O, reads no clock and uses no randomness: equal
+// arguments give equal outputs and results. Outputs may alias bytes of
+// program, inputs and params.
+func ExecDAG(reg *opreg.Registry, program asl.Artifact, inputs []asl.Artifact, params *asl.Artifact, obs Observer) ([]asl.Artifact, ExecutionResultValue) {
+	p, err := DecodeProgramArtifact(program)
+	if err != nil {
+		var pe *ProgramError
+		if !errors.As(err, &pe) {
+			pe = programErr(DiagProgramMalformed, nil, "program bytes malformed")
+		}
+		return nil, invalidProgram(pe.Diagnostic())
+	}
+	pl, perr := prepare(p, reg)
+	if perr != nil {
+		return nil, invalidProgram(perr.Diagnostic())
+	}
+	return pl.Run(inputs, params, obs)
+}
+
+// Run evaluates the plan (steps 3 and 4 of ExecDAG). It is safe to call
+// concurrently; obs is called from the calling goroutine.
+func (pl *Plan) Run(inputs []asl.Artifact, params *asl.Artifact, obs Observer) ([]asl.Artifact, ExecutionResultValue) {
+	nodes := pl.prog.Nodes
+	x := newNodeIndex(nodes)
+	outs := make([][]asl.Artifact, len(nodes))
+	// remaining[t] counts the references to node t not yet resolved; at
+	// zero its outputs are dropped so long chains do not pin every
+	// intermediate artifact.
+	remaining := slices.Clone(pl.g.uses)
+	var scratch []asl.Artifact
+
+	stop := func(node *Node, s ExecutionStatus, code uint32, diags ...DiagnosticEntry) ([]asl.Artifact, ExecutionResultValue) {
+		if obs != nil {
+			obs.ObserveNode(NodeEvent{NodeID: node.ID, Op: node.Op, Status: s, StatusCode: code, Diagnostics: diags})
+		}
+		return nil, result(s, code, diags...)
+	}
+
+	for _, i := range pl.g.order {
+		node, op := &nodes[i], pl.ops[i]
+		scratch = scratch[:0]
+		for j, in := range node.Inputs {
+			if in.Kind == InputExternal {
+				if uint64(in.InputIndex) >= uint64(len(inputs)) {
+					return stop(node, StatusInvalidInputs, CodeInvalidInputs, diag(DiagMissingInput,
+						"node %d input %d: external input index %d out of range (%d inputs given)", node.ID, j, in.InputIndex, len(inputs)))
+				}
+				scratch = append(scratch, inputs[in.InputIndex])
+				continue
+			}
+			t, _ := x.find(in.NodeID)
+			o := outs[t]
+			if uint64(in.OutputIndex) >= uint64(len(o)) {
+				return stop(node, StatusInvalidProgram, CodeInvalidProgram, diag(DiagNodeOutputIndex,
+					"node %d input %d: node %d has %d outputs, output index %d out of range", node.ID, j, in.NodeID, len(o), in.OutputIndex))
+			}
+			scratch = append(scratch, o[in.OutputIndex])
+		}
+		call := opreg.Call{Inputs: scratch, Params: pl.params[i]}
+		if op.NeedsGlobalParams {
+			if params == nil {
+				return stop(node, StatusInvalidInputs, CodeInvalidInputs, diag(DiagMissingGlobal,
+					"node %d: operation %s needs the global params artifact, none given", node.ID, opText(node.Op)))
+			}
+			call.Global = params
+		}
+		res, oerr := op.Run(call)
+		if oerr != nil {
+			code := oerr.StatusCode
+			var lead DiagnosticEntry
+			if code == CodeOK || code == CodeInvalidProgram || code == CodeInvalidInputs {
+				lead = diag(DiagOperationContract, "node %d: operation %s returned reserved status code %d", node.ID, opText(node.Op), code)
+				code = StatusOperationContract
+			} else {
+				lead = diag(DiagNodeFailed, "node %d: operation %s failed with status code 0x%08x", node.ID, opText(node.Op), code)
+			}
+			diags := make([]DiagnosticEntry, 0, 1+len(oerr.Diagnostics))
+			diags = append(append(diags, lead), oerr.Diagnostics...)
+			return stop(node, StatusRuntimeFailed, code, diags...)
+		}
+		for _, in := range node.Inputs {
+			if in.Kind == InputNode {
+				t, _ := x.find(in.NodeID)
+				if remaining[t]--; remaining[t] == 0 {
+					outs[t] = nil
+				}
+			}
+		}
+		if remaining[i] > 0 {
+			outs[i] = res
+		}
+		if obs != nil {
+			obs.ObserveNode(NodeEvent{NodeID: node.ID, Op: node.Op, Status: StatusOK, Outputs: res})
+		}
+	}
+
+	outputs := make([]asl.Artifact, 0, len(pl.prog.Roots))
+	for k, r := range pl.prog.Roots {
+		t, _ := x.find(r.NodeID)
+		o := outs[t]
+		if uint64(r.OutputIndex) >= uint64(len(o)) {
+			return nil, invalidProgram(diag(DiagRootOutputIndex,
+				"root %d: node %d has %d outputs, output index %d out of range", k, r.NodeID, len(o), r.OutputIndex))
+		}
+		outputs = append(outputs, o[r.OutputIndex])
+	}
+	return outputs, result(StatusOK, CodeOK)
+}
+
+func diag(code uint32, format string, args ...any) DiagnosticEntry {
+	return DiagnosticEntry{Code: code, Message: fmt.Appendf(nil, format, args...)}
+}

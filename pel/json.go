@@ -1,0 +1,237 @@
+package pel
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/amduat/amduat/opreg"
+)
+
+// The JSON program format (SPECS.md §15) is a human-writable view of a
+// Program; it is not an encoding that references are taken of. Example:
+//
+//	{"nodes":[
+//	  {"id":1,"op":"pel.bytes.const","version":1,"params":{"text":"hello"}},
+//	  {"id":2,"op":"pel.bytes.concat","version":1,"inputs":[{"node":1,"output":0},{"input":0}]}
+//	],"roots":[{"node":2,"output":0}]}
+//
+// Each input is {"input":I} (external) or {"node":N,"output":K} ("output"
+// defaults to 0); each root is {"node":N,"output":K}. "params" is the
+// operation's readable form when its registry entry provides one, or
+// {"raw":"<hex of ParamsBytes>"} for any operation; omitted params mean the
+// readable form's default (for operations without one: empty bytes).
+// Unknown members are rejected. Nodes may be listed in any order; they are
+// sorted by id.
+
+type jsonProgram struct {
+	Nodes []jsonNode `json:"nodes"`
+	Roots []jsonRef  `json:"roots"`
+}
+
+type jsonNode struct {
+	ID      *uint32         `json:"id"`
+	Op      *string         `json:"op"`
+	Version *uint32         `json:"version"`
+	Inputs  []jsonRef       `json:"inputs"`
+	Params  json.RawMessage `json:"params"`
+}
+
+type jsonRef struct {
+	Input  *uint32 `json:"input"`
+	Node   *uint32 `json:"node"`
+	Output *uint32 `json:"output"`
+}
+
+// ProgramFromJSON parses the JSON program format. Operations are looked up
+// in reg (nil means opreg.Kernel()) only to parse readable params; unknown
+// operations are allowed with raw or omitted params, so invalid programs can
+// be written too. The result always encodes (CheckEncodable holds): unsorted
+// nodes are sorted, duplicate ids are an error.
+func ProgramFromJSON(data []byte, reg *opreg.Registry) (Program, error) {
+	if reg == nil {
+		reg = opreg.Kernel()
+	}
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.DisallowUnknownFields()
+	var jp jsonProgram
+	if err := d.Decode(&jp); err != nil {
+		return Program{}, fmt.Errorf("json program: %w", err)
+	}
+	if d.More() {
+		return Program{}, fmt.Errorf("json program: trailing data after the program object")
+	}
+	var p Program
+	for k, jn := range jp.Nodes {
+		if jn.ID == nil || jn.Op == nil || jn.Version == nil {
+			return Program{}, fmt.Errorf("json program: nodes[%d]: \"id\", \"op\" and \"version\" are required", k)
+		}
+		n := Node{ID: NodeID(*jn.ID), Op: opreg.OperationID{Name: *jn.Op, Version: *jn.Version}}
+		if err := opreg.CheckName(n.Op.Name); err != nil {
+			return Program{}, fmt.Errorf("json program: node %d: %w", n.ID, err)
+		}
+		for j, r := range jn.Inputs {
+			switch {
+			case r.Input != nil && r.Node == nil && r.Output == nil:
+				n.Inputs = append(n.Inputs, External(*r.Input))
+			case r.Input == nil && r.Node != nil:
+				n.Inputs = append(n.Inputs, FromNode(NodeID(*r.Node), deref(r.Output)))
+			default:
+				return Program{}, fmt.Errorf("json program: node %d input %d: want {\"input\":I} or {\"node\":N,\"output\":K}", n.ID, j)
+			}
+		}
+		params, err := paramsFromJSON(reg, n.Op, jn.Params)
+		if err != nil {
+			return Program{}, fmt.Errorf("json program: node %d: %w", n.ID, err)
+		}
+		n.Params = params
+		p.Nodes = append(p.Nodes, n)
+	}
+	for k, r := range jp.Roots {
+		if r.Input != nil || r.Node == nil {
+			return Program{}, fmt.Errorf("json program: roots[%d]: want {\"node\":N,\"output\":K}", k)
+		}
+		p.Roots = append(p.Roots, RootRef{NodeID: NodeID(*r.Node), OutputIndex: deref(r.Output)})
+	}
+	slices.SortStableFunc(p.Nodes, func(a, b Node) int {
+		switch {
+		case a.ID < b.ID:
+			return -1
+		case a.ID > b.ID:
+			return 1
+		}
+		return 0
+	})
+	if err := p.CheckEncodable(); err != nil {
+		return Program{}, fmt.Errorf("json program: %w", err)
+	}
+	return p, nil
+}
+
+func deref(p *uint32) uint32 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// rawParams recognises {"raw":"<hex>"}.
+func rawParams(raw json.RawMessage) ([]byte, bool, error) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil || len(m) != 1 || m["raw"] == nil {
+		return nil, false, nil
+	}
+	var s string
+	if err := json.Unmarshal(m["raw"], &s); err != nil {
+		return nil, true, fmt.Errorf("params raw: want a hex string: %w", err)
+	}
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		return nil, true, fmt.Errorf("params raw: %w", err)
+	}
+	return b, true, nil
+}
+
+func paramsFromJSON(reg *opreg.Registry, id opreg.OperationID, raw json.RawMessage) ([]byte, error) {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		raw = nil
+	}
+	if raw != nil {
+		if b, ok, err := rawParams(raw); ok {
+			if b == nil && err == nil {
+				b = []byte{}
+			}
+			return b, err
+		}
+	}
+	op, ok := reg.Lookup(id)
+	if !ok || op.ParamsFromJSON == nil {
+		if raw != nil {
+			return nil, fmt.Errorf("operation %s has no readable params form: write {\"raw\":\"<hex>\"}", id)
+		}
+		return []byte{}, nil
+	}
+	v, err := op.ParamsFromJSON(raw)
+	if err != nil {
+		return nil, err
+	}
+	return op.EncodeParams(v)
+}
+
+// ProgramToJSON renders p in the JSON program format: one node per line,
+// members in a fixed order, readable params where reg (nil means
+// opreg.Kernel()) offers a form that parses back to the same bytes, raw
+// otherwise. The output is deterministic and ProgramFromJSON returns p
+// from it. p must be encodable.
+func ProgramToJSON(p Program, reg *opreg.Registry) ([]byte, error) {
+	if reg == nil {
+		reg = opreg.Kernel()
+	}
+	if err := p.CheckEncodable(); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.WriteString("{\"nodes\":[")
+	for i := range p.Nodes {
+		n := &p.Nodes[i]
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		name, err := opreg.MarshalJSONCompact(n.Op.Name)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&b, "\n  {\"id\":%d,\"op\":%s,\"version\":%d", n.ID, name, n.Op.Version)
+		if len(n.Inputs) > 0 {
+			b.WriteString(",\"inputs\":[")
+			for j, in := range n.Inputs {
+				if j > 0 {
+					b.WriteByte(',')
+				}
+				if in.Kind == InputExternal {
+					fmt.Fprintf(&b, "{\"input\":%d}", in.InputIndex)
+				} else {
+					fmt.Fprintf(&b, "{\"node\":%d,\"output\":%d}", in.NodeID, in.OutputIndex)
+				}
+			}
+			b.WriteByte(']')
+		}
+		if pj := paramsToJSON(reg, n.Op, n.Params); pj != nil {
+			b.WriteString(",\"params\":")
+			b.Write(pj)
+		}
+		b.WriteByte('}')
+	}
+	if len(p.Nodes) > 0 {
+		b.WriteByte('\n')
+	}
+	b.WriteString("],\"roots\":[")
+	for k, r := range p.Roots {
+		if k > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "{\"node\":%d,\"output\":%d}", r.NodeID, r.OutputIndex)
+	}
+	b.WriteString("]}\n")
+	return b.Bytes(), nil
+}
+
+// paramsToJSON returns the readable form if it round-trips to exactly
+// params, else the raw form; nil means "omit".
+func paramsToJSON(reg *opreg.Registry, id opreg.OperationID, params []byte) []byte {
+	if op, ok := reg.Lookup(id); ok && op.ParamsToJSON != nil {
+		if v, err := op.DecodeParams(params); err == nil {
+			if j, err := op.ParamsToJSON(v); err == nil {
+				if back, err := paramsFromJSON(reg, id, j); err == nil && bytes.Equal(back, params) {
+					return j
+				}
+			}
+		}
+	} else if len(params) == 0 {
+		return nil
+	}
+	return []byte(`{"raw":` + strconv.Quote(hex.EncodeToString(params)) + `}`)
+}

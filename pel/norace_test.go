@@ -1,0 +1,5 @@
+//go:build !race
+
+package pel_test
+
+const raceEnabled = false

@@ -1,0 +1,83 @@
+package trace
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/pel"
+)
+
+// Links are the references a trace ties together. The surface supplies
+// them: ProgramRef, InputRefs and ParamsRef as requested, ExecResultRef as
+// returned when it stored the result artifact (which it stores first).
+type Links struct {
+	ProgramRef    asl.Reference
+	InputRefs     []asl.Reference
+	ParamsRef     asl.Reference // meaningful only when HasParams
+	HasParams     bool
+	ExecResultRef asl.Reference
+}
+
+// Builder turns the pel.NodeEvents of one Exec_DAG run into a Trace. Pass it
+// as the Observer of pel.ExecDAG, then call Finish. It derives each node
+// output's Reference under the hash the surface stores artifacts with, so
+// the output refs of root nodes equal the surface's output refs. A Builder
+// is for one run and one goroutine.
+type Builder struct {
+	hash    asl.HashID
+	records []NodeRecord
+}
+
+var _ pel.Observer = (*Builder)(nil)
+
+// NewBuilder returns a Builder deriving output references with hash, which
+// must be registered.
+func NewBuilder(hash asl.HashID) (*Builder, error) {
+	if _, ok := asl.LookupHash(hash); !ok {
+		return nil, fmt.Errorf("trace builder: hash id 0x%04x: %w", uint16(hash), asl.ErrUnsupported)
+	}
+	return &Builder{hash: hash}, nil
+}
+
+// ObserveNode records one node event.
+func (b *Builder) ObserveNode(ev pel.NodeEvent) {
+	rec := NodeRecord{
+		NodeID:      ev.NodeID,
+		Op:          ev.Op,
+		Status:      ev.Status,
+		StatusCode:  ev.StatusCode,
+		Diagnostics: slices.Clone(ev.Diagnostics),
+	}
+	if len(ev.Outputs) > 0 {
+		rec.OutputRefs = make([]asl.Reference, len(ev.Outputs))
+		for i, out := range ev.Outputs {
+			rec.OutputRefs[i] = asl.MustDerive(b.hash, out) // hash checked in NewBuilder
+		}
+	}
+	b.records = append(b.records, rec)
+}
+
+// Finish returns the trace of the run whose result is res. It fails if the
+// observed events and res are inconsistent (see Trace.Validate) or a link is
+// the zero Reference.
+func (b *Builder) Finish(l Links, res pel.ExecutionResultValue) (Trace, error) {
+	t := Trace{
+		SchemeRef:     res.SchemeRef,
+		ProgramRef:    l.ProgramRef,
+		InputRefs:     slices.Clone(l.InputRefs),
+		ParamsRef:     l.ParamsRef,
+		HasParams:     l.HasParams,
+		ExecResultRef: l.ExecResultRef,
+		Status:        res.Status,
+		StatusCode:    res.Summary.StatusCode,
+		Nodes:         slices.Clone(b.records),
+	}
+	if !l.HasParams {
+		t.ParamsRef = asl.Reference{}
+	}
+	if err := t.Validate(); err != nil {
+		return Trace{}, err
+	}
+	return t, nil
+}
