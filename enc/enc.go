@@ -157,26 +157,30 @@ func (r *Reader) Raw(n int, field string) []byte { return r.take(n, field) }
 
 // Bytes32 reads a u32 length then that many bytes. A length larger than the
 // remaining input is rejected before anything is allocated.
-func (r *Reader) Bytes32(field string) []byte {
-	start := r.off
-	n := r.U32(field + " length")
-	if r.err != nil {
-		return nil
-	}
-	if uint64(n) > uint64(r.Remaining()) {
-		r.FailAt(start, field, "length %d exceeds the %d bytes remaining", n, r.Remaining())
-		return nil
-	}
-	return r.take(int(n), field)
-}
+func (r *Reader) Bytes32(field string) []byte { return r.prefixed(4, field) }
 
 // Bytes64 reads a u64 length then that many bytes.
-func (r *Reader) Bytes64(field string) []byte {
-	start := r.off
-	n := r.U64(field + " length")
+func (r *Reader) Bytes64(field string) []byte { return r.prefixed(8, field) }
+
+// prefixed reads a width-byte big-endian length then that many bytes. The
+// field name of a truncated prefix is field+" length"; it is built only on
+// failure, so the success path does not allocate.
+func (r *Reader) prefixed(width int, field string) []byte {
 	if r.err != nil {
 		return nil
 	}
+	start := r.off
+	if r.Remaining() < width {
+		r.Fail(field+" length", "need %d bytes, %d remain", width, r.Remaining())
+		return nil
+	}
+	var n uint64
+	if width == 4 {
+		n = uint64(binary.BigEndian.Uint32(r.buf[r.off:]))
+	} else {
+		n = binary.BigEndian.Uint64(r.buf[r.off:])
+	}
+	r.off += width
 	if n > uint64(r.Remaining()) {
 		r.FailAt(start, field, "length %d exceeds the %d bytes remaining", n, r.Remaining())
 		return nil

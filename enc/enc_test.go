@@ -74,3 +74,20 @@ func TestCountAcceptsWhatFits(t *testing.T) {
 		t.Fatalf("Count = %d, %v", n, r.Err())
 	}
 }
+
+func TestPrefixedReadsDoNotAllocate(t *testing.T) {
+	var w Writer
+	w.Bytes32([]byte("abc"))
+	w.Bytes64([]byte("de"))
+	allocs := testing.AllocsPerRun(100, func() {
+		r := NewReader(w.Buf)
+		r.Bytes32("a")
+		r.Bytes64("b")
+		if r.Err() != nil {
+			t.Fatal(r.Err())
+		}
+	})
+	if allocs > 1 { // the Reader itself may escape
+		t.Fatalf("%v allocations per run, want at most 1", allocs)
+	}
+}
