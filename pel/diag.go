@@ -31,7 +31,11 @@ const (
 	DiagRootOutputIndex     uint32 = 0x000F     // INVALID_PROGRAM: RootRef output_index out of range
 	DiagNodeFailed          uint32 = 0x0010     // RUNTIME_FAILED: names the failing node
 	DiagOperationContract   uint32 = 0x0011     // RUNTIME_FAILED: operation returned a reserved status code
+	DiagLimitNodes          uint32 = 0x0012     // RUNTIME_FAILED: Limits.MaxNodes reached (§12.6)
+	DiagLimitOutputBytes    uint32 = 0x0013     // RUNTIME_FAILED: Limits.MaxOutputBytes exceeded (§12.6)
 	StatusOperationContract uint32 = 0x00000001 // runtime status_code reported with DiagOperationContract
+	StatusLimitNodes        uint32 = 0x00000004 // runtime status_code reported with DiagLimitNodes
+	StatusLimitOutputBytes  uint32 = 0x00000005 // runtime status_code reported with DiagLimitOutputBytes
 )
 
 // ErrInvalidProgram is wrapped by every *ProgramError.

@@ -73,24 +73,74 @@ func invalidProgram(d DiagnosticEntry) ExecutionResultValue {
 // arguments give equal outputs and results. Outputs may alias bytes of
 // program, inputs and params.
 func ExecDAG(reg *opreg.Registry, program asl.Artifact, inputs []asl.Artifact, params *asl.Artifact, obs Observer) ([]asl.Artifact, ExecutionResultValue) {
+	outputs, res, _ := ExecDAGWith(reg, program, inputs, params, obs, RunOptions{})
+	return outputs, res
+}
+
+// ExecDAGWith is ExecDAG with RunOptions (limits, a node memo, an
+// interrupt). Its error is non-nil only when opts.Interrupt aborted the run.
+func ExecDAGWith(reg *opreg.Registry, program asl.Artifact, inputs []asl.Artifact, params *asl.Artifact, obs Observer, opts RunOptions) ([]asl.Artifact, ExecutionResultValue, error) {
 	p, err := DecodeProgramArtifact(program)
 	if err != nil {
 		var pe *ProgramError
 		if !errors.As(err, &pe) {
 			pe = programErr(DiagProgramMalformed, nil, "program bytes malformed")
 		}
-		return nil, invalidProgram(pe.Diagnostic())
+		return nil, invalidProgram(pe.Diagnostic()), nil
 	}
 	pl, perr := prepare(p, reg)
 	if perr != nil {
-		return nil, invalidProgram(perr.Diagnostic())
+		return nil, invalidProgram(perr.Diagnostic()), nil
 	}
-	return pl.Run(inputs, params, obs)
+	return pl.RunWith(inputs, params, obs, opts)
 }
 
 // Run evaluates the plan (steps 3 and 4 of ExecDAG). It is safe to call
 // concurrently; obs is called from the calling goroutine.
 func (pl *Plan) Run(inputs []asl.Artifact, params *asl.Artifact, obs Observer) ([]asl.Artifact, ExecutionResultValue) {
+	outputs, res, _ := pl.RunWith(inputs, params, obs, RunOptions{})
+	return outputs, res
+}
+
+// Limits are deterministic bounds on one evaluation (SPECS.md §12.6). Zero
+// means unbounded. Exceeding one is RUNTIME_FAILED with StatusLimitNodes or
+// StatusLimitOutputBytes, identical on every machine.
+type Limits struct {
+	// MaxNodes bounds the number of nodes evaluated. Before a node is
+	// evaluated (before its inputs resolve), if MaxNodes nodes have been
+	// evaluated already, the run stops at that node.
+	MaxNodes uint64
+	// MaxOutputBytes bounds the total payload bytes of all node outputs.
+	// After a node produces its outputs, if the running total exceeds
+	// MaxOutputBytes, the run stops at that node.
+	MaxOutputBytes uint64
+}
+
+// NodeMemo lets a caller reuse node outputs across runs and programs
+// (SPECS.md §12.7). Lookup is asked before an operation runs, with exactly
+// what the operation would see; Record is told after it succeeds. Because
+// operations are pure, a memo that returns what Record was told for the same
+// (operation, params bytes, inputs, global params) leaves every output,
+// result and trace byte unchanged. A memo does its own I/O; Exec_DAG stays
+// pure with respect to its arguments.
+type NodeMemo interface {
+	Lookup(op OperationID, params []byte, inputs []asl.Artifact, global *asl.Artifact) ([]asl.Artifact, bool)
+	Record(op OperationID, params []byte, inputs []asl.Artifact, global *asl.Artifact, outputs []asl.Artifact)
+}
+
+// RunOptions extend an evaluation beyond the seed.
+type RunOptions struct {
+	Limits Limits
+	Memo   NodeMemo
+	// Interrupt, if set, is called before each node; a non-nil error aborts
+	// the evaluation with that error and no result (an operational
+	// failure outside the model, such as a wall-time bound).
+	Interrupt func() error
+}
+
+// RunWith is Run with limits, a node memo and an interrupt. Its error is
+// non-nil only when Interrupt aborted the evaluation.
+func (pl *Plan) RunWith(inputs []asl.Artifact, params *asl.Artifact, obs Observer, opts RunOptions) ([]asl.Artifact, ExecutionResultValue, error) {
 	nodes := pl.prog.Nodes
 	x := newNodeIndex(nodes)
 	outs := make([][]asl.Artifact, len(nodes))
@@ -100,15 +150,26 @@ func (pl *Plan) Run(inputs []asl.Artifact, params *asl.Artifact, obs Observer) (
 	remaining := slices.Clone(pl.g.uses)
 	var scratch []asl.Artifact
 
-	stop := func(node *Node, s ExecutionStatus, code uint32, diags ...DiagnosticEntry) ([]asl.Artifact, ExecutionResultValue) {
+	stop := func(node *Node, s ExecutionStatus, code uint32, diags ...DiagnosticEntry) ([]asl.Artifact, ExecutionResultValue, error) {
 		if obs != nil {
 			obs.ObserveNode(NodeEvent{NodeID: node.ID, Op: node.Op, Status: s, StatusCode: code, Diagnostics: diags})
 		}
-		return nil, result(s, code, diags...)
+		return nil, result(s, code, diags...), nil
 	}
+	var evaluated, outputBytes uint64
 
 	for _, i := range pl.g.order {
 		node, op := &nodes[i], pl.ops[i]
+		if opts.Interrupt != nil {
+			if err := opts.Interrupt(); err != nil {
+				return nil, ExecutionResultValue{}, err
+			}
+		}
+		if opts.Limits.MaxNodes > 0 && evaluated == opts.Limits.MaxNodes {
+			return stop(node, StatusRuntimeFailed, StatusLimitNodes, diag(DiagLimitNodes,
+				"node %d: node limit %d reached", node.ID, opts.Limits.MaxNodes))
+		}
+		evaluated++
 		scratch = scratch[:0]
 		for j, in := range node.Inputs {
 			if in.Kind == InputExternal {
@@ -135,7 +196,15 @@ func (pl *Plan) Run(inputs []asl.Artifact, params *asl.Artifact, obs Observer) (
 			}
 			call.Global = params
 		}
-		res, oerr := op.Run(call)
+		var res []asl.Artifact
+		var oerr *opreg.OpError
+		memoHit := false
+		if opts.Memo != nil {
+			res, memoHit = opts.Memo.Lookup(node.Op, node.Params, scratch, call.Global)
+		}
+		if !memoHit {
+			res, oerr = op.Run(call)
+		}
 		if oerr != nil {
 			code := oerr.StatusCode
 			var lead DiagnosticEntry
@@ -148,6 +217,16 @@ func (pl *Plan) Run(inputs []asl.Artifact, params *asl.Artifact, obs Observer) (
 			diags := make([]DiagnosticEntry, 0, 1+len(oerr.Diagnostics))
 			diags = append(append(diags, lead), oerr.Diagnostics...)
 			return stop(node, StatusRuntimeFailed, code, diags...)
+		}
+		for _, out := range res {
+			outputBytes += uint64(len(out.Bytes))
+		}
+		if opts.Limits.MaxOutputBytes > 0 && outputBytes > opts.Limits.MaxOutputBytes {
+			return stop(node, StatusRuntimeFailed, StatusLimitOutputBytes, diag(DiagLimitOutputBytes,
+				"node %d: outputs total %d bytes, above the limit of %d", node.ID, outputBytes, opts.Limits.MaxOutputBytes))
+		}
+		if opts.Memo != nil && !memoHit {
+			opts.Memo.Record(node.Op, node.Params, scratch, call.Global, res)
 		}
 		for _, in := range node.Inputs {
 			if in.Kind == InputNode {
@@ -171,11 +250,11 @@ func (pl *Plan) Run(inputs []asl.Artifact, params *asl.Artifact, obs Observer) (
 		o := outs[t]
 		if uint64(r.OutputIndex) >= uint64(len(o)) {
 			return nil, invalidProgram(diag(DiagRootOutputIndex,
-				"root %d: node %d has %d outputs, output index %d out of range", k, r.NodeID, len(o), r.OutputIndex))
+				"root %d: node %d has %d outputs, output index %d out of range", k, r.NodeID, len(o), r.OutputIndex)), nil
 		}
 		outputs = append(outputs, o[r.OutputIndex])
 	}
-	return outputs, result(StatusOK, CodeOK)
+	return outputs, result(StatusOK, CodeOK), nil
 }
 
 func diag(code uint32, format string, args ...any) DiagnosticEntry {
