@@ -25,13 +25,6 @@ const (
 // requestKeyDomain separates request keys from every other SHA-256 input.
 const requestKeyDomain = "AMDUAT/SURF-REQUEST-KEY/1"
 
-// Limits are the deterministic bounds of a run (SPECS.md §14.7). Zero means
-// unbounded. They are part of the request key.
-type Limits struct {
-	MaxNodes       uint64 // nodes evaluated
-	MaxOutputBytes uint64 // total bytes of all node outputs produced
-}
-
 // RequestKey derives the action-cache key of a request (SPECS.md §14.6):
 // SHA-256 of RequestKeyBytes =
 //
@@ -42,7 +35,7 @@ type Limits struct {
 //
 // where scheme_ref is the effective scheme (SchemeRef_DAG_1 when the request
 // leaves it zero) and hash_id is the hash the run stores artifacts under.
-func RequestKey(req Request, hash asl.HashID, limits Limits, salt []byte) [32]byte {
+func RequestKey(req Request, hash asl.HashID, salt []byte) [32]byte {
 	w := enc.Writer{}
 	w.Bytes32([]byte(requestKeyDomain))
 	w.Buf = asl.AppendEncodedRef(w.Buf, req.scheme())
@@ -50,8 +43,8 @@ func RequestKey(req Request, hash asl.HashID, limits Limits, salt []byte) [32]by
 	w.Buf = appendRefList(w.Buf, req.InputRefs)
 	w.Buf = asl.AppendOptionalEncodedRef(w.Buf, req.ParamsRef, req.HasParams)
 	w.U16(uint16(hash))
-	w.U64(limits.MaxNodes)
-	w.U64(limits.MaxOutputBytes)
+	w.U64(req.Limits.MaxNodes)
+	w.U64(req.Limits.MaxOutputBytes)
 	w.Bytes32(salt)
 	return sha256.Sum256(w.Buf)
 }
@@ -123,7 +116,7 @@ func (s *Surface) lookupCached(ctx context.Context, ix asl.Indexer, key [32]byte
 func (r Result) answers(req Request) bool {
 	if r.ProgramRef != req.ProgramRef || len(r.InputRefs) != len(req.InputRefs) ||
 		r.HasParams != req.HasParams || (r.HasParams && r.ParamsRef != req.ParamsRef) ||
-		r.Value.SchemeRef != req.scheme() {
+		r.Limits != req.Limits || r.Value.SchemeRef != req.scheme() {
 		return false
 	}
 	for i := range r.InputRefs {

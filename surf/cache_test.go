@@ -128,17 +128,17 @@ func TestRequestKeyCoversEveryField(t *testing.T) {
 		}
 		keys[k] = name
 	}
-	add("base", surf.RequestKey(base, asl.HashSHA256, surf.Limits{}, nil))
-	add("explicit scheme", surf.RequestKey(surf.Request{SchemeRef: b, ProgramRef: a, InputRefs: []asl.Reference{b}}, asl.HashSHA256, surf.Limits{}, nil))
-	add("program", surf.RequestKey(surf.Request{ProgramRef: b, InputRefs: []asl.Reference{b}}, asl.HashSHA256, surf.Limits{}, nil))
-	add("inputs", surf.RequestKey(surf.Request{ProgramRef: a, InputRefs: []asl.Reference{b, b}}, asl.HashSHA256, surf.Limits{}, nil))
-	add("params", surf.RequestKey(surf.Request{ProgramRef: a, InputRefs: []asl.Reference{b}, ParamsRef: a, HasParams: true}, asl.HashSHA256, surf.Limits{}, nil))
-	add("hash", surf.RequestKey(base, asl.HashBLAKE3, surf.Limits{}, nil))
-	add("max nodes", surf.RequestKey(base, asl.HashSHA256, surf.Limits{MaxNodes: 1}, nil))
-	add("max bytes", surf.RequestKey(base, asl.HashSHA256, surf.Limits{MaxOutputBytes: 1}, nil))
-	add("salt", surf.RequestKey(base, asl.HashSHA256, surf.Limits{}, []byte("s")))
-	if surf.RequestKey(surf.Request{SchemeRef: pel.SchemeRefDAG1, ProgramRef: a, InputRefs: []asl.Reference{b}}, asl.HashSHA256, surf.Limits{}, nil) !=
-		surf.RequestKey(base, asl.HashSHA256, surf.Limits{}, nil) {
+	add("base", surf.RequestKey(base, asl.HashSHA256, nil))
+	add("explicit scheme", surf.RequestKey(surf.Request{SchemeRef: b, ProgramRef: a, InputRefs: []asl.Reference{b}}, asl.HashSHA256, nil))
+	add("program", surf.RequestKey(surf.Request{ProgramRef: b, InputRefs: []asl.Reference{b}}, asl.HashSHA256, nil))
+	add("inputs", surf.RequestKey(surf.Request{ProgramRef: a, InputRefs: []asl.Reference{b, b}}, asl.HashSHA256, nil))
+	add("params", surf.RequestKey(surf.Request{ProgramRef: a, InputRefs: []asl.Reference{b}, ParamsRef: a, HasParams: true}, asl.HashSHA256, nil))
+	add("hash", surf.RequestKey(base, asl.HashBLAKE3, nil))
+	add("max nodes", surf.RequestKey(surf.Request{ProgramRef: a, InputRefs: []asl.Reference{b}, Limits: pel.Limits{MaxNodes: 1}}, asl.HashSHA256, nil))
+	add("max bytes", surf.RequestKey(surf.Request{ProgramRef: a, InputRefs: []asl.Reference{b}, Limits: pel.Limits{MaxOutputBytes: 1}}, asl.HashSHA256, nil))
+	add("salt", surf.RequestKey(base, asl.HashSHA256, []byte("s")))
+	if surf.RequestKey(surf.Request{SchemeRef: pel.SchemeRefDAG1, ProgramRef: a, InputRefs: []asl.Reference{b}}, asl.HashSHA256, nil) !=
+		surf.RequestKey(base, asl.HashSHA256, nil) {
 		t.Fatal("an explicit SchemeRef_DAG_1 and the default give different keys")
 	}
 }

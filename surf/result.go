@@ -118,6 +118,7 @@ type Result struct {
 	InputRefs       []asl.Reference
 	ParamsRef       asl.Reference // meaningful only when HasParams
 	HasParams       bool
+	Limits          pel.Limits // the run's deterministic bounds; zero when unbounded
 	Value           pel.ExecutionResultValue
 	OutputRefs      []asl.Reference
 	StoreFailure    StoreFailure // meaningful only when HasStoreFailure
@@ -181,7 +182,9 @@ func (r Result) Validate() error {
 // AppendResult appends ResultBytes (SPECS.md §14.1):
 //
 //	program_ref EncodedRef || list<input_ref EncodedRef> ||
-//	params_ref OptionalEncodedRef || value ExecutionResultValue (§8.2) ||
+//	params_ref OptionalEncodedRef ||
+//	has_limits u8 [max_nodes u64 || max_output_bytes u64] ||
+//	value ExecutionResultValue (§8.2) ||
 //	list<output_ref EncodedRef> || has_store_failure u8 [StoreFailure]
 //	StoreFailure = phase u8 || input_index u32 || ref EncodedRef || error u8
 func AppendResult(dst []byte, r Result) ([]byte, error) {
@@ -191,6 +194,14 @@ func AppendResult(dst []byte, r Result) ([]byte, error) {
 	dst = asl.AppendEncodedRef(dst, r.ProgramRef)
 	dst = appendRefList(dst, r.InputRefs)
 	dst = asl.AppendOptionalEncodedRef(dst, r.ParamsRef, r.HasParams)
+	if r.Limits == (pel.Limits{}) {
+		dst = append(dst, 0)
+	} else {
+		w := enc.Writer{Buf: append(dst, 1)}
+		w.U64(r.Limits.MaxNodes)
+		w.U64(r.Limits.MaxOutputBytes)
+		dst = w.Buf
+	}
 	dst, err := pel.AppendResultValue(dst, r.Value)
 	if err != nil {
 		return nil, err
@@ -254,6 +265,22 @@ func DecodeResult(b []byte) (Result, error) {
 	}
 	if res.ParamsRef, res.HasParams, err = asl.ReadOptionalEncodedRef(r, "params_ref"); err != nil {
 		return Result{}, err
+	}
+	limitsOff := r.Offset()
+	switch flag := r.U8("has_limits"); {
+	case r.Err() != nil:
+		return Result{}, r.Err()
+	case flag == 1:
+		res.Limits.MaxNodes = r.U64("limits.max_nodes")
+		res.Limits.MaxOutputBytes = r.U64("limits.max_output_bytes")
+		if r.Err() != nil {
+			return Result{}, r.Err()
+		}
+		if res.Limits == (pel.Limits{}) {
+			return Result{}, r.FailAt(limitsOff, "has_limits", "0x01 with both limits zero (write 0x00)")
+		}
+	case flag != 0:
+		return Result{}, r.FailAt(limitsOff, "has_limits", "value 0x%02x is neither 0x00 nor 0x01", flag)
 	}
 	if res.Value, err = pel.ReadResultValue(r); err != nil {
 		return Result{}, err

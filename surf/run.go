@@ -24,6 +24,10 @@ type Request struct {
 	InputRefs  []asl.Reference
 	ParamsRef  asl.Reference // meaningful only when HasParams
 	HasParams  bool
+	// Limits are deterministic bounds (§14.7): exceeding one is a
+	// RUNTIME_FAILED result, identical everywhere. They are recorded in the
+	// result and are part of the request key.
+	Limits pel.Limits
 }
 
 // Options configure a Surface.
@@ -41,6 +45,13 @@ type Options struct {
 	// NoCache bypasses the action cache (§14.6): the run neither consults
 	// nor records it.
 	NoCache bool
+	// NodeMemo stores every node's outputs as it completes and reuses
+	// identical node computations (same operation, params bytes, input and
+	// global params references) across runs and programs (§14.10). A run
+	// whose process dies part-way resumes from the stored node outputs.
+	// Each node costs a durable write, so it is off by default; it needs a
+	// store with an index.
+	NodeMemo bool
 }
 
 // Surface runs programs against a store.
@@ -76,6 +87,9 @@ type Run struct {
 	CacheHit bool
 	// EdgeRef is the TGK/1 provenance edge of the run (§14.9, §17).
 	EdgeRef asl.Reference
+	// NodesReused counts the nodes answered by the node memo
+	// (Options.NodeMemo) instead of being executed.
+	NodesReused int
 }
 
 // runEdge is the provenance edge of a run: from the program, the inputs in
@@ -115,7 +129,7 @@ func (s *Surface) Run(ctx context.Context, req Request) (*Run, error) {
 		if err != nil {
 			return nil, fmt.Errorf("surface run: reading the cache salt: %w", err)
 		}
-		key = RequestKey(req, s.opts.Hash, Limits{}, salt)
+		key = RequestKey(req, s.opts.Hash, salt)
 		hit, err := s.lookupCached(ctx, ix, key, req)
 		if err != nil {
 			return nil, fmt.Errorf("surface run: action cache: %w", err)
@@ -152,12 +166,13 @@ type computed struct {
 // reads the store and writes nothing.
 func (s *Surface) compute(ctx context.Context, req Request) (*computed, error) {
 	scheme := req.scheme()
-	res := Result{ProgramRef: req.ProgramRef, InputRefs: req.InputRefs, ParamsRef: req.ParamsRef, HasParams: req.HasParams}
+	res := Result{ProgramRef: req.ProgramRef, InputRefs: req.InputRefs, ParamsRef: req.ParamsRef, HasParams: req.HasParams, Limits: req.Limits}
 	builder, err := trace.NewBuilder(s.opts.Hash)
 	if err != nil {
 		return nil, err
 	}
 	var outputs []asl.Artifact
+	var reused int
 	if scheme != pel.SchemeRefDAG1 {
 		res.Value = failure(scheme, pel.StatusSchemeUnsupported, pel.DiagnosticEntry{
 			Code: DiagSchemeUnsupported, Message: fmt.Appendf(nil, "scheme %s is not supported", scheme)})
@@ -174,14 +189,27 @@ func (s *Surface) compute(ctx context.Context, req Request) (*computed, error) {
 			res.Value = failure(scheme, status, fail.Diagnostic())
 			res.StoreFailure, res.HasStoreFailure = *fail, true
 		} else {
-			outputs, res.Value = pel.ExecDAG(s.opts.Registry, program, inputs, params, builder)
+			opts := pel.RunOptions{Limits: req.Limits, Interrupt: ctx.Err}
+			if s.opts.NodeMemo {
+				opts.Memo = s.nodeMemo(ctx)
+			}
+			outputs, res.Value, err = pel.ExecDAGWith(s.opts.Registry, program, inputs, params, builder, opts)
+			if m, ok := opts.Memo.(*nodeMemo); ok {
+				reused = m.hits
+				if err == nil {
+					err = m.err
+				}
+			}
+			if err != nil {
+				return nil, fmt.Errorf("surface run: %w", err)
+			}
 		}
 	}
 	res.OutputRefs = make([]asl.Reference, len(outputs))
 	for i, out := range outputs {
 		res.OutputRefs[i] = asl.MustDerive(s.opts.Hash, out)
 	}
-	c := &computed{run: &Run{Outputs: outputs, OutputRefs: res.OutputRefs, Result: res}}
+	c := &computed{run: &Run{Outputs: outputs, OutputRefs: res.OutputRefs, Result: res, NodesReused: reused}}
 	if c.resultArt, err = res.Artifact(); err != nil {
 		return nil, fmt.Errorf("surface run: encoding result: %w", err)
 	}

@@ -48,7 +48,7 @@ func (s *Surface) Verify(ctx context.Context, resultRef asl.Reference) (*Verific
 		return nil, fmt.Errorf("verify %s: %w", resultRef, err)
 	}
 	req := Request{SchemeRef: stored.Value.SchemeRef, ProgramRef: stored.ProgramRef, InputRefs: stored.InputRefs,
-		ParamsRef: stored.ParamsRef, HasParams: stored.HasParams}
+		ParamsRef: stored.ParamsRef, HasParams: stored.HasParams, Limits: stored.Limits}
 	replayer := &Surface{store: s.store, opts: s.opts}
 	replayer.opts.Hash = resultRef.HashID()
 	c, err := replayer.compute(ctx, req)

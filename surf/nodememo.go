@@ -1,0 +1,111 @@
+package surf
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/enc"
+	"github.com/amduat/amduat/pel"
+)
+
+// NodeIndexSpace maps a node key (32 bytes) to the list<EncodedRef> of that
+// node computation's outputs (SPECS.md §14.10).
+const NodeIndexSpace = "surf.node"
+
+const nodeKeyDomain = "AMDUAT/SURF-NODE-KEY/1"
+
+// NodeKey derives the key of one node computation: SHA-256 of
+//
+//	domain bytes32 ("AMDUAT/SURF-NODE-KEY/1") || op_name bytes32 ||
+//	op_version u32 || params bytes32 || list<input_ref EncodedRef> ||
+//	global_params_ref OptionalEncodedRef || hash_id u16
+//
+// where the input and global params references are derived under hash.
+func NodeKey(hash asl.HashID, op pel.OperationID, params []byte, inputs []asl.Artifact, global *asl.Artifact) [32]byte {
+	w := enc.Writer{}
+	w.Bytes32([]byte(nodeKeyDomain))
+	w.Bytes32([]byte(op.Name))
+	w.U32(op.Version)
+	w.Bytes32(params)
+	w.U32(uint32(len(inputs)))
+	for _, in := range inputs {
+		w.Buf = asl.AppendEncodedRef(w.Buf, asl.MustDerive(hash, in))
+	}
+	if global != nil {
+		w.Buf = asl.AppendOptionalEncodedRef(w.Buf, asl.MustDerive(hash, *global), true)
+	} else {
+		w.U8(0)
+	}
+	w.U16(uint16(hash))
+	return sha256.Sum256(w.Buf)
+}
+
+// nodeMemo is the store-backed pel.NodeMemo of one run. Lookup reads the
+// index and the outputs (verified); Record stores the outputs and the index
+// entry durably, so a killed run resumes from them. The first store error is
+// kept in err and ends the run as an operational error; lookups after it
+// miss and records are skipped.
+type nodeMemo struct {
+	ctx  context.Context
+	s    *Surface
+	ix   asl.Indexer
+	err  error
+	hits int
+}
+
+func (s *Surface) nodeMemo(ctx context.Context) *nodeMemo {
+	ix, _ := s.store.(asl.Indexer)
+	m := &nodeMemo{ctx: ctx, s: s, ix: ix}
+	if ix == nil {
+		m.err = errors.New("node memoization needs a store with an index")
+	}
+	return m
+}
+
+func (m *nodeMemo) Lookup(op pel.OperationID, params []byte, inputs []asl.Artifact, global *asl.Artifact) ([]asl.Artifact, bool) {
+	if m.err != nil {
+		return nil, false
+	}
+	key := NodeKey(m.s.opts.Hash, op, params, inputs, global)
+	v, found, err := m.ix.LookupIndex(m.ctx, NodeIndexSpace, key[:])
+	if err != nil {
+		m.err = err
+		return nil, false
+	}
+	if !found {
+		return nil, false
+	}
+	refs, err := readRefList(enc.NewReader(v), "outputs")
+	if err != nil {
+		return nil, false
+	}
+	outs := make([]asl.Artifact, len(refs))
+	for i, ref := range refs {
+		a, err := asl.Get(m.ctx, m.s.store, ref, m.s.opts.MaxArtifact)
+		if err != nil {
+			if missOrError(err) != nil {
+				m.err = err
+			}
+			return nil, false
+		}
+		outs[i] = a
+	}
+	m.hits++
+	return outs, true
+}
+
+func (m *nodeMemo) Record(op pel.OperationID, params []byte, inputs []asl.Artifact, global *asl.Artifact, outputs []asl.Artifact) {
+	if m.err != nil {
+		return
+	}
+	key := NodeKey(m.s.opts.Hash, op, params, inputs, global)
+	refs := make([]asl.Reference, len(outputs))
+	for i, out := range outputs {
+		refs[i] = asl.MustDerive(m.s.opts.Hash, out)
+	}
+	// Outputs and entry in one batch: an entry never names absent outputs.
+	_, m.err = m.ix.PutIndexed(m.ctx, m.s.opts.Hash, outputs,
+		[]asl.IndexEntry{{Space: NodeIndexSpace, Key: key[:], Value: appendRefList(nil, refs)}})
+}
