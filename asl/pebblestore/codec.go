@@ -1,0 +1,102 @@
+package pebblestore
+
+import (
+	"runtime"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+const (
+	// sampleSize is how much of a chunk is compressed first to decide
+	// whether compressing the rest can pay.
+	sampleSize = 16 << 10
+)
+
+var (
+	zstdOnce sync.Once
+	zenc     *zstd.Encoder
+	zdec     *zstd.Decoder
+)
+
+// codecs returns the shared zstd encoder and decoder. EncodeAll and DecodeAll
+// are safe for concurrent use; each keeps an internal pool sized to
+// GOMAXPROCS. The decoder refuses to produce more than MaxChunkSize bytes or
+// more than the capacity of the destination it is given.
+func codecs() (*zstd.Encoder, *zstd.Decoder) {
+	zstdOnce.Do(func() {
+		var err error
+		zenc, err = zstd.NewWriter(nil,
+			zstd.WithEncoderLevel(zstd.SpeedFastest),
+			zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)),
+			zstd.WithWindowSize(1<<20),
+			zstd.WithZeroFrames(true))
+		if err != nil {
+			panic(err)
+		}
+		zdec, err = zstd.NewReader(nil,
+			zstd.WithDecoderConcurrency(runtime.GOMAXPROCS(0)),
+			zstd.WithDecoderMaxMemory(MaxChunkSize),
+			zstd.WithDecoderMaxWindow(MaxChunkSize),
+			zstd.WithDecodeAllCapLimit(true))
+		if err != nil {
+			panic(err)
+		}
+	})
+	return zenc, zdec
+}
+
+// pays reports whether a compressed size n for raw size raw saves at least
+// one eighth.
+func pays(n, raw int) bool { return n <= raw-raw/8 }
+
+// compressChunk decides how to store raw. Chunks shorter than minSize are
+// stored raw. Larger chunks first compress a sample of sampleSize bytes at
+// zstd's fastest level; when the sample does not save an eighth the chunk is
+// stored raw without compressing the rest. Otherwise the whole chunk is
+// compressed and kept only if that saves an eighth. scratch is reused for
+// the compressed output when its capacity suffices; the returned payload is
+// raw or the compressed bytes.
+func compressChunk(raw, scratch []byte, minSize int) (uint8, []byte) {
+	if minSize <= 0 || len(raw) < minSize {
+		return codecRaw, raw
+	}
+	enc, _ := codecs()
+	if len(raw) >= 4*sampleSize {
+		s := enc.EncodeAll(raw[:sampleSize], scratch[:0])
+		if !pays(len(s), sampleSize) {
+			return codecRaw, raw
+		}
+	}
+	out := enc.EncodeAll(raw, scratch[:0])
+	if !pays(len(out), len(raw)) {
+		return codecRaw, raw
+	}
+	return codecZstd, out
+}
+
+// decompress decodes a zstd payload that must expand to exactly raw bytes,
+// into dst (reused when its capacity suffices). The frame must declare its
+// content size as raw, and decoding stops at raw bytes, so a hostile payload
+// cannot make it allocate more.
+func decompress(payload []byte, raw uint64, dst []byte) ([]byte, error) {
+	var fh zstd.Header
+	if err := fh.Decode(payload); err != nil {
+		return nil, damaged("zstd frame header: %v", err)
+	}
+	if !fh.HasFCS || fh.FrameContentSize != raw {
+		return nil, damaged("zstd frame declares %d bytes (present %v), record says %d", fh.FrameContentSize, fh.HasFCS, raw)
+	}
+	if uint64(cap(dst)) < raw {
+		dst = make([]byte, 0, raw)
+	}
+	_, dec := codecs()
+	out, err := dec.DecodeAll(payload, dst[:0:raw])
+	if err != nil {
+		return nil, damaged("zstd payload: %v", err)
+	}
+	if uint64(len(out)) != raw {
+		return nil, damaged("zstd payload expands to %d bytes, record says %d", len(out), raw)
+	}
+	return out, nil
+}

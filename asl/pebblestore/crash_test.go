@@ -1,0 +1,218 @@
+package pebblestore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+const crashChunk = 64 << 10
+
+// verifyClone opens a crash clone and checks that every acknowledged
+// artifact is intact, that everything visible verifies, and that no staged
+// blob survived Open.
+func verifyClone(t *testing.T, clone *vfs.MemFS, acked map[asl.Reference]asl.Artifact) *Store {
+	t.Helper()
+	s, err := Open("store", &Options{FS: clone, ChunkSize: crashChunk})
+	if err != nil {
+		t.Fatalf("Open crash clone: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx := context.Background()
+	for ref, a := range acked {
+		got, err := asl.Get(ctx, s, ref, 0)
+		if err != nil {
+			t.Fatalf("acknowledged %s after crash: %v", ref, err)
+		}
+		if !sameArtifact(got, a) {
+			t.Fatalf("acknowledged %s differs after crash", ref)
+		}
+	}
+	err = s.Enumerate(ctx, asl.Reference{}, func(info asl.Info) error {
+		rc, _, err := s.Fetch(ctx, info.Ref)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		_, err = io.Copy(io.Discard, rc)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("visible artifact after crash: %v", err)
+	}
+	checkNoOrphans(t, s)
+	return s
+}
+
+func TestCrashAcknowledgedPutsSurvive(t *testing.T) {
+	for round, pct := range []int{0, 30, 70, 100} {
+		t.Run(fmt.Sprintf("unsynced %d%%", pct), func(t *testing.T) {
+			fs := vfs.NewCrashableMem()
+			s, err := Create("store", &Options{FS: fs, ChunkSize: crashChunk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ctx := context.Background()
+			var mu sync.Mutex
+			acked := map[asl.Reference]asl.Artifact{}
+			ack := func(refs []asl.Reference, arts []asl.Artifact) {
+				mu.Lock()
+				defer mu.Unlock()
+				for i, r := range refs {
+					acked[r] = arts[i]
+				}
+			}
+			seed := uint64(round * 1000)
+			artifact := func(i int) asl.Artifact {
+				switch i % 4 {
+				case 0:
+					return asl.Untagged([]byte(fmt.Sprintf("small %d/%d", round, i)))
+				case 1:
+					return asl.Tagged(asl.TypeTag(i), genBytes(seed+uint64(i), 30<<10, i%8 == 1))
+				case 2:
+					return asl.Untagged(genBytes(seed+uint64(i), 3*crashChunk+i, i%8 == 2))
+				default:
+					return asl.Untagged(genBytes(seed+uint64(i), 100+i, false))
+				}
+			}
+			work := func(i int) error {
+				if i%3 == 0 {
+					arts := []asl.Artifact{artifact(i), artifact(i + 1), artifact(i + 2), artifact(i)}
+					refs, err := s.PutBatch(ctx, asl.HashSHA256, arts)
+					if err == nil {
+						ack(refs, arts)
+					}
+					return err
+				}
+				a := artifact(i)
+				ref, err := asl.PutArtifact(ctx, s, asl.HashBLAKE3, a)
+				if err == nil {
+					ack([]asl.Reference{ref}, []asl.Artifact{a})
+				}
+				return err
+			}
+			for i := range 12 {
+				if err := work(i); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// More work runs while the filesystem is crash-cloned.
+			progress := make(chan int, 100)
+			done := make(chan error, 1)
+			go func() {
+				for i := 12; i < 40; i++ {
+					if err := work(i); err != nil {
+						done <- err
+						return
+					}
+					progress <- i
+				}
+				done <- nil
+			}()
+			for range 5 {
+				<-progress
+			}
+			mu.Lock()
+			snapshot := make(map[asl.Reference]asl.Artifact, len(acked))
+			for r, a := range acked {
+				snapshot[r] = a
+			}
+			mu.Unlock()
+			clone := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: pct, RNG: rand.New(rand.NewPCG(uint64(pct), 7))})
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			verifyClone(t, clone, snapshot)
+		})
+	}
+}
+
+// gateReader pauses after n bytes until resumed.
+type gateReader struct {
+	r       io.Reader
+	n       int
+	reached chan struct{}
+	resume  chan struct{}
+	once    sync.Once
+}
+
+func (g *gateReader) Read(p []byte) (int, error) {
+	if g.n <= 0 {
+		g.once.Do(func() {
+			close(g.reached)
+			<-g.resume
+		})
+	} else if len(p) > g.n {
+		p = p[:g.n]
+	}
+	n, err := g.r.Read(p)
+	g.n -= n
+	return n, err
+}
+
+func TestCrashMidStreamLeavesNothingVisible(t *testing.T) {
+	for _, pct := range []int{0, 50, 100} {
+		t.Run(fmt.Sprintf("unsynced %d%%", pct), func(t *testing.T) {
+			fs := vfs.NewCrashableMem()
+			s, err := Create("store", &Options{FS: fs, ChunkSize: crashChunk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			s.stageBytes = 4 * crashChunk
+			ctx := context.Background()
+			before := asl.Untagged(genBytes(200, 5*crashChunk, false))
+			beforeRef := put(t, s, asl.HashSHA256, before)
+
+			size := uint64(40 * crashChunk)
+			big := genBytes(201, int(size), false)
+			g := &gateReader{r: bytes.NewReader(big), n: int(size / 2), reached: make(chan struct{}), resume: make(chan struct{})}
+			type result struct {
+				ref asl.Reference
+				err error
+			}
+			res := make(chan result, 1)
+			go func() {
+				ref, err := s.Put(ctx, asl.HashSHA256, asl.Header{Size: size}, g)
+				res <- result{ref, err}
+			}()
+			<-g.reached
+			// Let the writer commit at least one staging batch.
+			for deadline := time.Now().Add(time.Minute); len(rawKeys(t, s, prefixStaging)) == 0 && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
+			clone := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: pct, RNG: rand.New(rand.NewPCG(uint64(pct), 9))})
+			close(g.resume)
+			r := <-res
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if r.ref != asl.MustDerive(asl.HashSHA256, asl.Untagged(big)) {
+				t.Fatal("wrong ref")
+			}
+
+			cs := verifyClone(t, clone, map[asl.Reference]asl.Artifact{beforeRef: before})
+			if _, err := cs.Stat(ctx, r.ref); !errors.Is(err, asl.ErrNotFound) {
+				t.Fatalf("half-written artifact after crash: Stat = %v", err)
+			}
+			if pct == 100 && cs.recovered == 0 {
+				t.Fatal("no staged blob was cleaned although all unsynced data survived")
+			}
+			// The store keeps working: the same artifact can be put again.
+			if ref := put(t, cs, asl.HashSHA256, asl.Untagged(big)); ref != r.ref {
+				t.Fatal("re-put after crash gave another ref")
+			}
+			checkNoOrphans(t, cs)
+		})
+	}
+}

@@ -1,0 +1,30 @@
+// Package pebblestore is the embedded default asl.Store: one directory, a
+// Pebble (github.com/cockroachdb/pebble/v2) database, no server. It has the
+// store semantics of SPECS.md §6 (§6.1 put, §6.2 get and verification, §6.3
+// errors); its on-disk layout is project-internal and described,
+// informatively, in SPECS.md §6.4 (draft: docs/spec-drafts/store.md).
+//
+// Invariants:
+//
+//   - Put is idempotent: an artifact already stored is not written again, also
+//     under concurrent puts of the same artifact. Put and PutBatch are durable
+//     when they return nil: one synced Pebble batch per Put or PutBatch, never
+//     one per artifact.
+//   - Every read verifies: an artifact of up to one chunk is checked against
+//     its digest before any byte is returned; a chunked artifact has each
+//     chunk checked by CRC-32C before its bytes are returned, and its last
+//     chunk is withheld until the digest of the whole payload matches. Damage
+//     (payload, record, missing chunk) yields an error wrapping
+//     asl.ErrIntegrity, never wrong bytes. A missing artifact is
+//     asl.ErrNotFound, an unregistered hash id asl.ErrUnsupported; any other
+//     error is an I/O error.
+//   - Artifacts larger than one chunk (default 256 KiB) stream through Put and
+//     Fetch with a few chunk buffers of memory, whatever their size.
+//   - A put that never committed (a crash mid-stream) is never visible: its
+//     chunks sit under a staging record and are deleted by the next Open.
+//   - Chunks are compressed with zstd only where it pays (at least 4 KiB and
+//     a saving of at least one eighth); the choice is recorded per chunk.
+//   - Store-internal records are deterministic CBOR (RFC 8949 core
+//     deterministic encoding), decoded strictly; they never replace a
+//     normative encoding.
+package pebblestore

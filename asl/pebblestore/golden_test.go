@@ -1,0 +1,64 @@
+package pebblestore
+
+import (
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/amduat/amduat/asl"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/records.golden")
+
+// goldenRecords are the worked examples of docs/spec-drafts/store.md §6.4.
+func goldenRecords() []struct{ name, hex string } {
+	hello := []byte("hello")
+	ref := asl.MustDerive(asl.HashSHA256, asl.Untagged(hello))
+	tag := uint32(0x101)
+	inline := appendCBOR(appendCBOR(nil, indexRecord{Size: 5, Tag: &tag, Stored: 5}),
+		chunkHeader{Codec: codecRaw, Raw: 5, CRC: chunkCRC(0, 0, codecRaw, 5, hello)})
+	inline = append(inline, hello...)
+	rows := []struct {
+		name string
+		b    []byte
+	}{
+		{"config key", configKey()},
+		{"config value (sha256 default)", encodeConfig(configRecord{Format: formatName, Version: formatVersion, Hash: uint16(asl.HashSHA256)})},
+		{"counter key", counterKey()},
+		{"counter value (lease end 4097)", appendCBOR(nil, uint64(4097))},
+		{"index key of untagged \"hello\" (sha256)", appendIndexKey(nil, ref)},
+		{"inline index value of \"hello\" tagged 0x00000101", inline},
+		{"chunked index value (3 MiB + 5, blob 7, 256 KiB chunks, mixed)", appendCBOR(nil, indexRecord{Size: 3<<20 + 5, Blob: 7, Chunk: 256 << 10, Stored: 1234567, Compression: compMixed})},
+		{"chunk key (blob 7, chunk 2)", appendChunkKey(nil, 7, 2)},
+		{"chunk header (raw, 5 bytes \"hello\", blob 7, chunk 2)", appendCBOR(nil, chunkHeader{Codec: codecRaw, Raw: 5, CRC: chunkCRC(7, 2, codecRaw, 5, hello)})},
+		{"staging key (blob 7)", stagingKey(7)},
+	}
+	out := make([]struct{ name, hex string }, len(rows))
+	for i, r := range rows {
+		out[i].name, out[i].hex = r.name, hex.EncodeToString(r.b)
+	}
+	return out
+}
+
+func TestRecordGolden(t *testing.T) {
+	var sb strings.Builder
+	for _, r := range goldenRecords() {
+		fmt.Fprintf(&sb, "%s\n%s\n\n", r.name, r.hex)
+	}
+	const path = "testdata/records.golden"
+	if *update {
+		if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(want) != sb.String() {
+		t.Fatalf("records differ from %s (run with -update after an intended change):\n%s", path, sb.String())
+	}
+}

@@ -1,0 +1,459 @@
+package pebblestore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// A claim marks references that one commit is writing. Another put of the
+// same reference waits for the claim to end and then re-checks the index,
+// so an artifact is written once even under concurrent puts and no blob is
+// orphaned by a lost race.
+type claim struct{ done chan struct{} }
+
+type claimShard struct {
+	mu sync.Mutex
+	m  map[asl.Reference]*claim
+}
+
+func (s *Store) shard(ref asl.Reference) *claimShard {
+	d := ref.Digest()
+	var b byte
+	if len(d) > 0 {
+		b = d[len(d)-1]
+	}
+	return &s.claims[b]
+}
+
+// item is one artifact on its way into the index.
+type item struct {
+	ref asl.Reference
+	hdr asl.Header
+	// payload is the whole artifact for a single-chunk item (nil when
+	// staged).
+	payload []byte
+	// staged: blob holds the chunks already written under a staging record;
+	// stored and comp summarise them.
+	staged bool
+	blob   uint64
+	chunk  uint64
+	stored uint64
+	comp   uint64
+
+	state   itemState
+	claimed bool   // this commit holds the claim on ref
+	owner   *claim // the claim to wait for when state == itemWait
+}
+
+type itemState uint8
+
+const (
+	itemTodo itemState = iota
+	itemMine
+	itemWait
+	itemDone    // written by this commit
+	itemPresent // already stored (or a duplicate within the batch)
+)
+
+// Put implements asl.Receiver. Artifacts up to the chunk size are hashed
+// first and then written with their index record in one synced batch;
+// larger ones are streamed: chunks go to a staging blob in unsynced batches
+// while the payload is hashed, and one synced batch commits the index record
+// (SPECS.md §6.1; docs/spec-drafts/store.md §6.4).
+func (s *Store) Put(ctx context.Context, id asl.HashID, hdr asl.Header, r io.Reader) (asl.Reference, error) {
+	h, err := asl.NewHasher(id, hdr)
+	if err != nil {
+		return asl.Reference{}, fmt.Errorf("put: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return asl.Reference{}, err
+	}
+	if err := s.acquire(); err != nil {
+		return asl.Reference{}, fmt.Errorf("put: %w", err)
+	}
+	defer s.release()
+	if hdr.Size > uint64(s.chunkSize) {
+		return s.putStream(ctx, h, hdr, r)
+	}
+	bp := s.getBuf()
+	defer s.putBuf(bp)
+	buf := (*bp)[:hdr.Size]
+	if err := readPayload(r, buf, hdr.Size, 0); err != nil {
+		return asl.Reference{}, err
+	}
+	if err := expectEOF(r, hdr.Size); err != nil {
+		return asl.Reference{}, err
+	}
+	h.Write(buf)
+	ref, err := h.Sum()
+	if err != nil {
+		return asl.Reference{}, fmt.Errorf("put: %w", err)
+	}
+	items := []item{{ref: ref, hdr: hdr, payload: buf}}
+	if err := s.commit(ctx, items); err != nil {
+		return asl.Reference{}, fmt.Errorf("put %s: %w", ref, err)
+	}
+	return ref, nil
+}
+
+// readPayload fills buf from r; a short payload is the caller's error.
+func readPayload(r io.Reader, buf []byte, size, off uint64) error {
+	n, err := io.ReadFull(r, buf)
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return fmt.Errorf("put: payload is %d bytes, header says %d", off+uint64(n), size)
+	}
+	if err != nil {
+		return fmt.Errorf("put: reading payload at byte %d: %w", off+uint64(n), err)
+	}
+	return nil
+}
+
+// expectEOF checks that r has nothing after size bytes.
+func expectEOF(r io.Reader, size uint64) error {
+	var one [1]byte
+	n, err := io.ReadFull(r, one[:])
+	switch {
+	case n > 0:
+		return fmt.Errorf("put: payload is longer than the %d bytes the header says", size)
+	case err == io.EOF:
+		return nil
+	default:
+		return fmt.Errorf("put: reading payload at byte %d: %w", size, err)
+	}
+}
+
+// PutBatch implements asl.BatchReceiver: every artifact is hashed, those not
+// yet stored are written, and one synced Pebble batch makes them durable.
+// Artifacts larger than the chunk size are staged first (unsynced); their
+// index records join the same final batch.
+func (s *Store) PutBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact) ([]asl.Reference, error) {
+	if _, ok := asl.LookupHash(id); !ok {
+		return nil, fmt.Errorf("put batch: hash id 0x%04x: %w", uint16(id), asl.ErrUnsupported)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := s.acquire(); err != nil {
+		return nil, fmt.Errorf("put batch: %w", err)
+	}
+	defer s.release()
+	refs := make([]asl.Reference, len(arts))
+	items := make([]item, len(arts))
+	for i := range arts {
+		a := &arts[i]
+		hdr := a.Header()
+		h, err := asl.NewHasher(id, hdr)
+		if err != nil {
+			return nil, fmt.Errorf("put batch: artifact %d: %w", i, err)
+		}
+		h.Write(a.Bytes)
+		ref, err := h.Sum()
+		if err != nil {
+			return nil, fmt.Errorf("put batch: artifact %d: %w", i, err)
+		}
+		refs[i] = ref
+		items[i] = item{ref: ref, hdr: hdr, payload: a.Bytes}
+	}
+	// Stage the large artifacts; a staged artifact that turns out to be
+	// stored already has its staging deleted by commit.
+	for i := range items {
+		if items[i].hdr.Size <= uint64(s.chunkSize) {
+			continue
+		}
+		if err := s.stage(ctx, &items[i]); err != nil {
+			s.discardStaged(items[:i])
+			return nil, fmt.Errorf("put batch: artifact %d (%s): %w", i, refs[i], err)
+		}
+	}
+	if err := s.commit(ctx, items); err != nil {
+		return nil, fmt.Errorf("put batch: %w", err)
+	}
+	return refs, nil
+}
+
+// stage writes the payload of an in-memory artifact larger than a chunk
+// into a staging blob.
+func (s *Store) stage(ctx context.Context, it *item) error {
+	w, err := s.newStager(ctx)
+	if err != nil {
+		return err
+	}
+	for off := uint64(0); off < it.hdr.Size; off += uint64(s.chunkSize) {
+		end := min(off+uint64(s.chunkSize), it.hdr.Size)
+		if err := w.add(it.payload[off:end]); err != nil {
+			w.abort()
+			return err
+		}
+	}
+	if err := w.finish(); err != nil {
+		w.abort()
+		return err
+	}
+	it.staged, it.blob, it.chunk, it.stored, it.comp, it.payload = true, w.blob, uint64(s.chunkSize), w.stored, w.comp(), nil
+	return nil
+}
+
+// discardStaged deletes the staging blobs of items (best effort: what is
+// left is deleted at the next Open).
+func (s *Store) discardStaged(items []item) {
+	b := s.db.NewBatch()
+	defer b.Close()
+	for i := range items {
+		if items[i].staged {
+			addUnstage(b, items[i].blob, true)
+		}
+	}
+	if !b.Empty() {
+		_ = b.Commit(pebble.NoSync)
+		s.commits.Add(1)
+	}
+}
+
+// addUnstage adds the deletion of a staging record and, when drop is set,
+// of the blob's chunks.
+func addUnstage(b *pebble.Batch, blob uint64, drop bool) {
+	if drop {
+		_ = b.DeleteRange(appendChunkKey(nil, blob, 0), appendChunkKey(nil, blob+1, 0), nil)
+	}
+	_ = b.Delete(stagingKey(blob), nil)
+}
+
+// commit writes the index records (and single-chunk payloads) of items not
+// yet stored, in one synced batch, and resolves duplicates: an item already
+// stored, or repeated within items, is not written again, and its staging
+// blob (if any) is dropped. While some items are claimed by concurrent
+// commits it waits for them and looks again.
+func (s *Store) commit(ctx context.Context, items []item) error {
+	for i := range items {
+		items[i].state = itemTodo
+	}
+	for {
+		pending, err := s.commitOnce(ctx, items)
+		if err != nil {
+			var staged []item
+			for _, it := range items {
+				if it.staged && it.state != itemDone {
+					staged = append(staged, it)
+				}
+			}
+			s.discardStaged(staged)
+			return err
+		}
+		if !pending {
+			break
+		}
+	}
+	var dup []item
+	for _, it := range items {
+		if it.staged && it.state == itemPresent {
+			dup = append(dup, it)
+		}
+	}
+	s.discardStaged(dup)
+	return nil
+}
+
+func (s *Store) commitOnce(ctx context.Context, items []item) (pending bool, err error) {
+	me := &claim{done: make(chan struct{})}
+	var mine, waiting int
+	for i := range items {
+		it := &items[i]
+		if it.state != itemTodo {
+			continue
+		}
+		sh := s.shard(it.ref)
+		sh.mu.Lock()
+		switch owner, ok := sh.m[it.ref]; {
+		case !ok:
+			sh.m[it.ref] = me
+			it.state, it.claimed = itemMine, true
+			mine++
+		case owner == me:
+			it.state = itemPresent // repeated within this batch
+		default:
+			it.state, it.owner = itemWait, owner
+			waiting++
+		}
+		sh.mu.Unlock()
+	}
+	if mine > 0 {
+		err = s.writeMine(ctx, items)
+	}
+	// Release before waiting, so that two batches waiting on each other's
+	// claims cannot deadlock.
+	for i := range items {
+		it := &items[i]
+		if !it.claimed {
+			continue
+		}
+		sh := s.shard(it.ref)
+		sh.mu.Lock()
+		delete(sh.m, it.ref)
+		sh.mu.Unlock()
+		it.claimed = false
+	}
+	close(me.done)
+	if err != nil || waiting == 0 {
+		return false, err
+	}
+	// Wait for the other commits, then look again: what they stored is
+	// present; what they failed to store is ours to write.
+	for i := range items {
+		it := &items[i]
+		if it.state != itemWait {
+			continue
+		}
+		select {
+		case <-it.owner.done:
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+		it.state, it.owner = itemTodo, nil
+	}
+	return true, nil
+}
+
+// writeMine writes the claimed items that are not yet in the index, in one
+// synced batch, and moves them to itemDone or itemPresent. Presence is
+// checked with one iterator, probed in key order (SeekPrefixGE uses the
+// bloom filters and keeps the per-file iterators of earlier probes).
+func (s *Store) writeMine(ctx context.Context, items []item) error {
+	mine := make([]int, 0, len(items))
+	keys := make([]byte, 0, len(items)*40)
+	offs := make([]int, 0, len(items)+1)
+	for i := range items {
+		if items[i].state == itemMine {
+			mine = append(mine, i)
+			offs = append(offs, len(keys))
+			keys = appendIndexKey(keys, items[i].ref)
+		}
+	}
+	offs = append(offs, len(keys))
+	key := func(j int) []byte { return keys[offs[j]:offs[j+1]] }
+	order := make([]int, len(mine))
+	for j := range order {
+		order[j] = j
+	}
+	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(key(a), key(b)) })
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixIndex}, UpperBound: []byte{prefixIndex + 1}, UseL6Filters: true})
+	if err != nil {
+		return ioErr(err)
+	}
+	for _, j := range order {
+		k := key(j)
+		if it.SeekPrefixGE(k) && bytes.Equal(it.Key(), k) {
+			items[mine[j]].state = itemPresent
+		}
+	}
+	err = it.Close()
+	if err != nil {
+		return ioErr(err)
+	}
+
+	b := s.db.NewBatch()
+	defer b.Close()
+	var scratch *[]byte
+	defer func() {
+		if scratch != nil {
+			s.putBuf(scratch)
+		}
+	}()
+	for j, i := range mine {
+		it := &items[i]
+		if it.state != itemMine {
+			continue
+		}
+		if it.staged {
+			rec := indexRecord{Size: it.hdr.Size, Blob: it.blob, Chunk: it.chunk, Stored: it.stored, Compression: it.comp}
+			setTag(&rec, it.hdr)
+			_ = b.Set(key(j), appendCBOR(nil, rec), nil)
+			addUnstage(b, it.blob, false)
+			continue
+		}
+		if scratch == nil {
+			scratch = s.getBuf()
+		}
+		if err := s.addSingle(b, key(j), it, *scratch); err != nil {
+			return err
+		}
+	}
+	if !b.Empty() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := b.Commit(pebble.Sync); err != nil {
+			return ioErr(err)
+		}
+		s.commits.Add(1)
+	}
+	for _, i := range mine {
+		if items[i].state == itemMine {
+			items[i].state = itemDone
+		}
+	}
+	return nil
+}
+
+func setTag(rec *indexRecord, hdr asl.Header) {
+	if hdr.HasTag {
+		t := uint32(hdr.Tag)
+		rec.Tag = &t
+	}
+}
+
+// addSingle adds a single-chunk artifact: inline in its index record up to
+// inlineMax bytes, otherwise as chunk 0 of a fresh blob.
+func (s *Store) addSingle(b *pebble.Batch, key []byte, it *item, scratch []byte) error {
+	codec, stored := compressChunk(it.payload, scratch, s.minCompress)
+	rec := indexRecord{Size: it.hdr.Size, Stored: uint64(len(stored)), Compression: uint64(codec)}
+	setTag(&rec, it.hdr)
+	if int64(it.hdr.Size) <= int64(s.inlineMax) {
+		ch := chunkHeader{Codec: uint64(codec), Raw: it.hdr.Size, CRC: chunkCRC(0, 0, codec, it.hdr.Size, stored)}
+		var hb [64]byte
+		head := appendCBOR(appendCBOR(hb[:0], rec), ch)
+		op := b.SetDeferred(len(key), len(head)+len(stored))
+		copy(op.Key, key)
+		copy(op.Value[copy(op.Value, head):], stored)
+		return op.Finish()
+	}
+	blob, err := s.allocBlob()
+	if err != nil {
+		return err
+	}
+	rec.Blob, rec.Chunk = blob, uint64(s.chunkSize)
+	var kb [17]byte
+	addChunk(b, appendChunkKey(kb[:0], blob, 0), blob, 0, codec, it.hdr.Size, stored)
+	return b.Set(key, appendCBOR(nil, rec), nil)
+}
+
+// addChunk adds chunk value = chunk header || stored payload.
+func addChunk(b *pebble.Batch, key []byte, blob, chunk uint64, codec uint8, raw uint64, stored []byte) {
+	ch := chunkHeader{Codec: uint64(codec), Raw: raw, CRC: chunkCRC(blob, chunk, codec, raw, stored)}
+	var hb [32]byte
+	head := appendCBOR(hb[:0], ch)
+	op := b.SetDeferred(len(key), len(head)+len(stored))
+	copy(op.Key, key)
+	copy(op.Value[copy(op.Value, head):], stored)
+	_ = op.Finish()
+}
+
+// has reports whether key is present.
+func (s *Store) has(key []byte) (bool, error) {
+	_, closer, err := s.db.Get(key)
+	if err == nil {
+		closer.Close()
+		return true, nil
+	}
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	return false, ioErr(err)
+}

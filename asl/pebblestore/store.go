@@ -1,0 +1,460 @@
+package pebblestore
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Defaults for the tuning knobs in Options.
+const (
+	DefaultChunkSize       = 256 << 10
+	DefaultInlineMax       = 16 << 10
+	DefaultMinCompressSize = 4 << 10
+	DefaultMemTableSize    = 8 << 20
+	DefaultCacheSize       = 32 << 20
+
+	// stageBatchBytes is how many chunk bytes a streaming put gathers into
+	// one unsynced Pebble batch.
+	stageBatchBytes = 2 << 20
+	// blobLease is how many blob ids one persisted counter update reserves.
+	blobLease = 1 << 12
+)
+
+// Options configures Create and Open. The zero value (or nil) is valid.
+type Options struct {
+	// DefaultHash is recorded at Create and returned by DefaultHash(); zero
+	// means asl.HashSHA256. Open ignores it and uses the recorded one.
+	DefaultHash asl.HashID
+	// FS lets tests use vfs.NewMem / vfs.NewCrashableMem; nil = vfs.Default.
+	FS vfs.FS
+
+	// ChunkSize is the raw size of the chunks large artifacts are split
+	// into: 0 means DefaultChunkSize; it must lie in [MinChunkSize,
+	// MaxChunkSize]. Each artifact records its own chunk size, so a store
+	// reads artifacts written with any chunk size.
+	ChunkSize int
+	// InlineMax is the largest artifact stored inside its index record
+	// rather than as a chunk: 0 means DefaultInlineMax, negative means none.
+	// It is capped at ChunkSize.
+	InlineMax int
+	// MinCompressSize is the smallest chunk zstd is tried on: 0 means
+	// DefaultMinCompressSize; it is raised to at least 512 bytes.
+	MinCompressSize int
+	// DisableCompression stores every chunk raw.
+	DisableCompression bool
+	// MemTableSize is Pebble's memtable size: 0 means DefaultMemTableSize.
+	// Pebble keeps at most two before it stalls writes, so it bounds much
+	// of the write memory.
+	MemTableSize uint64
+	// CacheSize is Pebble's block cache size: 0 means DefaultCacheSize.
+	CacheSize int64
+}
+
+// ErrNoStore: Open was given a directory that holds no initialized store.
+var ErrNoStore = errors.New("no store")
+
+// ErrExists: Create was given a directory that already holds a store.
+var ErrExists = errors.New("store exists")
+
+// ErrClosed: the store was used after Close.
+var ErrClosed = errors.New("store closed")
+
+// Store is the embedded Pebble store. It is safe for concurrent use.
+type Store struct {
+	db   *pebble.DB
+	dir  string
+	hash asl.HashID
+
+	chunkSize   int
+	inlineMax   int
+	minCompress int
+
+	// state counts operations in flight; closedBit marks Close.
+	state   atomic.Int64
+	drained chan struct{}
+
+	blobMu   sync.Mutex
+	nextBlob uint64
+	leaseEnd uint64
+
+	stageBytes int // chunk bytes per unsynced staging batch
+
+	claims [256]claimShard
+	bufs   sync.Pool // *[]byte of capacity chunkSize
+
+	commits   atomic.Uint64 // Pebble batch commits, for tests
+	recovered int           // staged blobs deleted by Open
+}
+
+var _ asl.Store = (*Store)(nil)
+
+const closedBit = int64(1) << 62
+
+type settings struct {
+	fs          vfs.FS
+	hash        asl.HashID
+	chunkSize   int
+	inlineMax   int
+	minCompress int
+	memTable    uint64
+	cache       int64
+}
+
+func resolve(opts *Options) (settings, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	s := settings{fs: o.FS, hash: o.DefaultHash, chunkSize: o.ChunkSize, inlineMax: o.InlineMax,
+		minCompress: o.MinCompressSize, memTable: o.MemTableSize, cache: o.CacheSize}
+	if s.fs == nil {
+		s.fs = vfs.Default
+	}
+	if s.hash == 0 {
+		s.hash = asl.HashSHA256
+	}
+	if _, ok := asl.LookupHash(s.hash); !ok {
+		return settings{}, fmt.Errorf("default hash id 0x%04x: %w", uint16(s.hash), asl.ErrUnsupported)
+	}
+	if s.chunkSize == 0 {
+		s.chunkSize = DefaultChunkSize
+	}
+	if s.chunkSize < MinChunkSize || s.chunkSize > MaxChunkSize {
+		return settings{}, fmt.Errorf("chunk size %d outside [%d, %d]", s.chunkSize, MinChunkSize, MaxChunkSize)
+	}
+	switch {
+	case s.inlineMax == 0:
+		s.inlineMax = DefaultInlineMax
+	case s.inlineMax < 0:
+		s.inlineMax = -1
+	}
+	s.inlineMax = min(s.inlineMax, s.chunkSize)
+	switch {
+	case o.DisableCompression:
+		s.minCompress = 0
+	case s.minCompress == 0:
+		s.minCompress = DefaultMinCompressSize
+	default:
+		s.minCompress = max(s.minCompress, 512)
+	}
+	if s.memTable == 0 {
+		s.memTable = DefaultMemTableSize
+	}
+	if s.cache == 0 {
+		s.cache = DefaultCacheSize
+	}
+	return s, nil
+}
+
+// quietLogger drops Pebble's informational and error logs so command-line
+// output stays clean; errors reach callers through return values. Fatalf
+// marks a broken Pebble invariant and panics.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)           {}
+func (quietLogger) Errorf(string, ...any)          {}
+func (quietLogger) Fatalf(format string, a ...any) { panic(fmt.Sprintf("pebble: "+format, a...)) }
+
+func pebbleOptions(s settings) *pebble.Options {
+	o := &pebble.Options{
+		FS:                          s.fs,
+		Logger:                      quietLogger{},
+		FormatMajorVersion:          pebble.FormatNewest,
+		MemTableSize:                s.memTable,
+		MemTableStopWritesThreshold: 2,
+		CacheSize:                   s.cache,
+		L0CompactionThreshold:       4,
+		WALBytesPerSync:             1 << 20,
+		BytesPerSync:                1 << 20,
+		EventListener: &pebble.EventListener{
+			// A corrupt block surfaces as a read error (mapped to
+			// ErrIntegrity); the default listener would exit the process.
+			DataCorruption:  func(pebble.DataCorruptionInfo) {},
+			BackgroundError: func(error) {},
+		},
+	}
+	o.Experimental.EnableColumnarBlocks = func() bool { return true }
+	// Chunk values go to blob files at flush, so compactions move only keys
+	// and small values.
+	o.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy {
+		return pebble.ValueSeparationPolicy{
+			Enabled:               true,
+			MinimumSize:           s.inlineMax + 1 + 64,
+			MaxBlobReferenceDepth: 10,
+			RewriteMinimumAge:     5 * time.Minute,
+			TargetGarbageRatio:    0.2,
+		}
+	}
+	// Stored payloads are already zstd or incompressible; Pebble's own
+	// block compression would only spend CPU.
+	for i := range o.Levels {
+		o.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
+		o.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	return o
+}
+
+// Create initializes a store in dir (creating dir if needed) and writes its
+// config record. It fails with ErrExists when dir already holds a store, and
+// refuses a non-empty directory that is not a Pebble database.
+func Create(dir string, opts *Options) (*Store, error) {
+	s, err := resolve(opts)
+	if err != nil {
+		return nil, fmt.Errorf("create store %s: %w", dir, err)
+	}
+	if err := s.fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create store %s: %w", dir, err)
+	}
+	desc, err := pebble.Peek(dir, s.fs)
+	if err != nil {
+		return nil, fmt.Errorf("create store %s: %w", dir, err)
+	}
+	if !desc.Exists {
+		ls, err := s.fs.List(dir)
+		if err != nil {
+			return nil, fmt.Errorf("create store %s: %w", dir, err)
+		}
+		if len(ls) > 0 {
+			return nil, fmt.Errorf("create store %s: directory is not empty and holds no store", dir)
+		}
+	}
+	db, err := pebble.Open(dir, pebbleOptions(s))
+	if err != nil {
+		return nil, fmt.Errorf("create store %s: %w", dir, err)
+	}
+	if v, closer, err := db.Get(configKey()); err == nil {
+		_ = v
+		closer.Close()
+		db.Close()
+		return nil, fmt.Errorf("create store %s: %w", dir, ErrExists)
+	} else if !errors.Is(err, pebble.ErrNotFound) {
+		db.Close()
+		return nil, fmt.Errorf("create store %s: reading config: %w", dir, err)
+	}
+	cfg := configRecord{Format: formatName, Version: formatVersion, Hash: uint16(s.hash)}
+	if err := db.Set(configKey(), encodeConfig(cfg), pebble.Sync); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("create store %s: writing config: %w", dir, err)
+	}
+	return start(db, dir, s)
+}
+
+// Open opens the store in dir. It fails with an error wrapping ErrNoStore
+// when dir holds no initialized store. Blobs staged by puts that never
+// committed (a crash mid-put) are deleted before Open returns.
+func Open(dir string, opts *Options) (*Store, error) {
+	s, err := resolve(opts)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	desc, err := pebble.Peek(dir, s.fs)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("open store %s: %w", dir, ErrNoStore)
+		}
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	if !desc.Exists {
+		return nil, fmt.Errorf("open store %s: %w", dir, ErrNoStore)
+	}
+	po := pebbleOptions(s)
+	po.ErrorIfNotExists = true
+	db, err := pebble.Open(dir, po)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	v, closer, err := db.Get(configKey())
+	if err != nil {
+		db.Close()
+		if errors.Is(err, pebble.ErrNotFound) {
+			return nil, fmt.Errorf("open store %s: no config record: %w", dir, ErrNoStore)
+		}
+		return nil, fmt.Errorf("open store %s: reading config: %w", dir, ioErr(err))
+	}
+	cfg, err := decodeConfig(v)
+	closer.Close()
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	s.hash = asl.HashID(cfg.Hash)
+	return start(db, dir, s)
+}
+
+func start(db *pebble.DB, dir string, s settings) (*Store, error) {
+	st := &Store{
+		db:          db,
+		dir:         dir,
+		hash:        s.hash,
+		chunkSize:   s.chunkSize,
+		inlineMax:   s.inlineMax,
+		minCompress: s.minCompress,
+		drained:     make(chan struct{}, 1),
+		stageBytes:  stageBatchBytes,
+	}
+	for i := range st.claims {
+		st.claims[i].m = make(map[asl.Reference]*claim)
+	}
+	if err := st.recover(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	return st, nil
+}
+
+// recover deletes staged blobs left by puts that never committed and sets
+// the next blob id above every id in use.
+func (s *Store) recover() error {
+	next := uint64(1)
+	v, closer, err := s.db.Get(counterKey())
+	switch {
+	case err == nil:
+		n, derr := decodeCounter(v)
+		closer.Close()
+		if derr != nil {
+			return derr
+		}
+		next = max(next, n)
+	case !errors.Is(err, pebble.ErrNotFound):
+		return ioErr(err)
+	}
+	// The counter is written before any chunk under the ids it covers, but
+	// take the highest chunk key too so that a damaged counter can never
+	// hand out a live id.
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixChunk}, UpperBound: []byte{prefixChunk + 1}})
+	if err != nil {
+		return ioErr(err)
+	}
+	if it.Last() && len(it.Key()) == 17 {
+		next = max(next, beUint64(it.Key()[1:9])+1)
+	}
+	if err := it.Close(); err != nil {
+		return ioErr(err)
+	}
+
+	it, err = s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixStaging}, UpperBound: []byte{prefixStaging + 1}})
+	if err != nil {
+		return ioErr(err)
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		if len(k) == 9 {
+			blob := beUint64(k[1:])
+			b.DeleteRange(appendChunkKey(nil, blob, 0), appendChunkKey(nil, blob+1, 0), nil)
+			next = max(next, blob+1)
+			s.recovered++
+		}
+		b.Delete(k, nil)
+	}
+	if err := it.Close(); err != nil {
+		return ioErr(err)
+	}
+	s.nextBlob, s.leaseEnd = next, next
+	if b.Empty() {
+		return nil
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("deleting staged blobs: %w", ioErr(err))
+	}
+	return nil
+}
+
+func beUint64(b []byte) uint64 {
+	_ = b[7]
+	return uint64(b[0])<<56 | uint64(b[1])<<48 | uint64(b[2])<<40 | uint64(b[3])<<32 |
+		uint64(b[4])<<24 | uint64(b[5])<<16 | uint64(b[6])<<8 | uint64(b[7])
+}
+
+// allocBlob returns a fresh blob id. Ids are leased blobLease at a time: the
+// lease end is committed (synced, under blobMu, so leases persist in order)
+// before any id of the lease is used.
+func (s *Store) allocBlob() (uint64, error) {
+	s.blobMu.Lock()
+	defer s.blobMu.Unlock()
+	if s.nextBlob == s.leaseEnd {
+		end := s.leaseEnd + blobLease
+		if err := s.db.Set(counterKey(), appendCBOR(nil, end), pebble.Sync); err != nil {
+			return 0, fmt.Errorf("persisting blob counter: %w", ioErr(err))
+		}
+		s.commits.Add(1)
+		s.leaseEnd = end
+	}
+	id := s.nextBlob
+	s.nextBlob++
+	return id, nil
+}
+
+// acquire registers an operation; Close waits for registered operations.
+func (s *Store) acquire() error {
+	if s.state.Add(1)&closedBit != 0 {
+		s.release()
+		return ErrClosed
+	}
+	return nil
+}
+
+func (s *Store) release() {
+	if s.state.Add(-1) == closedBit {
+		select {
+		case s.drained <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Close waits for operations in flight (not for open readers, whose later
+// reads fail with ErrClosed) and closes the database. Calling Close from an
+// Enumerate callback deadlocks.
+func (s *Store) Close() error {
+	old := s.state.Or(closedBit)
+	if old&closedBit != 0 {
+		return nil
+	}
+	if old != 0 {
+		<-s.drained
+	}
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close store %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// DefaultHash is the hash recorded at Create.
+func (s *Store) DefaultHash() asl.HashID { return s.hash }
+
+// Dir is the directory the store lives in.
+func (s *Store) Dir() string { return s.dir }
+
+// ioErr maps a Pebble error: corruption detected by Pebble's own checksums
+// is an integrity failure; anything else stays an I/O error.
+func ioErr(err error) error {
+	if errors.Is(err, pebble.ErrCorruption) {
+		return fmt.Errorf("%w: %w", asl.ErrIntegrity, err)
+	}
+	return err
+}
+
+func (s *Store) getBuf() *[]byte {
+	if b, ok := s.bufs.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, s.chunkSize)
+	return &b
+}
+
+func (s *Store) putBuf(b *[]byte) { s.bufs.Put(b) }
+
+var _ io.Closer = (*Store)(nil)

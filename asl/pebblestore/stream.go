@@ -1,0 +1,196 @@
+package pebblestore
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync/atomic"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// stager writes the chunks of one blob in unsynced batches. Its first batch
+// carries the staging record 's' || blob, which the final synced batch of the
+// put deletes; a staging record found at Open marks a put that never
+// committed, and its chunks are deleted.
+type stager struct {
+	s       *Store
+	ctx     context.Context
+	blob    uint64
+	b       *pebble.Batch
+	next    uint64
+	stored  uint64
+	codecs  [2]bool // which codecs the chunks used
+	scratch *[]byte
+	wrote   bool // some batch was committed
+}
+
+// newStageBatch returns a batch sized for stageBytes plus one chunk, so it
+// never grows, and which Pebble's batch pool keeps for reuse.
+func (s *Store) newStageBatch() *pebble.Batch {
+	n := s.stageBytes + s.chunkSize + s.chunkSize/64 + 4096
+	return s.db.NewBatch(pebble.WithInitialSizeBytes(n), pebble.WithMaxRetainedSizeBytes(n))
+}
+
+func (s *Store) newStager(ctx context.Context) (*stager, error) {
+	blob, err := s.allocBlob()
+	if err != nil {
+		return nil, err
+	}
+	w := &stager{s: s, ctx: ctx, blob: blob, b: s.newStageBatch(), scratch: s.getBuf()}
+	_ = w.b.Set(stagingKey(blob), nil, nil)
+	return w, nil
+}
+
+// add compresses (where it pays) and writes the next chunk.
+func (w *stager) add(raw []byte) error {
+	codec, stored := compressChunk(raw, *w.scratch, w.s.minCompress)
+	var kb [17]byte
+	addChunk(w.b, appendChunkKey(kb[:0], w.blob, w.next), w.blob, w.next, codec, uint64(len(raw)), stored)
+	w.next++
+	w.stored += uint64(len(stored))
+	w.codecs[codec] = true
+	if w.b.Len() >= w.s.stageBytes {
+		return w.flush()
+	}
+	return nil
+}
+
+func (w *stager) flush() error {
+	if err := w.ctx.Err(); err != nil {
+		return err
+	}
+	err := w.b.Commit(pebble.NoSync)
+	w.b.Close()
+	w.b = w.s.newStageBatch()
+	if err != nil {
+		return fmt.Errorf("staging blob %d: %w", w.blob, ioErr(err))
+	}
+	w.s.commits.Add(1)
+	w.wrote = true
+	return nil
+}
+
+// finish commits the last unsynced batch.
+func (w *stager) finish() error {
+	defer w.release()
+	if w.b.Empty() {
+		return nil
+	}
+	return w.flush()
+}
+
+func (w *stager) release() {
+	if w.scratch != nil {
+		w.s.putBuf(w.scratch)
+		w.scratch = nil
+	}
+}
+
+// abort drops what was staged (unsynced: a crash leaves the staging record,
+// and Open finishes the job).
+func (w *stager) abort() {
+	w.release()
+	if w.b != nil {
+		w.b.Close()
+		w.b = nil
+	}
+	if w.wrote {
+		w.s.discardStaged([]item{{staged: true, blob: w.blob}})
+	}
+}
+
+func (w *stager) comp() uint64 { return summarize(w.codecs) }
+
+// summarize names the compression of a set of chunks by the codecs used.
+func summarize(codecs [2]bool) uint64 {
+	switch {
+	case codecs[codecRaw] && codecs[codecZstd]:
+		return compMixed
+	case codecs[codecZstd]:
+		return compZstd
+	default:
+		return compNone
+	}
+}
+
+type chunkMsg struct {
+	buf *[]byte
+	n   int
+}
+
+// putStream stores an artifact larger than one chunk. The caller's
+// goroutine reads and hashes the payload; a second goroutine compresses and
+// writes the chunks, so hashing overlaps with compression and I/O. Three
+// chunk buffers circulate between them, which bounds memory.
+func (s *Store) putStream(ctx context.Context, h *asl.Hasher, hdr asl.Header, r io.Reader) (asl.Reference, error) {
+	w, err := s.newStager(ctx)
+	if err != nil {
+		return asl.Reference{}, fmt.Errorf("put: %w", err)
+	}
+	const nbuf = 3
+	free := make(chan *[]byte, nbuf)
+	for range nbuf {
+		free <- s.getBuf()
+	}
+	work := make(chan chunkMsg, nbuf)
+	done := make(chan error, 1)
+	var failed atomic.Bool
+	go func() {
+		var err error
+		for m := range work {
+			if err == nil {
+				if err = w.add((*m.buf)[:m.n]); err != nil {
+					failed.Store(true)
+				}
+			}
+			free <- m.buf
+		}
+		if err == nil {
+			err = w.finish()
+		}
+		done <- err
+	}()
+
+	var rerr error
+	for off := uint64(0); off < hdr.Size && !failed.Load(); {
+		if rerr = ctx.Err(); rerr != nil {
+			break
+		}
+		buf := <-free
+		n := int(min(uint64(s.chunkSize), hdr.Size-off))
+		if rerr = readPayload(r, (*buf)[:n], hdr.Size, off); rerr != nil {
+			free <- buf
+			break
+		}
+		h.Write((*buf)[:n])
+		work <- chunkMsg{buf: buf, n: n}
+		off += uint64(n)
+	}
+	if rerr == nil && !failed.Load() {
+		rerr = expectEOF(r, hdr.Size)
+	}
+	close(work)
+	werr := <-done
+	for range nbuf {
+		s.putBuf(<-free)
+	}
+	if rerr == nil {
+		rerr = werr
+	}
+	if rerr != nil {
+		w.abort()
+		return asl.Reference{}, rerr
+	}
+	ref, err := h.Sum()
+	if err != nil {
+		w.abort()
+		return asl.Reference{}, fmt.Errorf("put: %w", err)
+	}
+	items := []item{{ref: ref, hdr: hdr, staged: true, blob: w.blob, chunk: uint64(s.chunkSize), stored: w.stored, comp: w.comp()}}
+	if err := s.commit(ctx, items); err != nil {
+		return asl.Reference{}, fmt.Errorf("put %s: %w", ref, err)
+	}
+	return ref, nil
+}
