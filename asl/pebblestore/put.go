@@ -98,7 +98,7 @@ func (s *Store) Put(ctx context.Context, id asl.HashID, hdr asl.Header, r io.Rea
 		return asl.Reference{}, fmt.Errorf("put: %w", err)
 	}
 	items := []item{{ref: ref, hdr: hdr, payload: buf}}
-	if err := s.commit(ctx, items); err != nil {
+	if err := s.commit(ctx, items, nil); err != nil {
 		return asl.Reference{}, fmt.Errorf("put %s: %w", ref, err)
 	}
 	return ref, nil
@@ -135,6 +135,10 @@ func expectEOF(r io.Reader, size uint64) error {
 // Artifacts larger than the chunk size are staged first (unsynced); their
 // index records join the same final batch.
 func (s *Store) PutBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact) ([]asl.Reference, error) {
+	return s.putBatch(ctx, id, arts, nil)
+}
+
+func (s *Store) putBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact, extra *indexExtra) ([]asl.Reference, error) {
 	if _, ok := asl.LookupHash(id); !ok {
 		return nil, fmt.Errorf("put batch: hash id 0x%04x: %w", uint16(id), asl.ErrUnsupported)
 	}
@@ -173,7 +177,7 @@ func (s *Store) PutBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact
 			return nil, fmt.Errorf("put batch: artifact %d (%s): %w", i, refs[i], err)
 		}
 	}
-	if err := s.commit(ctx, items); err != nil {
+	if err := s.commit(ctx, items, extra); err != nil {
 		return nil, fmt.Errorf("put batch: %w", err)
 	}
 	return refs, nil
@@ -231,12 +235,14 @@ func addUnstage(b *pebble.Batch, blob uint64, drop bool) {
 // stored, or repeated within items, is not written again, and its staging
 // blob (if any) is dropped. While some items are claimed by concurrent
 // commits it waits for them and looks again.
-func (s *Store) commit(ctx context.Context, items []item) error {
+// commit writes items durably; extra, if non-nil, holds index entries to
+// commit in the same synced batch as the final write (or alone, after it).
+func (s *Store) commit(ctx context.Context, items []item, extra *indexExtra) error {
 	for i := range items {
 		items[i].state = itemTodo
 	}
 	for {
-		pending, err := s.commitOnce(ctx, items)
+		pending, err := s.commitOnce(ctx, items, extra)
 		if err != nil {
 			var staged []item
 			for _, it := range items {
@@ -258,10 +264,19 @@ func (s *Store) commit(ctx context.Context, items []item) error {
 		}
 	}
 	s.discardStaged(dup)
+	if extra != nil && !extra.done && len(extra.entries) > 0 {
+		b := s.db.NewBatch()
+		defer b.Close()
+		extra.addTo(b)
+		if err := b.Commit(pebble.Sync); err != nil {
+			return ioErr(err)
+		}
+		extra.done = true
+	}
 	return nil
 }
 
-func (s *Store) commitOnce(ctx context.Context, items []item) (pending bool, err error) {
+func (s *Store) commitOnce(ctx context.Context, items []item, extra *indexExtra) (pending bool, err error) {
 	me := &claim{done: make(chan struct{})}
 	var mine, waiting int
 	for i := range items {
@@ -285,7 +300,13 @@ func (s *Store) commitOnce(ctx context.Context, items []item) (pending bool, err
 		sh.mu.Unlock()
 	}
 	if mine > 0 {
-		err = s.writeMine(ctx, items)
+		// Index entries ride in this batch only if it is the last write:
+		// with items waiting on other commits, more writes may follow.
+		var ex *indexExtra
+		if waiting == 0 {
+			ex = extra
+		}
+		err = s.writeMine(ctx, items, ex)
 	}
 	// Release before waiting, so that two batches waiting on each other's
 	// claims cannot deadlock.
@@ -325,7 +346,7 @@ func (s *Store) commitOnce(ctx context.Context, items []item) (pending bool, err
 // synced batch, and moves them to itemDone or itemPresent. Presence is
 // checked with one iterator, probed in key order (SeekPrefixGE uses the
 // bloom filters and keeps the per-file iterators of earlier probes).
-func (s *Store) writeMine(ctx context.Context, items []item) error {
+func (s *Store) writeMine(ctx context.Context, items []item, extra *indexExtra) error {
 	mine := make([]int, 0, len(items))
 	keys := make([]byte, 0, len(items)*40)
 	offs := make([]int, 0, len(items)+1)
@@ -385,6 +406,9 @@ func (s *Store) writeMine(ctx context.Context, items []item) error {
 			return err
 		}
 	}
+	if extra != nil {
+		extra.addTo(b)
+	}
 	if !b.Empty() {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -393,6 +417,9 @@ func (s *Store) writeMine(ctx context.Context, items []item) error {
 			return ioErr(err)
 		}
 		s.commits.Add(1)
+	}
+	if extra != nil {
+		extra.done = true
 	}
 	for _, i := range mine {
 		if items[i].state == itemMine {

@@ -189,7 +189,7 @@ func (s *Store) putStream(ctx context.Context, h *asl.Hasher, hdr asl.Header, r 
 		return asl.Reference{}, fmt.Errorf("put: %w", err)
 	}
 	items := []item{{ref: ref, hdr: hdr, staged: true, blob: w.blob, chunk: uint64(s.chunkSize), stored: w.stored, comp: w.comp()}}
-	if err := s.commit(ctx, items); err != nil {
+	if err := s.commit(ctx, items, nil); err != nil {
 		return asl.Reference{}, fmt.Errorf("put %s: %w", ref, err)
 	}
 	return ref, nil

@@ -1,0 +1,126 @@
+package pebblestore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/amduat/amduat/asl"
+)
+
+// prefixIndexEntry keys hold asl.Indexer entries (SPECS.md §6.5):
+// 'x' || space || 0x00 || key -> value. Space names contain no 0x00, so the
+// keys of different spaces never collide.
+const prefixIndexEntry = 'x'
+
+var _ asl.Indexer = (*Store)(nil)
+
+// indexExtra carries index entries into the commit of a batch of artifacts.
+type indexExtra struct {
+	entries []asl.IndexEntry
+	done    bool
+}
+
+func (e *indexExtra) addTo(b *pebble.Batch) {
+	for _, en := range e.entries {
+		_ = b.Set(indexEntryKey(nil, en.Space, en.Key), en.Value, nil)
+	}
+}
+
+func indexEntryKey(dst []byte, space string, key []byte) []byte {
+	dst = append(dst, prefixIndexEntry)
+	dst = append(dst, space...)
+	dst = append(dst, 0)
+	return append(dst, key...)
+}
+
+func checkSpace(space string) error {
+	if space == "" || strings.IndexByte(space, 0) >= 0 {
+		return fmt.Errorf("index space %q: must be non-empty and contain no NUL byte", space)
+	}
+	return nil
+}
+
+// PutIndexed implements asl.Indexer: the artifacts and the entries become
+// durable with one synced batch in the common case (SPECS.md §6.5). When the
+// batch had to wait for a concurrent put of the same artifacts, the entries
+// follow in a second synced batch; either way no entry is durable before the
+// artifacts of the same call.
+func (s *Store) PutIndexed(ctx context.Context, id asl.HashID, arts []asl.Artifact, entries []asl.IndexEntry) ([]asl.Reference, error) {
+	for _, e := range entries {
+		if err := checkSpace(e.Space); err != nil {
+			return nil, err
+		}
+	}
+	return s.putBatch(ctx, id, arts, &indexExtra{entries: entries})
+}
+
+// LookupIndex implements asl.Indexer.
+func (s *Store) LookupIndex(ctx context.Context, space string, key []byte) ([]byte, bool, error) {
+	if err := checkSpace(space); err != nil {
+		return nil, false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	if err := s.acquire(); err != nil {
+		return nil, false, err
+	}
+	defer s.release()
+	v, closer, err := s.db.Get(indexEntryKey(nil, space, key))
+	if err == pebble.ErrNotFound {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, ioErr(err)
+	}
+	out := bytes.Clone(v)
+	closer.Close()
+	return out, true, nil
+}
+
+// ScanIndex implements asl.Indexer.
+func (s *Store) ScanIndex(ctx context.Context, space string, prefix []byte, fn func(key, value []byte) error) error {
+	if err := checkSpace(space); err != nil {
+		return err
+	}
+	if err := s.acquire(); err != nil {
+		return err
+	}
+	defer s.release()
+	lower := indexEntryKey(nil, space, prefix)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
+	if err != nil {
+		return ioErr(err)
+	}
+	defer it.Close()
+	skip := len(space) + 2
+	for ok := it.First(); ok; ok = it.Next() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return ioErr(err)
+		}
+		if err := fn(bytes.Clone(it.Key()[skip:]), bytes.Clone(v)); err != nil {
+			return err
+		}
+	}
+	return ioErr(it.Error())
+}
+
+// prefixEnd returns the smallest key greater than every key with prefix p.
+func prefixEnd(p []byte) []byte {
+	end := bytes.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
