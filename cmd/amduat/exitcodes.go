@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/pebblestore"
+)
+
+// Exit codes (SPECS.md §16). 10-19 are reserved for `amduat pel run`, which
+// reports the program's execution status through them.
+const (
+	exitOK          = 0
+	exitNegative    = 1 // a negative answer: has found a missing ref; conformance vectors failed
+	exitUsage       = 2 // bad flags or arguments, malformed REF argument
+	exitNotFound    = 3 // ERR_NOT_FOUND: no artifact under the reference
+	exitIntegrity   = 4 // ERR_INTEGRITY: stored data is damaged (corruption found)
+	exitUnsupported = 5 // ERR_UNSUPPORTED: unregistered hash id, unsupported operation
+	exitIO          = 6 // I/O or other operational failure
+	exitStore       = 7 // no store at --store, or init found one already
+	exitInterrupted = 130
+)
+
+const exitCodeHelp = `Exit codes:
+  0    success
+  1    negative answer: has found a missing reference; conformance vectors failed
+  2    usage error: bad flag or argument, malformed reference text
+  3    not found (ERR_NOT_FOUND)
+  4    integrity error (ERR_INTEGRITY): damaged data; verify found corruption
+  5    unsupported (ERR_UNSUPPORTED): unregistered hash id
+  6    I/O or other operational error
+  7    no store at --store (run amduat init), or init: a store exists already
+  10-19  reserved for program execution statuses (pel run)
+  130  interrupted`
+
+// cliError is a command failure with its exit code and the reference or
+// file it concerns.
+type cliError struct {
+	code    int
+	subject string
+	err     error
+}
+
+func (e *cliError) Error() string { return withSubject(e.subject, e.err) }
+func (e *cliError) Unwrap() error { return e.err }
+
+// withSubject prefixes err's message with subject unless the message
+// already names it (store errors usually name the reference).
+func withSubject(subject string, err error) string {
+	msg := err.Error()
+	if subject == "" || strings.Contains(msg, subject) {
+		return msg
+	}
+	return subject + ": " + msg
+}
+
+// exitStatus ends a command with a code and no error line: the command has
+// already printed its result (has with missing refs, verify with failures,
+// conformance with failing vectors).
+type exitStatus int
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// fail reports err about subject with an explicit exit code.
+func fail(code int, subject string, err error) error {
+	return &cliError{code: code, subject: subject, err: err}
+}
+
+// failAuto reports err about subject with the exit code classify gives.
+func failAuto(subject string, err error) error {
+	return &cliError{code: classify(err), subject: subject, err: err}
+}
+
+// refErr reports a store error about the reference given as arg. A missing
+// artifact gets a plain message; other errors keep the store's detail.
+func refErr(arg string, err error) error {
+	if errors.Is(err, asl.ErrNotFound) && !errors.Is(err, asl.ErrIntegrity) {
+		return fail(exitNotFound, arg, fmt.Errorf("not stored: %w", asl.ErrNotFound))
+	}
+	return failAuto(arg, err)
+}
+
+// usagef reports a usage error (exit 2).
+func usagef(format string, args ...any) error {
+	return &cliError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+func usageErr(err error) error { return &cliError{code: exitUsage, err: err} }
+
+// classify maps an error to its exit code by the asl and store sentinels.
+func classify(err error) int {
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, context.Canceled):
+		return exitInterrupted
+	case errors.Is(err, asl.ErrIntegrity):
+		return exitIntegrity
+	case errors.Is(err, asl.ErrNotFound):
+		return exitNotFound
+	case errors.Is(err, asl.ErrUnsupported):
+		return exitUnsupported
+	case errors.Is(err, pebblestore.ErrNoStore), errors.Is(err, pebblestore.ErrExists):
+		return exitStore
+	}
+	return exitIO
+}
+
+// parseRef parses a REF argument; malformed text is a usage error.
+func parseRef(s string) (asl.Reference, error) {
+	ref, err := asl.ParseReference(s)
+	if err != nil {
+		return asl.Reference{}, usageErr(fmt.Errorf("bad argument: %w", err))
+	}
+	return ref, nil
+}
+
+func parseRefs(args []string) ([]asl.Reference, error) {
+	refs := make([]asl.Reference, len(args))
+	for i, s := range args {
+		r, err := parseRef(s)
+		if err != nil {
+			return nil, err
+		}
+		refs[i] = r
+	}
+	return refs, nil
+}
+
+// minArgs and exactArgs are cobra argument checks that fail as usage errors.
+func minArgs(n int) func(*cobra.Command, []string) error {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) < n {
+			return usagef("needs at least %d argument(s), got %d", n, len(args))
+		}
+		return nil
+	}
+}
+
+func rangeArgs(lo, hi int) func(*cobra.Command, []string) error {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) < lo || len(args) > hi {
+			if lo == hi {
+				return usagef("needs %d argument(s), got %d", lo, len(args))
+			}
+			return usagef("needs %d to %d arguments, got %d", lo, hi, len(args))
+		}
+		return nil
+	}
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/pebblestore"
+)
+
+func init() { addCommand(newInitCmd) }
+
+// hashFlag parses --hash (sha256 | blake3 | a registry name).
+func hashFlag(name string) (asl.HashAlgorithm, error) {
+	alg, err := asl.HashByName(name)
+	if err != nil {
+		return asl.HashAlgorithm{}, usagef("--hash %q: want sha256 or blake3", name)
+	}
+	return alg, nil
+}
+
+type initResult struct {
+	Store  string `json:"store"`
+	Hash   string `json:"hash"`
+	HashID uint16 `json:"hash_id"`
+}
+
+func newInitCmd(a *app) *cobra.Command {
+	var hashName string
+	c := &cobra.Command{
+		Use:   "init [--hash sha256|blake3]",
+		Short: "Create a store at --store",
+		Long: `Create an empty store in the --store directory (created if missing; it must
+be empty). --hash chooses the hash new artifacts are put under by default
+(sha256 = HASH-ASL1-256, the mandatory default; blake3 = BLAKE3-256, faster
+for large artifacts). Fails with exit code 7 if a store exists there already.`,
+		Args: rangeArgs(0, 0),
+		RunE: func(c *cobra.Command, _ []string) error {
+			alg, err := hashFlag(hashName)
+			if err != nil {
+				return err
+			}
+			s, err := pebblestore.Create(a.storeDir, &pebblestore.Options{DefaultHash: alg.ID})
+			if errors.Is(err, pebblestore.ErrExists) {
+				return fail(exitStore, a.storeDir, fmt.Errorf("a store exists here already: %w", pebblestore.ErrExists))
+			}
+			if err != nil {
+				return failAuto(a.storeDir, err)
+			}
+			if err := s.Close(); err != nil {
+				return failAuto(a.storeDir, err)
+			}
+			if a.jsonOut {
+				return a.printJSON(initResult{Store: a.storeDir, Hash: alg.Short, HashID: uint16(alg.ID)})
+			}
+			a.printf("initialized store %s (hash %s)\n", a.storeDir, alg.Short)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&hashName, "hash", "sha256", "default hash for new artifacts: sha256 or blake3")
+	return c
+}

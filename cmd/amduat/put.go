@@ -1,0 +1,358 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/amduat/amduat/asl"
+)
+
+func init() { addCommand(newPutCmd) }
+
+// Limits of the put path. Inputs up to putStreamThreshold bytes are read
+// into memory and stored through PutBatch, in batches of at most
+// putBatchBytes payload bytes and putBatchCount artifacts (one durability
+// barrier per batch); larger inputs stream through Put one at a time, so
+// memory stays bounded by these constants whatever the input size.
+const (
+	putBatchBytes      = 64 << 20
+	putBatchCount      = 4096
+	putStreamThreshold = 4 << 20
+)
+
+// typeTagValue is the --type-tag flag: decimal, or hexadecimal with 0x.
+type typeTagValue struct {
+	set bool
+	tag asl.TypeTag
+}
+
+func (v *typeTagValue) String() string {
+	if !v.set {
+		return ""
+	}
+	return fmt.Sprintf("0x%08x", uint32(v.tag))
+}
+
+func (v *typeTagValue) Set(s string) error {
+	t, err := parseTypeTag(s)
+	if err != nil {
+		return err
+	}
+	v.set, v.tag = true, t
+	return nil
+}
+
+func (v *typeTagValue) Type() string { return "N" }
+
+// parseTypeTag accepts a decimal number or 0x followed by hex digits, in
+// [0, 2^32-1]. A leading 0 does not mean octal.
+func parseTypeTag(s string) (asl.TypeTag, error) {
+	digits, base := s, 10
+	if h, ok := strings.CutPrefix(strings.ToLower(s), "0x"); ok {
+		digits, base = h, 16
+	}
+	if digits == "" || strings.ContainsAny(digits, "+-_") {
+		return 0, fmt.Errorf("type tag %q: want a decimal number or 0x followed by hex digits", s)
+	}
+	n, err := strconv.ParseUint(digits, base, 32)
+	if err != nil {
+		return 0, fmt.Errorf("type tag %q: want a number in [0, 4294967295] (decimal or 0x hex)", s)
+	}
+	return asl.TypeTag(n), nil
+}
+
+// putItem is one stored input, as printed by put --json.
+type putItem struct {
+	Source   string        `json:"source"`
+	Ref      asl.Reference `json:"ref"`
+	Size     uint64        `json:"size"`
+	TypeTag  *uint32       `json:"type_tag"`
+	Streamed bool          `json:"streamed"`
+}
+
+type putStore interface {
+	asl.Receiver
+	asl.BatchReceiver
+}
+
+// putter stores inputs in order, batching small ones and streaming large
+// ones, and emits one putItem per input in input order.
+type putter struct {
+	store  putStore
+	hash   asl.HashID
+	hasTag bool
+	tag    asl.TypeTag
+	stdin  io.Reader
+	emit   func(putItem) error
+
+	// Limits; zero means the put* constants. Tests lower them.
+	batchBytes, batchCount, streamAbove int64
+
+	pending      []asl.Artifact
+	pendingSrc   []string
+	pendingBytes int64
+
+	batches, streamed int // counts, for reporting
+}
+
+func (p *putter) limits() (batchBytes, batchCount, streamAbove int64) {
+	batchBytes, batchCount, streamAbove = p.batchBytes, p.batchCount, p.streamAbove
+	if batchBytes <= 0 {
+		batchBytes = putBatchBytes
+	}
+	if batchCount <= 0 {
+		batchCount = putBatchCount
+	}
+	if streamAbove <= 0 {
+		streamAbove = putStreamThreshold
+	}
+	return
+}
+
+func (p *putter) header(size uint64) asl.Header {
+	return asl.Header{Size: size, Tag: p.tag, HasTag: p.hasTag}
+}
+
+func (p *putter) item(src string, ref asl.Reference, size uint64, streamed bool) putItem {
+	it := putItem{Source: src, Ref: ref, Size: size, Streamed: streamed}
+	if p.hasTag {
+		t := uint32(p.tag)
+		it.TypeTag = &t
+	}
+	return it
+}
+
+// add stores the file src, or standard input when src is "-".
+func (p *putter) add(ctx context.Context, src string) error {
+	if src == "-" {
+		size, known := regularSize(p.stdin)
+		return p.addReader(ctx, "-", p.stdin, size, known)
+	}
+	f, err := os.Open(src)
+	if err != nil {
+		return fail(exitIO, src, unwrapPathError(err))
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fail(exitIO, src, unwrapPathError(err))
+	}
+	if st.IsDir() {
+		return fail(exitUsage, src, errors.New("is a directory"))
+	}
+	return p.addReader(ctx, src, f, st.Size(), st.Mode().IsRegular())
+}
+
+// regularSize returns the bytes left in r when it is a regular file.
+func regularSize(r io.Reader) (int64, bool) {
+	f, ok := r.(*os.File)
+	if !ok {
+		return 0, false
+	}
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return 0, false
+	}
+	off, err := f.Seek(0, io.SeekCurrent)
+	if err != nil || off > st.Size() {
+		return 0, false
+	}
+	return st.Size() - off, true
+}
+
+func unwrapPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	return err
+}
+
+func (p *putter) addReader(ctx context.Context, src string, r io.Reader, size int64, known bool) error {
+	_, _, streamAbove := p.limits()
+	if known && size > streamAbove {
+		return p.stream(ctx, src, r, uint64(size))
+	}
+	if known {
+		data := make([]byte, size)
+		if _, err := io.ReadFull(r, data); err != nil {
+			return fail(exitIO, src, fmt.Errorf("reading: %w (did the file shrink?)", err))
+		}
+		if n, _ := r.Read(make([]byte, 1)); n != 0 {
+			return fail(exitIO, src, errors.New("file grew while it was read"))
+		}
+		return p.addSmall(ctx, src, data)
+	}
+	head, err := io.ReadAll(io.LimitReader(r, streamAbove+1))
+	if err != nil {
+		return fail(exitIO, src, fmt.Errorf("reading: %w", err))
+	}
+	if int64(len(head)) <= streamAbove {
+		return p.addSmall(ctx, src, head)
+	}
+	// Size unknown and large: spool to a temporary file to learn the size
+	// that Put needs up front.
+	tmp, err := os.CreateTemp("", "amduat-put-*")
+	if err != nil {
+		return fail(exitIO, src, fmt.Errorf("spooling: %w", err))
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	if _, err := tmp.Write(head); err != nil {
+		return fail(exitIO, src, fmt.Errorf("spooling: %w", err))
+	}
+	n, err := io.Copy(tmp, r)
+	if err != nil {
+		return fail(exitIO, src, fmt.Errorf("spooling: %w", err))
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return fail(exitIO, src, fmt.Errorf("spooling: %w", err))
+	}
+	return p.stream(ctx, src, tmp, uint64(len(head))+uint64(n))
+}
+
+func (p *putter) addSmall(ctx context.Context, src string, data []byte) error {
+	batchBytes, batchCount, _ := p.limits()
+	if int64(len(p.pending)) >= batchCount || p.pendingBytes+int64(len(data)) > batchBytes {
+		if err := p.flush(ctx); err != nil {
+			return err
+		}
+	}
+	p.pending = append(p.pending, asl.Artifact{Bytes: data, Tag: p.tag, HasTag: p.hasTag})
+	p.pendingSrc = append(p.pendingSrc, src)
+	p.pendingBytes += int64(len(data))
+	return nil
+}
+
+func (p *putter) stream(ctx context.Context, src string, r io.Reader, size uint64) error {
+	if err := p.flush(ctx); err != nil {
+		return err
+	}
+	ref, err := p.store.Put(ctx, p.hash, p.header(size), r)
+	if err != nil {
+		return failAuto(src, err)
+	}
+	p.streamed++
+	return p.emit(p.item(src, ref, size, true))
+}
+
+// flush stores the pending small inputs with one PutBatch.
+func (p *putter) flush(ctx context.Context) error {
+	if len(p.pending) == 0 {
+		return nil
+	}
+	refs, err := p.store.PutBatch(ctx, p.hash, p.pending)
+	if err != nil {
+		subject := p.pendingSrc[0]
+		if len(p.pending) > 1 {
+			subject = fmt.Sprintf("%s (batch of %d inputs)", subject, len(p.pending))
+		}
+		return failAuto(subject, err)
+	}
+	if len(refs) != len(p.pending) {
+		return fail(exitIO, p.pendingSrc[0], fmt.Errorf("store returned %d references for %d artifacts", len(refs), len(p.pending)))
+	}
+	p.batches++
+	for i, ref := range refs {
+		if err := p.emit(p.item(p.pendingSrc[i], ref, uint64(len(p.pending[i].Bytes)), false)); err != nil {
+			return err
+		}
+	}
+	clear(p.pending)
+	p.pending, p.pendingSrc, p.pendingBytes = p.pending[:0], p.pendingSrc[:0], 0
+	return nil
+}
+
+type putResult struct {
+	Hash      string    `json:"hash"`
+	Artifacts []putItem `json:"artifacts"`
+}
+
+func newPutCmd(a *app) *cobra.Command {
+	var (
+		tag      typeTagValue
+		hashName string
+	)
+	c := &cobra.Command{
+		Use:   "put [--type-tag N] [--hash sha256|blake3] [FILE...]",
+		Short: "Store files (or stdin) as artifacts and print their references",
+		Long: `Store each FILE as an artifact and print its reference, one per line, in
+input order. With no FILE, or FILE "-", read standard input.
+
+--type-tag N gives every artifact the type tag N (decimal, or hex with 0x);
+without it the artifacts are untagged. --hash chooses the hash (default: the
+store's, set at init).
+
+Files up to 4 MiB are stored through the batch path (one durable commit per
+64 MiB of input); larger files stream with bounded memory. Standard input that
+is not a regular file and exceeds 4 MiB is spooled to a temporary file in
+$TMPDIR first, because a put needs the size up front.`,
+		Example: `  amduat put notes.txt photo.jpg
+  printf hello | amduat put
+  amduat put --type-tag 0x101 --hash blake3 program.bin`,
+		RunE: func(c *cobra.Command, args []string) (err error) {
+			if len(args) == 0 {
+				args = []string{"-"}
+			}
+			dashes := 0
+			for _, s := range args {
+				if s == "-" {
+					dashes++
+				}
+			}
+			if dashes > 1 {
+				return usagef("standard input (-) can be given only once")
+			}
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			defer closeStore(s, a.storeDir, &err)
+			id := s.DefaultHash()
+			if hashName != "" {
+				alg, err := hashFlag(hashName)
+				if err != nil {
+					return err
+				}
+				id = alg.ID
+			}
+			alg, _ := asl.LookupHash(id)
+			res := putResult{Hash: alg.Short, Artifacts: []putItem{}}
+			p := &putter{store: s, hash: id, hasTag: tag.set, tag: tag.tag, stdin: a.stdin,
+				emit: func(it putItem) error {
+					if a.jsonOut {
+						res.Artifacts = append(res.Artifacts, it)
+						return nil
+					}
+					_, err := fmt.Fprintln(a.stdout, it.Ref)
+					if err != nil {
+						return fail(exitIO, "stdout", err)
+					}
+					return nil
+				}}
+			ctx := c.Context()
+			for _, src := range args {
+				if err := p.add(ctx, src); err != nil {
+					return err
+				}
+			}
+			if err := p.flush(ctx); err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(res)
+			}
+			return nil
+		},
+	}
+	c.Flags().Var(&tag, "type-tag", "type tag for the artifacts: decimal or 0x hex (default: untagged)")
+	c.Flags().StringVar(&hashName, "hash", "", "hash for the artifacts: sha256 or blake3 (default: the store's)")
+	return c
+}

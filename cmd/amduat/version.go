@@ -1,0 +1,38 @@
+package main
+
+import (
+	"runtime"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+
+	"github.com/amduat/amduat/conformance"
+)
+
+func init() { addCommand(newVersionCmd) }
+
+type versionResult struct {
+	Version       string `json:"version"`
+	Go            string `json:"go"`
+	VectorsFormat string `json:"vectors_format"`
+}
+
+func newVersionCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version of amduat",
+		Args:  rangeArgs(0, 0),
+		RunE: func(*cobra.Command, []string) error {
+			v := "(devel)"
+			if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+				v = bi.Main.Version
+			}
+			res := versionResult{Version: v, Go: runtime.Version(), VectorsFormat: conformance.Format}
+			if a.jsonOut {
+				return a.printJSON(res)
+			}
+			a.printf("amduat %s (%s, vectors %s)\n", res.Version, res.Go, res.VectorsFormat)
+			return nil
+		},
+	}
+}
