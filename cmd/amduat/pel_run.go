@@ -1,0 +1,267 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/pel"
+	"github.com/amduat/amduat/surf"
+)
+
+func init() { addPELCommand(newPELRunCmd) }
+
+// pelRunJSON is the --json output of `pel run` (SPECS.md §16).
+type pelRunJSON struct {
+	Status       string               `json:"status"`
+	StatusCode   uint32               `json:"status_code"`
+	ResultRef    asl.Reference        `json:"result_ref"`
+	TraceRef     asl.Reference        `json:"trace_ref"`
+	OutputRefs   []asl.Reference      `json:"output_refs"`
+	Diagnostics  []pelDiagJSON        `json:"diagnostics"`
+	StoreFailure *pelStoreFailureJSON `json:"store_failure"`
+	// CacheHit: the action cache answered the request; nothing executed.
+	CacheHit bool `json:"cache_hit"`
+	// NodesReused: nodes answered by the node memo (--memo-nodes).
+	NodesReused int `json:"nodes_reused"`
+	// EdgeRef: the run's TGK/1 provenance edge.
+	EdgeRef asl.Reference `json:"edge_ref"`
+}
+
+func runJSON(r *surf.Run) pelRunJSON {
+	v := r.Result.Value
+	return pelRunJSON{
+		Status: v.Status.String(), StatusCode: v.Summary.StatusCode,
+		ResultRef: r.ResultRef, TraceRef: r.TraceRef, OutputRefs: refList(r.OutputRefs),
+		Diagnostics: diagsJSON(v.Diagnostics), StoreFailure: storeFailureJSON(r.Result),
+		CacheHit: r.CacheHit, NodesReused: r.NodesReused, EdgeRef: r.EdgeRef,
+	}
+}
+
+// writeRunText writes the default output of `pel run`: result_ref,
+// trace_ref, output_ref[N], the status line, then diagnostics and the store
+// failure, if any.
+func writeRunText(w io.Writer, r *surf.Run) {
+	v := r.Result.Value
+	fmt.Fprintf(w, "result_ref %s\ntrace_ref %s\n", r.ResultRef, r.TraceRef)
+	writeRefLines(w, "", "output_ref", r.OutputRefs)
+	fmt.Fprintf(w, "status %s status_code %d\n", v.Status, v.Summary.StatusCode)
+	writeDiagLines(w, "", v.Diagnostics)
+	if r.Result.HasStoreFailure {
+		fmt.Fprintln(w, storeFailureLine(r.Result.StoreFailure))
+	}
+}
+
+// runFailureLine is the stderr line of a run whose status is not OK.
+func runFailureLine(r *surf.Run) string {
+	v := r.Result.Value
+	msg := fmt.Sprintf("program status %s status_code %d", v.Status, v.Summary.StatusCode)
+	if len(v.Diagnostics) > 0 {
+		msg += ": " + printableText(v.Diagnostics[0].Message)
+	}
+	return msg + "; result_ref " + r.ResultRef.String()
+}
+
+func newPELRunCmd(a *app) *cobra.Command {
+	var (
+		programArg, paramsArg, schemeArg, hashName string
+		inputArgs                                  []string
+		outputRaw, quiet, noCache, memoNodes       bool
+		limits                                     pel.Limits
+		timeout                                    time.Duration
+	)
+	c := &cobra.Command{
+		Use:   "run --program REF [--input REF]... [--params REF] [--output-raw | --quiet] [--hash sha256|blake3]",
+		Short: "Run a program by reference and store its outputs, result and trace",
+		Long: `Run the program REF on the input artifacts (in --input order) and the optional
+global params artifact, all read from the store (PEL/1-SURF, SPECS.md §14).
+The outputs, the result artifact and the trace artifact are stored in one
+durable batch, under --hash (default: the store's hash). The same request on
+the same store content always gives the same references.
+
+Output (stdout):
+  result_ref REF
+  trace_ref REF
+  output_ref[0] REF            one line per output, in root order (OK only)
+  status NAME status_code N    NAME: OK, SCHEME_UNSUPPORTED, INVALID_PROGRAM,
+                               INVALID_INPUTS or RUNTIME_FAILED
+  diagnostic[0] code 0xCCCCCCCC MESSAGE          on failure, one per diagnostic
+  store_failure phase P input_index I ref REF error E
+                               when a reference did not resolve (P: program,
+                               input or params; E: ERR_NOT_FOUND,
+                               ERR_INTEGRITY or ERR_UNSUPPORTED)
+When the status is not OK, one line also goes to stderr:
+  amduat: pel run: program status NAME status_code N: FIRST MESSAGE; result_ref REF
+
+--quiet prints only the output_ref values, one per line (nothing when the
+status is not OK); the exit code and the stderr line are unchanged.
+--output-raw writes the bytes of the single output to stdout instead; it is
+a usage error (exit 2, after the run is stored) when the program has not
+exactly one output, and prints nothing on stdout when the status is not OK.
+With --json stdout is one object:
+  {"status":"OK","status_code":0,"result_ref":"...","trace_ref":"...",
+   "output_refs":["..."],"diagnostics":[{"code":N,"message":"..."}],
+   "store_failure":{"phase":"input","input_index":0,"ref":"...","error":"ERR_NOT_FOUND"} or null}
+--output-raw cannot be combined with --json or --quiet, nor --quiet with --json.
+
+--scheme REF runs under another scheme reference (default SchemeRef_DAG_1);
+any other scheme gives SCHEME_UNSUPPORTED.
+
+--max-nodes N and --max-output-bytes N are deterministic bounds (SPECS.md
+§14.7): exceeding one is RUNTIME_FAILED (status_code 4 or 5), recorded in the
+result like any other run. --timeout D is a wall-time bound: exceeding it
+abandons the run between nodes with exit 6, and nothing is stored.
+
+A repeated request is answered from the store's action cache (§14.6) without
+executing anything (--json reports "cache_hit":true); --no-cache neither
+consults nor records it. --memo-nodes stores each node's outputs as it
+completes and reuses identical node computations across runs and programs
+(§14.10), so a killed run resumes where it stopped; it costs one durable
+write per node. Neither changes any output, result or trace byte.
+--json also reports "nodes_reused" and the run's provenance "edge_ref".
+
+` + pelExitCodeHelp,
+		Example: `  prog=$(amduat pel seed concat)
+  a=$(printf 'hello ' | amduat put); b=$(printf world | amduat put)
+  amduat pel run --program "$prog" --input "$a" --input "$b"
+  amduat pel run --program "$prog" --input "$a" --input "$b" --output-raw`,
+		Args: rangeArgs(0, 0),
+		RunE: func(c *cobra.Command, _ []string) (err error) {
+			switch {
+			case programArg == "":
+				return usagef("--program REF is required")
+			case outputRaw && a.jsonOut:
+				return usagef("--output-raw cannot be combined with --json (stdout carries the output's bytes)")
+			case outputRaw && quiet:
+				return usagef("--output-raw and --quiet cannot be combined")
+			case quiet && a.jsonOut:
+				return usagef("--quiet and --json cannot be combined")
+			}
+			req := surf.Request{}
+			if req.ProgramRef, err = parseRef(programArg); err != nil {
+				return err
+			}
+			if req.InputRefs, err = parseRefs(inputArgs); err != nil {
+				return err
+			}
+			if paramsArg != "" {
+				if req.ParamsRef, err = parseRef(paramsArg); err != nil {
+					return err
+				}
+				req.HasParams = true
+			}
+			if schemeArg != "" {
+				if req.SchemeRef, err = parseRef(schemeArg); err != nil {
+					return err
+				}
+			}
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			defer closeStore(s, a.storeDir, &err)
+			id, err := a.pelHash(hashName, s.DefaultHash())
+			if err != nil {
+				return err
+			}
+			req.Limits = limits
+			ctx := c.Context()
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			run, err := surf.New(s, surf.Options{Hash: id, NoCache: noCache, NodeMemo: memoNodes}).Run(ctx, req)
+			if errors.Is(err, context.DeadlineExceeded) {
+				return fail(exitIO, programArg, fmt.Errorf("wall-time bound --timeout %s exceeded; nothing stored: %w", timeout, err))
+			}
+			if err != nil {
+				return failAuto(programArg, err)
+			}
+			return a.reportRun(c.Context(), s, run, outputRaw, quiet)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&programArg, "program", "", "reference of the program artifact (required)")
+	f.StringArrayVar(&inputArgs, "input", nil, "reference of an input artifact; repeat in input order")
+	f.StringVar(&paramsArg, "params", "", "reference of the global params artifact (optional)")
+	f.StringVar(&schemeArg, "scheme", "", "scheme reference (default: SchemeRef_DAG_1)")
+	f.BoolVar(&outputRaw, "output-raw", false, "write the single output's bytes to stdout")
+	f.BoolVarP(&quiet, "quiet", "q", false, "print only the output references")
+	f.StringVar(&hashName, "hash", "", "hash for the stored outputs, result and trace: sha256 or blake3 (default: the store's)")
+	f.Uint64Var(&limits.MaxNodes, "max-nodes", 0, "deterministic bound on the nodes evaluated (0: none)")
+	f.Uint64Var(&limits.MaxOutputBytes, "max-output-bytes", 0, "deterministic bound on the total bytes of all node outputs (0: none)")
+	f.DurationVar(&timeout, "timeout", 0, "wall-time bound, e.g. 30s (0: none); exceeding it stores nothing")
+	f.BoolVar(&noCache, "no-cache", false, "neither consult nor record the action cache")
+	f.BoolVar(&memoNodes, "memo-nodes", false, "store and reuse node outputs (resumable runs)")
+	return c
+}
+
+// reportRun prints a finished run in the chosen mode and returns the exit
+// status for its execution status. The output of a cache hit is read from
+// the store (verified).
+func (a *app) reportRun(ctx context.Context, s asl.Fetcher, run *surf.Run, outputRaw, quiet bool) error {
+	status := run.Result.Value.Status
+	ok := status == pel.StatusOK
+	switch {
+	case a.jsonOut:
+		if err := a.printJSON(runJSON(run)); err != nil {
+			return fail(exitIO, "stdout", err)
+		}
+	case outputRaw:
+		if ok && len(run.OutputRefs) != 1 {
+			return usagef("--output-raw needs a program with exactly one output, this one has %d (run stored: result_ref %s)", len(run.OutputRefs), run.ResultRef)
+		}
+		if ok {
+			if err := a.writeOutput(ctx, s, run); err != nil {
+				return err
+			}
+		}
+	case quiet:
+		var b bytes.Buffer
+		for _, r := range run.OutputRefs {
+			fmt.Fprintln(&b, r)
+		}
+		if _, err := a.stdout.Write(b.Bytes()); err != nil {
+			return fail(exitIO, "stdout", err)
+		}
+	default:
+		var b bytes.Buffer
+		writeRunText(&b, run)
+		if _, err := a.stdout.Write(b.Bytes()); err != nil {
+			return fail(exitIO, "stdout", err)
+		}
+	}
+	if ok {
+		return nil
+	}
+	a.warnf("", fmt.Errorf("%s", runFailureLine(run)))
+	return exitStatus(pelExitCode(status))
+}
+
+// writeOutput writes the bytes of the run's single output to stdout: from
+// memory when the run executed, else streamed from the store.
+func (a *app) writeOutput(ctx context.Context, s asl.Fetcher, run *surf.Run) error {
+	if len(run.Outputs) == 1 {
+		if _, err := io.Copy(a.stdout, bytes.NewReader(run.Outputs[0].Bytes)); err != nil {
+			return fail(exitIO, "stdout", err)
+		}
+		return nil
+	}
+	ref := run.OutputRefs[0]
+	rc, _, err := s.Fetch(ctx, ref)
+	if err != nil {
+		return refErr(ref.String(), err)
+	}
+	defer rc.Close()
+	if _, err := io.Copy(a.stdout, rc); err != nil {
+		return refErr(ref.String(), err)
+	}
+	return nil
+}

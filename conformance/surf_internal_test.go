@@ -1,0 +1,59 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+)
+
+// Every undamaged surface_run vector is also run on a fresh Pebble store,
+// and a vector whose expectations hold on memstore fails when the Pebble
+// run is made to differ (here: a request whose stored program is removed
+// from the vector, so both backends disagree with the expectation).
+func TestSurfaceRunUsesBothBackends(t *testing.T) {
+	before := pebbleSurfaceRuns.Load()
+	sum, err := RunDir(context.Background(), "../vectors", nil)
+	if err != nil || sum.Failed != 0 {
+		t.Fatalf("%v %v", sum, err)
+	}
+	files, err := Load(os.DirFS("../vectors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := int64(0)
+	var sample Vector
+	for _, f := range files {
+		for _, v := range f.Vectors {
+			var in surfRunInput
+			if v.Kind == KindSurfaceRun && DecodeInput(v, &in) == nil && len(in.Damaged) == 0 {
+				want++
+				if strings.HasSuffix(v.ID, ".ok.const") {
+					sample = v
+				}
+			}
+		}
+	}
+	if got := pebbleSurfaceRuns.Load() - before; got != want || want < 10 {
+		t.Fatalf("%d Pebble runs for %d undamaged surface vectors", got, want)
+	}
+	if sample.ID == "" {
+		t.Fatal("no surf.run.ok.const vector")
+	}
+	var in map[string]any
+	if err := json.Unmarshal(sample.Input, &in); err != nil {
+		t.Fatal(err)
+	}
+	in["store"] = []any{}
+	sample.Input, _ = json.Marshal(in)
+	if err := checkSurfaceRun(context.Background(), sample); err == nil || !strings.Contains(err.Error(), "memstore") {
+		t.Fatalf("a vector whose program is not stored passed: %v", err)
+	}
+	// Damage naming an artifact that is not stored is a bad vector.
+	in["damaged"] = []any{map[string]any{"ref": "0001" + strings.Repeat("00", 32), "stored_bytes": ""}}
+	sample.Input, _ = json.Marshal(in)
+	if err := checkSurfaceRun(context.Background(), sample); err == nil || !strings.Contains(err.Error(), "cannot damage") {
+		t.Fatalf("damage of an absent artifact: %v", err)
+	}
+}
