@@ -144,7 +144,7 @@ func TestPELSeedsRun(t *testing.T) {
 			oneJSON(t, c.must(0, append([]string{"--json"}, args...)...).stdout, &j)
 			if j.Status != "OK" || j.StatusCode != 0 || j.ResultRef.String() != m["result_ref"] || j.TraceRef.String() != m["trace_ref"] ||
 				len(j.OutputRefs) != 1 || j.OutputRefs[0].String() != m["output_ref[0]"] || len(j.Diagnostics) != 0 || j.StoreFailure != nil ||
-				!j.CacheHit || j.EdgeRef.IsZero() {
+				j.Cache != "hit" || j.EdgeRef.IsZero() {
 				t.Fatalf("--json of a repeated request = %+v (want a cache hit), text %v", j, m)
 			}
 			// The result names the request and the output; the trace is found from it.
@@ -566,10 +566,10 @@ func TestPELRunCacheMemoLimitsVerify(t *testing.T) {
 	}
 	first := run(0)
 	second := run(0)
-	if first.CacheHit || !second.CacheHit || second.ResultRef != first.ResultRef || second.TraceRef != first.TraceRef {
+	if first.Cache != "miss" || second.Cache != "hit" || second.ResultRef != first.ResultRef || second.TraceRef != first.TraceRef {
 		t.Fatalf("first %+v, second %+v: want a miss then a hit with the same refs", first, second)
 	}
-	if nc := run(0, "--no-cache"); nc.CacheHit || nc.ResultRef != first.ResultRef {
+	if nc := run(0, "--no-cache"); nc.Cache != "off" || nc.ResultRef != first.ResultRef {
 		t.Fatalf("--no-cache run %+v", nc)
 	}
 	// The node memo: a second program sharing node 1 (const "hello") reuses it.
@@ -585,7 +585,7 @@ func TestPELRunCacheMemoLimitsVerify(t *testing.T) {
 
 	// Limits: recorded in the result, part of the request.
 	lim := run(exitPELRuntimeFailed, "--max-nodes", "1")
-	if lim.Status != "RUNTIME_FAILED" || lim.StatusCode != pel.StatusLimitNodes || lim.Diagnostics[0].Code != pel.DiagLimitNodes || lim.CacheHit {
+	if lim.Status != "RUNTIME_FAILED" || lim.StatusCode != pel.StatusLimitNodes || lim.Diagnostics[0].Code != pel.DiagLimitNodes || lim.Cache != "miss" {
 		t.Fatalf("--max-nodes 1: %+v", lim)
 	}
 	show := runLines(t, c.must(0, "pel", "show", lim.ResultRef.String()).stdout)

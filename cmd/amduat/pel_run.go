@@ -26,21 +26,29 @@ type pelRunJSON struct {
 	OutputRefs   []asl.Reference      `json:"output_refs"`
 	Diagnostics  []pelDiagJSON        `json:"diagnostics"`
 	StoreFailure *pelStoreFailureJSON `json:"store_failure"`
-	// CacheHit: the action cache answered the request; nothing executed.
-	CacheHit bool `json:"cache_hit"`
+	// Cache: "hit" when the action cache answered the request and nothing
+	// executed, "miss" when the run executed, "off" under --no-cache.
+	Cache string `json:"cache"`
 	// NodesReused: nodes answered by the node memo (--memo-nodes).
 	NodesReused int `json:"nodes_reused"`
 	// EdgeRef: the run's TGK/1 provenance edge.
 	EdgeRef asl.Reference `json:"edge_ref"`
 }
 
-func runJSON(r *surf.Run) pelRunJSON {
+func runJSON(r *surf.Run, noCache bool) pelRunJSON {
 	v := r.Result.Value
+	cache := "miss"
+	switch {
+	case noCache:
+		cache = "off"
+	case r.CacheHit:
+		cache = "hit"
+	}
 	return pelRunJSON{
 		Status: v.Status.String(), StatusCode: v.Summary.StatusCode,
 		ResultRef: r.ResultRef, TraceRef: r.TraceRef, OutputRefs: refList(r.OutputRefs),
 		Diagnostics: diagsJSON(v.Diagnostics), StoreFailure: storeFailureJSON(r.Result),
-		CacheHit: r.CacheHit, NodesReused: r.NodesReused, EdgeRef: r.EdgeRef,
+		Cache: cache, NodesReused: r.NodesReused, EdgeRef: r.EdgeRef,
 	}
 }
 
@@ -119,7 +127,8 @@ result like any other run. --timeout D is a wall-time bound: exceeding it
 abandons the run between nodes with exit 6, and nothing is stored.
 
 A repeated request is answered from the store's action cache (§14.6) without
-executing anything (--json reports "cache_hit":true); --no-cache neither
+executing anything (--json reports "cache":"hit", else "miss", or "off"
+under --no-cache); --no-cache neither
 consults nor records it. --memo-nodes stores each node's outputs as it
 completes and reuses identical node computations across runs and programs
 (§14.10), so a killed run resumes where it stopped; it costs one durable
@@ -184,7 +193,7 @@ write per node. Neither changes any output, result or trace byte.
 			if err != nil {
 				return failAuto(programArg, err)
 			}
-			return a.reportRun(c.Context(), s, run, outputRaw, quiet)
+			return a.reportRun(c.Context(), s, run, outputRaw, quiet, noCache)
 		},
 	}
 	f := c.Flags()
@@ -206,12 +215,12 @@ write per node. Neither changes any output, result or trace byte.
 // reportRun prints a finished run in the chosen mode and returns the exit
 // status for its execution status. The output of a cache hit is read from
 // the store (verified).
-func (a *app) reportRun(ctx context.Context, s asl.Fetcher, run *surf.Run, outputRaw, quiet bool) error {
+func (a *app) reportRun(ctx context.Context, s asl.Fetcher, run *surf.Run, outputRaw, quiet, noCache bool) error {
 	status := run.Result.Value.Status
 	ok := status == pel.StatusOK
 	switch {
 	case a.jsonOut:
-		if err := a.printJSON(runJSON(run)); err != nil {
+		if err := a.printJSON(runJSON(run, noCache)); err != nil {
 			return fail(exitIO, "stdout", err)
 		}
 	case outputRaw:

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/amduat/amduat/bench"
+)
+
+func init() { addCommand(newBenchCmd) }
+
+// childReport is what `amduat bench --child GROUP` prints on stdout.
+type childReport struct {
+	RSSMethod string      `json:"rss_method"`
+	Rows      []bench.Row `json:"rows"`
+}
+
+func newBenchCmd(a *app) *cobra.Command {
+	var (
+		quick bool
+		only  []string
+		dir   string
+		child string
+	)
+	c := &cobra.Command{
+		Use:   "bench [--quick] [--only NAME,...] [--dir DIR]",
+		Short: "Measure the store, the CLI and the engine side by side with baselines",
+		Long: `Measure throughput, latency and memory, each figure beside a baseline taken
+in the same run on the same deterministic inputs, and check it against its
+target. The groups, in order:
+
+  large-random  1 GiB incompressible artifact: streaming Put and verified get
+                against SHA-256 of the same bytes; peak RSS (target 128 MiB)
+  large-text    the same with a 1 GiB compressible (text-like) artifact, and
+                its stored size against zstd's fastest level
+  small         100,000 artifacts of 1 KiB: PutBatch and random get against
+                SHA-256 of the same ArtifactBytes
+  cli           amduat put of 20,000 files in one call against
+                git hash-object -w --stdin-paths (skipped without git)
+  exec          1M-node chain and fan-in: canonical ordering, Exec_DAG overhead
+                beyond direct operation calls, bytes allocated per node
+  surface       p50/p99 latency of surface runs of a 100-node program, and of
+                action-cache hits
+
+--quick shrinks the work (64 MiB, 10,000 artifacts, 2,000 files, 100,000
+nodes, 50 runs) to run in well under a minute. --only runs some groups ("large"
+selects both large groups). Temporary stores and files go under --dir
+(default: the system temporary directory) and are removed afterwards. Each
+group runs in a child process of this executable, so that the peak resident
+memory of one group is not inflated by what another left behind.
+
+The command prints a table (with --json, one object with a "rows" array) and
+exits 0 whether or not targets are met: it measures, it does not gate.`,
+		Example: `  amduat bench --quick
+  amduat bench --only exec,surface --json
+  amduat bench --dir /mnt/fast-disk`,
+		Args: rangeArgs(0, 0),
+		RunE: func(c *cobra.Command, _ []string) error {
+			sizes := bench.FullSizes()
+			if quick {
+				sizes = bench.QuickSizes()
+			}
+			if child != "" {
+				return a.benchChild(c.Context(), child, sizes, dir)
+			}
+			groups, err := bench.Select(only)
+			if err != nil {
+				return usageErr(err)
+			}
+			if dir == "" {
+				dir = os.TempDir()
+			}
+			top, err := os.MkdirTemp(dir, "amduat-bench-")
+			if err != nil {
+				return fail(exitIO, dir, err)
+			}
+			defer os.RemoveAll(top)
+			exe, err := os.Executable()
+			if err != nil {
+				return fail(exitIO, "", fmt.Errorf("finding this executable to run the groups: %w", err))
+			}
+			report := bench.NewReport(quick, sizes)
+			for i, g := range groups {
+				fmt.Fprintf(a.stderr, "bench: [%d/%d] %s: %s\n", i+1, len(groups), g.Name, g.Title)
+				cr, err := runBenchChild(c.Context(), a, exe, g.Name, quick, top)
+				if err != nil {
+					return err
+				}
+				report.RSSMethod = cr.RSSMethod
+				report.Rows = append(report.Rows, cr.Rows...)
+			}
+			if a.jsonOut {
+				return a.printJSON(report)
+			}
+			if err := report.WriteTable(a.stdout); err != nil {
+				return fail(exitIO, "stdout", err)
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&quick, "quick", false, "smaller workloads (64 MiB artifacts, 10,000 small artifacts, 2,000 files, 100,000 nodes, 50 runs)")
+	c.Flags().StringSliceVar(&only, "only", nil, "run only these groups: "+strings.Join(bench.GroupNames(), ", ")+` ("large" selects both large groups)`)
+	c.Flags().StringVar(&dir, "dir", "", "directory for temporary stores and files (default: the system temporary directory)")
+	c.Flags().StringVar(&child, "child", "", "run one group in this process and print its rows as JSON (internal)")
+	_ = c.Flags().MarkHidden("child")
+	return c
+}
+
+// runBenchChild runs one group in a child process and decodes its rows. The
+// child's progress lines go to stderr. When the child cannot measure its own
+// peak RSS per window, each row gets the child's whole-process peak.
+func runBenchChild(ctx context.Context, a *app, exe, group string, quick bool, dir string) (childReport, error) {
+	args := []string{"bench", "--child", group, "--dir", dir}
+	if quick {
+		args = append(args, "--quick")
+	}
+	cmd := exec.CommandContext(ctx, exe, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, a.stderr
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return childReport{}, ctx.Err()
+		}
+		return childReport{}, fail(exitIO, group, fmt.Errorf("benchmark child process: %w", err))
+	}
+	var cr childReport
+	d := json.NewDecoder(&out)
+	d.DisallowUnknownFields()
+	if err := d.Decode(&cr); err != nil {
+		return childReport{}, fail(exitIO, group, fmt.Errorf("decoding the child's rows: %w", err))
+	}
+	if cr.RSSMethod == bench.RSSNone {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && ru.Maxrss > 0 {
+			peak := ru.Maxrss << 10
+			cr.RSSMethod = "child-maxrss"
+			for i := range cr.Rows {
+				if cr.Rows[i].PeakRSS == nil {
+					cr.Rows[i].PeakRSS = &peak
+				}
+			}
+		}
+	}
+	return cr, nil
+}
+
+// benchChild runs one group in this process and prints its rows as JSON.
+func (a *app) benchChild(ctx context.Context, name string, sizes bench.Sizes, dir string) error {
+	g, ok := bench.Lookup(name)
+	if !ok {
+		return usagef("unknown benchmark group %q (known: %s)", name, strings.Join(bench.GroupNames(), ", "))
+	}
+	env := &bench.Env{Sizes: sizes, Dir: dir, Log: a.stderr}
+	if exe, err := os.Executable(); err == nil {
+		env.AmduatBin = exe
+	}
+	rows, err := bench.RunGroup(ctx, g, env)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return err
+		}
+		return fail(exitIO, name, err)
+	}
+	return a.printJSON(childReport{RSSMethod: bench.RSSMethod(), Rows: rows})
+}
