@@ -40,7 +40,16 @@ func flip(v []byte, i int, bit byte) []byte {
 
 func TestCorruption(t *testing.T) {
 	const chunk = 64 << 10
-	opts := &Options{ChunkSize: chunk}
+	for _, mode := range []struct {
+		name      string
+		ingestMin int64
+	}{{"batched", -1}, {"ingested", 2 * chunk}} {
+		t.Run(mode.name, func(t *testing.T) { testCorruption(t, &Options{ChunkSize: chunk, IngestMin: mode.ingestMin}) })
+	}
+}
+
+func testCorruption(t *testing.T, opts *Options) {
+	chunk := opts.ChunkSize
 	random := genBytes(100, 3*chunk+777, false)
 	text := genBytes(101, 3*chunk+777, true)
 	small := genBytes(102, 9000, true)

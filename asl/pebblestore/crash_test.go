@@ -22,7 +22,7 @@ const crashChunk = 64 << 10
 // blob survived Open.
 func verifyClone(t *testing.T, clone *vfs.MemFS, acked map[asl.Reference]asl.Artifact) *Store {
 	t.Helper()
-	s, err := Open("store", &Options{FS: clone, ChunkSize: crashChunk})
+	s, err := Open("store", &Options{FS: clone, ChunkSize: crashChunk, IngestMin: 2 * crashChunk})
 	if err != nil {
 		t.Fatalf("Open crash clone: %v", err)
 	}
@@ -53,11 +53,24 @@ func verifyClone(t *testing.T, clone *vfs.MemFS, acked map[asl.Reference]asl.Art
 	return s
 }
 
+// crashModes run the crash tests with large artifacts staged in batches
+// and with them ingested as SSTables.
+var crashModes = []struct {
+	name      string
+	ingestMin int64
+}{{"batched", -1}, {"ingested", 2 * crashChunk}}
+
 func TestCrashAcknowledgedPutsSurvive(t *testing.T) {
+	for _, mode := range crashModes {
+		t.Run(mode.name, func(t *testing.T) { testCrashAcknowledgedPutsSurvive(t, mode.ingestMin) })
+	}
+}
+
+func testCrashAcknowledgedPutsSurvive(t *testing.T, ingestMin int64) {
 	for round, pct := range []int{0, 30, 70, 100} {
 		t.Run(fmt.Sprintf("unsynced %d%%", pct), func(t *testing.T) {
 			fs := vfs.NewCrashableMem()
-			s, err := Create("store", &Options{FS: fs, ChunkSize: crashChunk})
+			s, err := Create("store", &Options{FS: fs, ChunkSize: crashChunk, IngestMin: ingestMin})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,10 +174,16 @@ func (g *gateReader) Read(p []byte) (int, error) {
 }
 
 func TestCrashMidStreamLeavesNothingVisible(t *testing.T) {
+	for _, mode := range crashModes {
+		t.Run(mode.name, func(t *testing.T) { testCrashMidStreamLeavesNothingVisible(t, mode.ingestMin) })
+	}
+}
+
+func testCrashMidStreamLeavesNothingVisible(t *testing.T, ingestMin int64) {
 	for _, pct := range []int{0, 50, 100} {
 		t.Run(fmt.Sprintf("unsynced %d%%", pct), func(t *testing.T) {
 			fs := vfs.NewCrashableMem()
-			s, err := Create("store", &Options{FS: fs, ChunkSize: crashChunk})
+			s, err := Create("store", &Options{FS: fs, ChunkSize: crashChunk, IngestMin: ingestMin})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -22,6 +22,10 @@
 //     Fetch with a few chunk buffers of memory, whatever their size.
 //   - A put that never committed (a crash mid-stream) is never visible: its
 //     chunks sit under a staging record and are deleted by the next Open.
+//   - Artifacts of at least Options.IngestMin bytes (default 16 MiB) bypass
+//     Pebble's write-ahead log: their chunks are written into SSTables that
+//     are ingested, so each byte reaches the disk once. Their staging record
+//     is durable before the ingest; Open removes tables never ingested.
 //   - Chunks are compressed with zstd only where it pays (at least 4 KiB and
 //     a saving of at least one eighth); the choice is recorded per chunk.
 //   - Store-internal records are deterministic CBOR (RFC 8949 core

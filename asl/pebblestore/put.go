@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -151,30 +152,37 @@ func (s *Store) putBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact
 	defer s.release()
 	refs := make([]asl.Reference, len(arts))
 	items := make([]item, len(arts))
-	for i := range arts {
-		a := &arts[i]
-		hdr := a.Header()
-		h, err := asl.NewHasher(id, hdr)
-		if err != nil {
-			return nil, fmt.Errorf("put batch: artifact %d: %w", i, err)
-		}
-		h.Write(a.Bytes)
-		ref, err := h.Sum()
-		if err != nil {
-			return nil, fmt.Errorf("put batch: artifact %d: %w", i, err)
-		}
-		refs[i] = ref
-		items[i] = item{ref: ref, hdr: hdr, payload: a.Bytes}
+	if err := hashBatch(id, arts, refs, items); err != nil {
+		return nil, fmt.Errorf("put batch: %w", err)
 	}
 	// Stage the large artifacts; a staged artifact that turns out to be
-	// stored already has its staging deleted by commit.
+	// stored already has its staging deleted by commit. The largest share
+	// one ingest.
+	var g *ingester
 	for i := range items {
 		if items[i].hdr.Size <= uint64(s.chunkSize) {
 			continue
 		}
-		if err := s.stage(ctx, &items[i]); err != nil {
+		var gi *ingester
+		if items[i].hdr.Size >= s.ingestMin {
+			if g == nil {
+				g = s.newIngester()
+			}
+			gi = g
+		}
+		if err := s.stage(ctx, &items[i], gi); err != nil {
+			if g != nil {
+				g.abort()
+			}
 			s.discardStaged(items[:i])
 			return nil, fmt.Errorf("put batch: artifact %d (%s): %w", i, refs[i], err)
+		}
+	}
+	if g != nil {
+		if err := g.ingest(ctx); err != nil {
+			g.abort()
+			s.discardStaged(items)
+			return nil, fmt.Errorf("put batch: %w", err)
 		}
 	}
 	if err := s.commit(ctx, items, extra); err != nil {
@@ -183,10 +191,77 @@ func (s *Store) putBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact
 	return refs, nil
 }
 
+// parallelHashMin is the batch payload size from which hashBatch spreads
+// the hashing over all processors.
+const parallelHashMin = 64 << 10
+
+// hashBatch derives the references of arts into refs and fills items. Large
+// batches are hashed on GOMAXPROCS goroutines, each over a contiguous range;
+// the error reported is that of the lowest failing index.
+func hashBatch(id asl.HashID, arts []asl.Artifact, refs []asl.Reference, items []item) error {
+	hashRange := func(lo, hi int) (int, error) {
+		for i := lo; i < hi; i++ {
+			hdr := arts[i].Header()
+			h, err := asl.NewHasher(id, hdr)
+			if err != nil {
+				return i, err
+			}
+			h.Write(arts[i].Bytes)
+			ref, err := h.Sum()
+			if err != nil {
+				return i, err
+			}
+			refs[i] = ref
+			items[i] = item{ref: ref, hdr: hdr, payload: arts[i].Bytes}
+		}
+		return hi, nil
+	}
+	total := 0
+	for i := range arts {
+		total += len(arts[i].Bytes)
+	}
+	procs := min(runtime.GOMAXPROCS(0), len(arts))
+	if total < parallelHashMin || procs < 2 {
+		if i, err := hashRange(0, len(arts)); err != nil {
+			return fmt.Errorf("artifact %d: %w", i, err)
+		}
+		return nil
+	}
+	// Split by bytes, not count, so that the ranges take about as long.
+	bounds := make([]int, 0, procs+1)
+	bounds = append(bounds, 0)
+	acc := 0
+	for i := range arts {
+		acc += len(arts[i].Bytes)
+		if len(bounds) < procs && acc*procs >= total*len(bounds) {
+			bounds = append(bounds, i+1)
+		}
+	}
+	bounds = append(bounds, len(arts))
+	errs := make([]error, len(bounds)-1)
+	at := make([]int, len(bounds)-1)
+	var wg sync.WaitGroup
+	for r := 1; r < len(bounds)-1; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			at[r], errs[r] = hashRange(bounds[r], bounds[r+1])
+		}()
+	}
+	at[0], errs[0] = hashRange(bounds[0], bounds[1])
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			return fmt.Errorf("artifact %d: %w", at[r], err)
+		}
+	}
+	return nil
+}
+
 // stage writes the payload of an in-memory artifact larger than a chunk
-// into a staging blob.
-func (s *Store) stage(ctx context.Context, it *item) error {
-	w, err := s.newStager(ctx)
+// into a staging blob (through g when it is not nil).
+func (s *Store) stage(ctx context.Context, it *item, g *ingester) error {
+	w, err := s.newStager(ctx, g, false)
 	if err != nil {
 		return err
 	}
@@ -395,7 +470,8 @@ func (s *Store) writeMine(ctx context.Context, items []item, extra *indexExtra) 
 		if it.staged {
 			rec := indexRecord{Size: it.hdr.Size, Blob: it.blob, Chunk: it.chunk, Stored: it.stored, Compression: it.comp}
 			setTag(&rec, it.hdr)
-			_ = b.Set(key(j), appendCBOR(nil, rec), nil)
+			var rb [64]byte
+			_ = b.Set(key(j), appendIndexRecord(rb[:0], rec), nil)
 			addUnstage(b, it.blob, false)
 			continue
 		}
@@ -445,7 +521,7 @@ func (s *Store) addSingle(b *pebble.Batch, key []byte, it *item, scratch []byte)
 	if int64(it.hdr.Size) <= int64(s.inlineMax) {
 		ch := chunkHeader{Codec: uint64(codec), Raw: it.hdr.Size, CRC: chunkCRC(0, 0, codec, it.hdr.Size, stored)}
 		var hb [64]byte
-		head := appendCBOR(appendCBOR(hb[:0], rec), ch)
+		head := appendChunkHeader(appendIndexRecord(hb[:0], rec), ch)
 		op := b.SetDeferred(len(key), len(head)+len(stored))
 		copy(op.Key, key)
 		copy(op.Value[copy(op.Value, head):], stored)
@@ -458,14 +534,15 @@ func (s *Store) addSingle(b *pebble.Batch, key []byte, it *item, scratch []byte)
 	rec.Blob, rec.Chunk = blob, uint64(s.chunkSize)
 	var kb [17]byte
 	addChunk(b, appendChunkKey(kb[:0], blob, 0), blob, 0, codec, it.hdr.Size, stored)
-	return b.Set(key, appendCBOR(nil, rec), nil)
+	var rb [64]byte
+	return b.Set(key, appendIndexRecord(rb[:0], rec), nil)
 }
 
 // addChunk adds chunk value = chunk header || stored payload.
 func addChunk(b *pebble.Batch, key []byte, blob, chunk uint64, codec uint8, raw uint64, stored []byte) {
 	ch := chunkHeader{Codec: uint64(codec), Raw: raw, CRC: chunkCRC(blob, chunk, codec, raw, stored)}
 	var hb [32]byte
-	head := appendCBOR(hb[:0], ch)
+	head := appendChunkHeader(hb[:0], ch)
 	op := b.SetDeferred(len(key), len(head)+len(stored))
 	copy(op.Key, key)
 	copy(op.Value[copy(op.Value, head):], stored)

@@ -220,10 +220,15 @@ func appendCBOR(dst []byte, v any) []byte {
 // index value and returns the bytes after it: for an inline record the
 // chunk header and stored payload, for a chunked record nothing.
 func decodeIndexHead(b []byte) (indexRecord, []byte, error) {
-	var r indexRecord
-	rest, err := decodeCanonical(b, &r, "index")
-	if err != nil {
-		return indexRecord{}, nil, err
+	r, rest, ok := parseIndexRecord(b)
+	if !ok {
+		// Not in the form parseIndexRecord reads; the general decoder
+		// decides and names what is wrong.
+		var err error
+		r = indexRecord{}
+		if rest, err = decodeCanonical(b, &r, "index"); err != nil {
+			return indexRecord{}, nil, err
+		}
 	}
 	if r.Compression > compMixed {
 		return indexRecord{}, nil, damaged("index record: compression %d is unknown", r.Compression)
@@ -267,10 +272,13 @@ func decodeIndex(b []byte) (indexRecord, chunkHeader, []byte, error) {
 // (blob, chunk) whose raw size must be raw, and checks its CRC. The payload
 // aliases b.
 func decodeChunk(b []byte, blob, chunk, raw uint64) (chunkHeader, []byte, error) {
-	var h chunkHeader
-	payload, err := decodeCanonical(b, &h, "chunk")
-	if err != nil {
-		return chunkHeader{}, nil, err
+	h, payload, ok := parseChunkHeader(b)
+	if !ok {
+		var err error
+		h = chunkHeader{}
+		if payload, err = decodeCanonical(b, &h, "chunk"); err != nil {
+			return chunkHeader{}, nil, err
+		}
 	}
 	switch {
 	case h.Raw > MaxChunkSize:

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -59,6 +60,11 @@ type Options struct {
 	MemTableSize uint64
 	// CacheSize is Pebble's block cache size: 0 means DefaultCacheSize.
 	CacheSize int64
+	// IngestMin is the artifact size from which chunks bypass Pebble's
+	// write-ahead log: they are written into SSTables that are ingested, so
+	// each byte reaches the disk once. 0 means DefaultIngestMin, negative
+	// means never.
+	IngestMin int64
 }
 
 // ErrNoStore: Open was given a directory that holds no initialized store.
@@ -88,7 +94,11 @@ type Store struct {
 	nextBlob uint64
 	leaseEnd uint64
 
-	stageBytes int // chunk bytes per unsynced staging batch
+	stageBytes int    // chunk bytes per unsynced staging batch
+	ingestMin  uint64 // artifacts at least this large are ingested
+	fs         vfs.FS
+	sstOpts    sstable.WriterOptions // for ingest SSTables
+	ingestSeq  atomic.Uint64         // names ingest SSTables
 
 	claims [256]claimShard
 	bufs   sync.Pool // *[]byte of capacity chunkSize
@@ -109,6 +119,7 @@ type settings struct {
 	minCompress int
 	memTable    uint64
 	cache       int64
+	ingestMin   uint64
 }
 
 func resolve(opts *Options) (settings, error) {
@@ -154,6 +165,14 @@ func resolve(opts *Options) (settings, error) {
 	if s.cache == 0 {
 		s.cache = DefaultCacheSize
 	}
+	switch {
+	case o.IngestMin == 0:
+		s.ingestMin = DefaultIngestMin
+	case o.IngestMin < 0:
+		s.ingestMin = math.MaxUint64
+	default:
+		s.ingestMin = uint64(o.IngestMin)
+	}
 	return s, nil
 }
 
@@ -185,6 +204,10 @@ func pebbleOptions(s settings) *pebble.Options {
 		},
 	}
 	o.Experimental.EnableColumnarBlocks = func() bool { return true }
+	// The chunk keys of a fresh blob hold no data anywhere in the LSM, but
+	// an older table's bounds may straddle them; splitting that table lets
+	// an ingested table go straight to the bottom level.
+	o.Experimental.IngestSplit = func() bool { return true }
 	// Chunk values go to blob files at flush, so compactions move only keys
 	// and small values.
 	o.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy {
@@ -302,6 +325,15 @@ func start(db *pebble.DB, dir string, s settings) (*Store, error) {
 		minCompress: s.minCompress,
 		drained:     make(chan struct{}, 1),
 		stageBytes:  stageBatchBytes,
+		ingestMin:   s.ingestMin,
+		fs:          s.fs,
+	}
+	po := pebbleOptions(s)
+	po.EnsureDefaults()
+	st.sstOpts = po.MakeWriterOptions(0, db.TableFormat())
+	if err := st.clearIngestDir(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
 	for i := range st.claims {
 		st.claims[i].m = make(map[asl.Reference]*claim)

@@ -137,9 +137,14 @@ func TestIdempotent(t *testing.T) {
 		{"inline", asl.Untagged([]byte("same"))},
 		{"single chunk", asl.Untagged(genBytes(20, 100<<10, false))},
 		{"multi chunk", asl.Tagged(3, genBytes(21, 3*mib+5, true))},
+		{"multi chunk ingested", asl.Tagged(4, genBytes(22, 3*mib+5, false))},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s := newMemStore(t, nil)
+			var opts *Options
+			if strings.HasSuffix(c.name, "ingested") {
+				opts = &Options{IngestMin: 2 * mib}
+			}
+			s := newMemStore(t, opts)
 			ref := put(t, s, asl.HashSHA256, c.a)
 			before := indexOf(t, s, ref)
 			commits := s.commits.Load()

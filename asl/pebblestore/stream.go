@@ -10,15 +10,18 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// stager writes the chunks of one blob in unsynced batches. Its first batch
-// carries the staging record 's' || blob, which the final synced batch of the
-// put deletes; a staging record found at Open marks a put that never
-// committed, and its chunks are deleted.
+// stager writes the chunks of one blob, either in unsynced batches or (for
+// an artifact of at least ingestMin bytes) into an ingester. The staging
+// record 's' || blob is committed first (in batch mode with the first
+// batch) and deleted by the final synced batch of the put; a staging record
+// found at Open marks a put that never committed, and its chunks are
+// deleted.
 type stager struct {
 	s       *Store
 	ctx     context.Context
 	blob    uint64
-	b       *pebble.Batch
+	b       *pebble.Batch // batch mode
+	g       *ingester     // ingest mode
 	next    uint64
 	stored  uint64
 	codecs  [2]bool // which codecs the chunks used
@@ -33,12 +36,31 @@ func (s *Store) newStageBatch() *pebble.Batch {
 	return s.db.NewBatch(pebble.WithInitialSizeBytes(n), pebble.WithMaxRetainedSizeBytes(n))
 }
 
-func (s *Store) newStager(ctx context.Context) (*stager, error) {
+// newStager starts a blob. With g nil its chunks go into unsynced batches;
+// otherwise into g, and the staging record is committed at once: synced
+// when sync is set (a streaming put, which may run for long), else
+// unsynced, and g.ingest syncs it before the chunks become part of the
+// database.
+func (s *Store) newStager(ctx context.Context, g *ingester, sync bool) (*stager, error) {
 	blob, err := s.allocBlob()
 	if err != nil {
 		return nil, err
 	}
-	w := &stager{s: s, ctx: ctx, blob: blob, b: s.newStageBatch(), scratch: s.getBuf()}
+	w := &stager{s: s, ctx: ctx, blob: blob, g: g, scratch: s.getBuf()}
+	if g != nil {
+		opt := pebble.Sync
+		if !sync {
+			opt, g.unsynced = pebble.NoSync, true
+		}
+		if err := s.db.Set(stagingKey(blob), nil, opt); err != nil {
+			w.release()
+			return nil, fmt.Errorf("staging blob %d: %w", blob, ioErr(err))
+		}
+		s.commits.Add(1)
+		w.wrote = true
+		return w, nil
+	}
+	w.b = s.newStageBatch()
 	_ = w.b.Set(stagingKey(blob), nil, nil)
 	return w, nil
 }
@@ -47,11 +69,20 @@ func (s *Store) newStager(ctx context.Context) (*stager, error) {
 func (w *stager) add(raw []byte) error {
 	codec, stored := compressChunk(raw, *w.scratch, w.s.minCompress)
 	var kb [17]byte
-	addChunk(w.b, appendChunkKey(kb[:0], w.blob, w.next), w.blob, w.next, codec, uint64(len(raw)), stored)
+	key := appendChunkKey(kb[:0], w.blob, w.next)
+	if w.g != nil {
+		ch := chunkHeader{Codec: uint64(codec), Raw: uint64(len(raw)), CRC: chunkCRC(w.blob, w.next, codec, uint64(len(raw)), stored)}
+		var hb [32]byte
+		if err := w.g.set(key, appendChunkHeader(hb[:0], ch), stored); err != nil {
+			return fmt.Errorf("staging blob %d: %w", w.blob, err)
+		}
+	} else {
+		addChunk(w.b, key, w.blob, w.next, codec, uint64(len(raw)), stored)
+	}
 	w.next++
 	w.stored += uint64(len(stored))
 	w.codecs[codec] = true
-	if w.b.Len() >= w.s.stageBytes {
+	if w.b != nil && w.b.Len() >= w.s.stageBytes {
 		return w.flush()
 	}
 	return nil
@@ -72,10 +103,11 @@ func (w *stager) flush() error {
 	return nil
 }
 
-// finish commits the last unsynced batch.
+// finish commits the last unsynced batch. In ingest mode the owner of the
+// ingester ingests.
 func (w *stager) finish() error {
 	defer w.release()
-	if w.b.Empty() {
+	if w.b == nil || w.b.Empty() {
 		return nil
 	}
 	return w.flush()
@@ -125,7 +157,11 @@ type chunkMsg struct {
 // writes the chunks, so hashing overlaps with compression and I/O. Three
 // chunk buffers circulate between them, which bounds memory.
 func (s *Store) putStream(ctx context.Context, h *asl.Hasher, hdr asl.Header, r io.Reader) (asl.Reference, error) {
-	w, err := s.newStager(ctx)
+	var g *ingester
+	if hdr.Size >= s.ingestMin {
+		g = s.newIngester()
+	}
+	w, err := s.newStager(ctx, g, true)
 	if err != nil {
 		return asl.Reference{}, fmt.Errorf("put: %w", err)
 	}
@@ -179,7 +215,13 @@ func (s *Store) putStream(ctx context.Context, h *asl.Hasher, hdr asl.Header, r 
 	if rerr == nil {
 		rerr = werr
 	}
+	if rerr == nil && g != nil {
+		rerr = g.ingest(ctx)
+	}
 	if rerr != nil {
+		if g != nil {
+			g.abort()
+		}
 		w.abort()
 		return asl.Reference{}, rerr
 	}
