@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -26,10 +28,11 @@ type childReport struct {
 
 func newBenchCmd(a *app) *cobra.Command {
 	var (
-		quick bool
-		only  []string
-		dir   string
-		child string
+		quick   bool
+		only    []string
+		dir     string
+		child   string
+		profile string
 	)
 	c := &cobra.Command{
 		Use:   "bench [--quick] [--only NAME,...] [--dir DIR]",
@@ -58,11 +61,17 @@ selects both large groups). Temporary stores and files go under --dir
 group runs in a child process of this executable, so that the peak resident
 memory of one group is not inflated by what another left behind.
 
+--cpuprofile DIR writes each group's CPU profile to DIR/GROUP.pprof; samples
+carry the pprof label phase (hash, put, get, disk, zstd, order, direct, planrun,
+run, commit, cache-hit, ...), so go tool pprof -tagfocus=phase=put isolates one
+measurement.
+
 The command prints a table (with --json, one object with a "rows" array) and
 exits 0 whether or not targets are met: it measures, it does not gate.`,
 		Example: `  amduat bench --quick
   amduat bench --only exec,surface --json
-  amduat bench --dir /mnt/fast-disk`,
+  amduat bench --dir /mnt/fast-disk
+  amduat bench --only small --cpuprofile prof && go tool pprof -top prof/small.pprof`,
 		Args: rangeArgs(0, 0),
 		RunE: func(c *cobra.Command, _ []string) error {
 			sizes := bench.FullSizes()
@@ -70,7 +79,7 @@ exits 0 whether or not targets are met: it measures, it does not gate.`,
 				sizes = bench.QuickSizes()
 			}
 			if child != "" {
-				return a.benchChild(c.Context(), child, sizes, dir)
+				return a.benchChild(c.Context(), child, sizes, dir, profile)
 			}
 			groups, err := bench.Select(only)
 			if err != nil {
@@ -88,10 +97,15 @@ exits 0 whether or not targets are met: it measures, it does not gate.`,
 			if err != nil {
 				return fail(exitIO, "", fmt.Errorf("finding this executable to run the groups: %w", err))
 			}
+			if profile != "" {
+				if err := os.MkdirAll(profile, 0o755); err != nil {
+					return fail(exitIO, profile, err)
+				}
+			}
 			report := bench.NewReport(quick, sizes)
 			for i, g := range groups {
 				fmt.Fprintf(a.stderr, "bench: [%d/%d] %s: %s\n", i+1, len(groups), g.Name, g.Title)
-				cr, err := runBenchChild(c.Context(), a, exe, g.Name, quick, top)
+				cr, err := runBenchChild(c.Context(), a, exe, g.Name, quick, top, profile)
 				if err != nil {
 					return err
 				}
@@ -110,6 +124,7 @@ exits 0 whether or not targets are met: it measures, it does not gate.`,
 	c.Flags().BoolVar(&quick, "quick", false, "smaller workloads (64 MiB artifacts, 10,000 small artifacts, 2,000 files, 100,000 nodes, 50 runs)")
 	c.Flags().StringSliceVar(&only, "only", nil, "run only these groups: "+strings.Join(bench.GroupNames(), ", ")+` ("large" selects both large groups)`)
 	c.Flags().StringVar(&dir, "dir", "", "directory for temporary stores and files (default: the system temporary directory)")
+	c.Flags().StringVar(&profile, "cpuprofile", "", "write a CPU profile of each group to DIR/GROUP.pprof (for go tool pprof)")
 	c.Flags().StringVar(&child, "child", "", "run one group in this process and print its rows as JSON (internal)")
 	_ = c.Flags().MarkHidden("child")
 	return c
@@ -118,10 +133,13 @@ exits 0 whether or not targets are met: it measures, it does not gate.`,
 // runBenchChild runs one group in a child process and decodes its rows. The
 // child's progress lines go to stderr. When the child cannot measure its own
 // peak RSS per window, each row gets the child's whole-process peak.
-func runBenchChild(ctx context.Context, a *app, exe, group string, quick bool, dir string) (childReport, error) {
+func runBenchChild(ctx context.Context, a *app, exe, group string, quick bool, dir, profile string) (childReport, error) {
 	args := []string{"bench", "--child", group, "--dir", dir}
 	if quick {
 		args = append(args, "--quick")
+	}
+	if profile != "" {
+		args = append(args, "--cpuprofile", profile)
 	}
 	cmd := exec.CommandContext(ctx, exe, args...)
 	var out bytes.Buffer
@@ -152,11 +170,29 @@ func runBenchChild(ctx context.Context, a *app, exe, group string, quick bool, d
 	return cr, nil
 }
 
-// benchChild runs one group in this process and prints its rows as JSON.
-func (a *app) benchChild(ctx context.Context, name string, sizes bench.Sizes, dir string) error {
+// benchChild runs one group in this process and prints its rows as JSON;
+// with a profile directory it writes the group's CPU profile there.
+func (a *app) benchChild(ctx context.Context, name string, sizes bench.Sizes, dir, profile string) (err error) {
 	g, ok := bench.Lookup(name)
 	if !ok {
 		return usagef("unknown benchmark group %q (known: %s)", name, strings.Join(bench.GroupNames(), ", "))
+	}
+	if profile != "" {
+		path := filepath.Join(profile, name+".pprof")
+		f, err := os.Create(path)
+		if err != nil {
+			return fail(exitIO, path, err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fail(exitIO, path, err)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			if cerr := f.Close(); cerr != nil && err == nil {
+				err = fail(exitIO, path, cerr)
+			}
+		}()
 	}
 	env := &bench.Env{Sizes: sizes, Dir: dir, Log: a.stderr}
 	if exe, err := os.Executable(); err == nil {

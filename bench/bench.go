@@ -1,0 +1,222 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Sizes are the workload sizes of a run.
+type Sizes struct {
+	LargeBytes  int64 `json:"large_bytes"`   // each large artifact
+	SmallCount  int   `json:"small_count"`   // small artifacts
+	SmallSize   int   `json:"small_size"`    // bytes per small artifact
+	SmallBatch  int   `json:"small_batch"`   // artifacts per PutBatch
+	CLIFiles    int   `json:"cli_files"`     // files given to one `amduat put`
+	CLIFileSize int   `json:"cli_file_size"` // bytes per file
+	ExecNodes   int   `json:"exec_nodes"`    // nodes per program
+	ExecReps    int   `json:"exec_reps"`     // repetitions; the median is reported
+	SurfaceRuns int   `json:"surface_runs"`  // surface runs (and as many cache pairs)
+}
+
+// FullSizes are the sizes the targets are stated for.
+func FullSizes() Sizes {
+	return Sizes{LargeBytes: 1 << 30, SmallCount: 100_000, SmallSize: 1 << 10, SmallBatch: 1000,
+		CLIFiles: 20_000, CLIFileSize: 1 << 10, ExecNodes: 1_000_000, ExecReps: 3, SurfaceRuns: 200}
+}
+
+// QuickSizes are the --quick sizes.
+func QuickSizes() Sizes {
+	return Sizes{LargeBytes: 64 << 20, SmallCount: 10_000, SmallSize: 1 << 10, SmallBatch: 1000,
+		CLIFiles: 2_000, CLIFileSize: 1 << 10, ExecNodes: 100_000, ExecReps: 3, SurfaceRuns: 50}
+}
+
+// Env is what a group needs to run.
+type Env struct {
+	Sizes Sizes
+	// Dir holds the group's temporary stores and files; the group removes
+	// what it creates.
+	Dir string
+	// AmduatBin is the amduat executable the cli group runs; empty skips it.
+	AmduatBin string
+	// Log receives one progress line per phase; nil discards them.
+	Log io.Writer
+}
+
+func (e *Env) logf(format string, args ...any) {
+	if e.Log != nil {
+		fmt.Fprintf(e.Log, "bench: "+format+"\n", args...)
+	}
+}
+
+// tempDir creates a fresh directory under e.Dir; the caller removes it.
+func (e *Env) tempDir(pattern string) (string, error) {
+	dir := e.Dir
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	return os.MkdirTemp(dir, "amduat-bench-"+pattern+"-")
+}
+
+// Group is a set of rows measured together (they share setup, such as a
+// store filled by a put that the get then reads).
+type Group struct {
+	Name  string
+	Title string
+	Run   func(ctx context.Context, env *Env) ([]Row, error)
+}
+
+// Groups lists the groups in report order.
+func Groups() []Group {
+	return []Group{
+		{"large-random", "incompressible large artifact: streaming put, verified get, memory", func(ctx context.Context, e *Env) ([]Row, error) { return runLarge(ctx, e, Random) }},
+		{"large-text", "compressible large artifact: streaming put, verified get, memory, stored size", func(ctx context.Context, e *Env) ([]Row, error) { return runLarge(ctx, e, Text) }},
+		{"small", "many 1 KiB artifacts: batch put, random get", runSmall},
+		{"cli", "amduat put of many files against git hash-object", runCLI},
+		{"exec", "large programs: canonical order, Exec_DAG overhead and allocation", runExec},
+		{"surface", "surface runs of a 100-node program: latency, cache hits", runSurface},
+	}
+}
+
+// Select returns the groups named in names (a group is selected by its name
+// or by a prefix ending at a '-': "large" selects large-random and
+// large-text), in report order. No names selects all groups.
+func Select(names []string) ([]Group, error) {
+	all := Groups()
+	if len(names) == 0 {
+		return all, nil
+	}
+	var out []Group
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		found := false
+		for _, g := range all {
+			if g.Name == n || strings.HasPrefix(g.Name, n+"-") {
+				found = true
+				if !slices.ContainsFunc(out, func(o Group) bool { return o.Name == g.Name }) {
+					out = append(out, g)
+				}
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("unknown benchmark %q (known: %s)", n, strings.Join(GroupNames(), ", "))
+		}
+	}
+	slices.SortFunc(out, func(a, b Group) int { return groupIndex(a.Name) - groupIndex(b.Name) })
+	return out, nil
+}
+
+// GroupNames lists the group names in report order.
+func GroupNames() []string {
+	var ns []string
+	for _, g := range Groups() {
+		ns = append(ns, g.Name)
+	}
+	return ns
+}
+
+func groupIndex(name string) int {
+	return slices.IndexFunc(Groups(), func(g Group) bool { return g.Name == name })
+}
+
+// Lookup returns the group called name.
+func Lookup(name string) (Group, bool) {
+	i := groupIndex(name)
+	if i < 0 {
+		return Group{}, false
+	}
+	return Groups()[i], true
+}
+
+// RunGroup runs g and evaluates its rows.
+func RunGroup(ctx context.Context, g Group, env *Env) ([]Row, error) {
+	rows, err := g.Run(ctx, env)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", g.Name, err)
+	}
+	for i := range rows {
+		rows[i].Evaluate()
+	}
+	return rows, nil
+}
+
+// NewReport returns an empty report describing this machine.
+func NewReport(quick bool, sizes Sizes) *Report {
+	return &Report{
+		Quick: quick, Sizes: sizes, RSSMethod: RSSMethod(), Rows: []Row{},
+		Machine: Machine{GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU(), Go: runtime.Version()},
+	}
+}
+
+// Helpers shared by the groups.
+
+// phase runs f with the pprof label phase=name, so that a CPU profile of a
+// group (amduat bench --cpuprofile) splits by measurement with
+// go tool pprof -tagfocus=phase=NAME. Goroutines f starts inherit the label;
+// Pebble's background flushes and compactions, started earlier, do not.
+func phase(ctx context.Context, name string, f func(context.Context)) {
+	pprof.Do(ctx, pprof.Labels("phase", name), f)
+}
+
+const mib = 1 << 20
+
+func mibPerSec(bytes int64, d time.Duration) float64 {
+	return float64(bytes) / mib / d.Seconds()
+}
+
+func perSec(n int, d time.Duration) float64 { return float64(n) / d.Seconds() }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func durations(ds []time.Duration) []float64 {
+	out := make([]float64, len(ds))
+	for i, d := range ds {
+		out[i] = float64(d)
+	}
+	return out
+}
+
+// dirSize sums the sizes of the regular files under dir.
+func dirSize(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+func sizeText(n int64) string {
+	if n >= 1<<30 && n%(1<<30) == 0 {
+		return fmt.Sprintf("%d GiB", n>>30)
+	}
+	if n >= mib && n%mib == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func rssOf(p *int64) string {
+	if p == nil {
+		return "n.a."
+	}
+	return formatValue(float64(*p)/mib) + " MiB"
+}
+
+func mibOf(p *int64) float64 {
+	if p == nil {
+		return 0
+	}
+	return float64(*p) / mib
+}

@@ -1,0 +1,174 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// RSS measurement methods, in order of preference.
+const (
+	// RSSReset: the kernel's peak (VmHWM in /proc/self/status) is reset by
+	// writing "5" to /proc/self/clear_refs (Linux 4.0+) at the start of a
+	// window and read at its end. Exact, and it misses no short spike.
+	RSSReset = "vmhwm-reset"
+	// RSSSampled: VmRSS is sampled every millisecond during the window; a
+	// spike shorter than that can be missed.
+	RSSSampled = "vmrss-sampled"
+	// RSSNone: no /proc; peak RSS is not reported.
+	RSSNone = "none"
+)
+
+// procStatus returns a "kB" field of /proc/self/status in bytes.
+func procStatus(field string) (int64, bool) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	prefix := field + ":"
+	for sc.Scan() {
+		line := sc.Text()
+		if len(line) <= len(prefix) || line[:len(prefix)] != prefix {
+			continue
+		}
+		f := bytes.Fields([]byte(line[len(prefix):]))
+		if len(f) != 2 || string(f[1]) != "kB" {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(string(f[0]), 10, 64)
+		return n << 10, err == nil
+	}
+	return 0, false
+}
+
+func resetPeak() bool {
+	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
+}
+
+var (
+	rssOnce   sync.Once
+	rssMethod string
+)
+
+// RSSMethod reports how this process measures peak RSS (probed once).
+func RSSMethod() string {
+	rssOnce.Do(func() {
+		_, hwm := procStatus("VmHWM")
+		switch _, rss := procStatus("VmRSS"); {
+		case hwm && resetPeak():
+			rssMethod = RSSReset
+		case rss:
+			rssMethod = RSSSampled
+		default:
+			rssMethod = RSSNone
+		}
+	})
+	return rssMethod
+}
+
+// Window measures the peak RSS and the peak Go heap (objects, live or not
+// yet swept, sampled every millisecond) from StartWindow to Stop.
+type Window struct {
+	method   string
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	peakRSS  int64
+	peakHeap uint64
+}
+
+// StartWindow collects garbage and returns freed memory to the OS, so that
+// the window starts from what the process really holds, then starts
+// measuring.
+func StartWindow() *Window {
+	runtime.GC()
+	debug.FreeOSMemory()
+	w := &Window{method: RSSMethod(), stop: make(chan struct{})}
+	if w.method == RSSReset && !resetPeak() {
+		w.method = RSSSampled
+	}
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			metrics.Read(sample)
+			if v := sample[0].Value.Uint64(); v > w.peakHeap {
+				w.peakHeap = v
+			}
+			if w.method == RSSSampled {
+				if v, ok := procStatus("VmRSS"); ok && v > w.peakRSS {
+					w.peakRSS = v
+				}
+			}
+			select {
+			case <-w.stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return w
+}
+
+// Stop ends the window and returns the peak RSS in bytes (nil when it
+// cannot be measured) and the peak Go heap in bytes.
+func (w *Window) Stop() (rss *int64, heap uint64) {
+	close(w.stop)
+	w.wg.Wait()
+	switch w.method {
+	case RSSReset:
+		if v, ok := procStatus("VmHWM"); ok {
+			return &v, w.peakHeap
+		}
+	case RSSSampled:
+		if w.peakRSS > 0 {
+			v := w.peakRSS
+			return &v, w.peakHeap
+		}
+	}
+	return nil, w.peakHeap
+}
+
+// IOCounters are the process's I/O counters from /proc/self/io: bytes
+// passed to read and write system calls (RChar, WChar, including page-cache
+// hits) and bytes the process caused to be read from or sent to the block
+// device (ReadBytes, WriteBytes).
+type IOCounters struct {
+	RChar, WChar, SyscR, SyscW, ReadBytes, WriteBytes int64
+	OK                                                bool
+}
+
+// ReadIO returns the current counters; OK is false where /proc/self/io is
+// missing.
+func ReadIO() IOCounters {
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return IOCounters{}
+	}
+	c := IOCounters{OK: true}
+	fields := map[string]*int64{"rchar": &c.RChar, "wchar": &c.WChar, "syscr": &c.SyscR, "syscw": &c.SyscW,
+		"read_bytes": &c.ReadBytes, "write_bytes": &c.WriteBytes}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		k, v, ok := bytes.Cut(line, []byte(": "))
+		if p := fields[string(k)]; ok && p != nil {
+			*p, _ = strconv.ParseInt(string(v), 10, 64)
+		}
+	}
+	return c
+}
+
+// Sub returns the counters accumulated since before.
+func (c IOCounters) Sub(before IOCounters) IOCounters {
+	return IOCounters{RChar: c.RChar - before.RChar, WChar: c.WChar - before.WChar, SyscR: c.SyscR - before.SyscR,
+		SyscW: c.SyscW - before.SyscW, ReadBytes: c.ReadBytes - before.ReadBytes, WriteBytes: c.WriteBytes - before.WriteBytes,
+		OK: c.OK && before.OK}
+}
