@@ -4,37 +4,22 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
-	"os"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/enc"
+	"github.com/amduat/amduat/internal/golden"
 	"github.com/amduat/amduat/opreg"
 	"github.com/amduat/amduat/pel"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
-
 // golden compares got with testdata/name, or rewrites it under -update.
-func golden(t *testing.T, name string, got []byte) {
+func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := "testdata/" + name
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s differs from the golden file:\n got: %s\nwant: %s", path, got, want)
-	}
+	golden.Check(t, "testdata/"+name, got)
 }
 
 func TestSeedsGolden(t *testing.T) {
@@ -55,7 +40,7 @@ func TestSeedsGolden(t *testing.T) {
 			t.Fatalf("%s: decode(encode(p)) != p", name)
 		}
 	}
-	golden(t, "seeds.txt", []byte(b.String()))
+	checkGolden(t, "seeds.txt", []byte(b.String()))
 	if _, err := pel.Seed("nope"); err == nil {
 		t.Fatal("unknown seed accepted")
 	}

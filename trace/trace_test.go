@@ -4,36 +4,21 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
-	"flag"
-	"os"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/enc"
+	"github.com/amduat/amduat/internal/golden"
 	"github.com/amduat/amduat/opreg"
 	"github.com/amduat/amduat/pel"
 	"github.com/amduat/amduat/trace"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
-
-func golden(t *testing.T, name string, got []byte) {
+func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := "testdata/" + name
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s differs:\n got: %s\nwant: %s", path, got, want)
-	}
+	golden.Check(t, "testdata/"+name, got)
 }
 
 func ref(s string) asl.Reference {
@@ -181,7 +166,7 @@ func TestTraceGolden(t *testing.T) {
 		_, _, tr := run(t, seed(t, pel.SeedSlice), []asl.Artifact{asl.Untagged([]byte(in))}, nil, asl.HashSHA256)
 		out.WriteString(hex.EncodeToString(roundTrip(t, tr)) + "\n")
 	}
-	golden(t, "slice_traces.txt", []byte(out.String()))
+	checkGolden(t, "slice_traces.txt", []byte(out.String()))
 }
 
 func sample() trace.Trace {

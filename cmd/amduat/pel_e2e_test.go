@@ -3,13 +3,13 @@ package main
 import (
 	"bytes"
 	"crypto/sha256"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/amduat/amduat/internal/golden"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/pel"
@@ -18,8 +18,6 @@ import (
 
 // End-to-end tests of `amduat pel` through the binary built by TestMain
 // (e2e_test.go), with its cli helpers.
-
-var updatePELGolden = flag.Bool("update-pel", false, "rewrite the pel show golden files under testdata/pel/")
 
 // putData stores data (untagged, or with the given tag) and returns its
 // reference text.
@@ -400,25 +398,10 @@ func TestPELBuild(t *testing.T) {
 }
 
 // pelGolden compares got with testdata/pel/name, or rewrites the file under
-// -update-pel.
+// -update.
 func pelGolden(t *testing.T, name string, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", "pel", name)
-	if *updatePELGolden {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./cmd/amduat -run PELShow -update-pel to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file:\n got:\n%s\nwant:\n%s", path, got, want)
-	}
+	golden.Check(t, filepath.Join("testdata", "pel", name), []byte(got))
 }
 
 // pel show of programs, results, traces and the scheme descriptor, in
