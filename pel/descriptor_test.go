@@ -19,7 +19,7 @@ func TestSchemeDescriptorGolden(t *testing.T) {
 	if got := asl.MustDerive(asl.HashSHA256, a); got != pel.SchemeRefDAG1 {
 		t.Fatalf("SchemeRefDAG1 %s, derived %s", pel.SchemeRefDAG1, got)
 	}
-	golden(t, "scheme_descriptor.txt", []byte(hex.EncodeToString(a.Bytes)+"\n"+pel.SchemeRefDAG1.String()+"\n"))
+	checkGolden(t, "scheme_descriptor.txt", []byte(hex.EncodeToString(a.Bytes)+"\n"+pel.SchemeRefDAG1.String()+"\n"))
 	d, err := pel.DecodeDescriptor(a.Bytes)
 	if err != nil || d != pel.DescriptorDAG1 {
 		t.Fatalf("decode %+v %v", d, err)

@@ -29,7 +29,7 @@ func TestJSONSeedsGolden(t *testing.T) {
 		}
 		fmt.Fprintf(&all, "# %s\n%s", name, j)
 	}
-	golden(t, "seeds.json.txt", all.Bytes())
+	checkGolden(t, "seeds.json.txt", all.Bytes())
 }
 
 func TestJSONHandWritten(t *testing.T) {

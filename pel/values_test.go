@@ -86,7 +86,7 @@ func TestResultValueGolden(t *testing.T) {
 		}
 		out.WriteString(hex.EncodeToString(b) + "\n")
 	}
-	golden(t, "result_values.txt", out.Bytes())
+	checkGolden(t, "result_values.txt", out.Bytes())
 }
 
 func TestEncodeResultValueRejectsInvalid(t *testing.T) {
