@@ -15,26 +15,27 @@ import (
 
 // Sizes are the workload sizes of a run.
 type Sizes struct {
-	LargeBytes  int64 `json:"large_bytes"`   // each large artifact
-	SmallCount  int   `json:"small_count"`   // small artifacts
-	SmallSize   int   `json:"small_size"`    // bytes per small artifact
-	SmallBatch  int   `json:"small_batch"`   // artifacts per PutBatch
-	CLIFiles    int   `json:"cli_files"`     // files given to one `amduat put`
-	CLIFileSize int   `json:"cli_file_size"` // bytes per file
-	ExecNodes   int   `json:"exec_nodes"`    // nodes per program
-	ExecReps    int   `json:"exec_reps"`     // repetitions; the median is reported
-	SurfaceRuns int   `json:"surface_runs"`  // surface runs (and as many cache pairs)
+	LargeBytes    int64 `json:"large_bytes"`     // each large artifact
+	SmallCount    int   `json:"small_count"`     // small artifacts
+	SmallSize     int   `json:"small_size"`      // bytes per small artifact
+	SmallBatch    int   `json:"small_batch"`     // artifacts per PutBatch
+	SmallBigBatch int   `json:"small_big_batch"` // artifacts per PutBatch, second pass
+	CLIFiles      int   `json:"cli_files"`       // files given to one `amduat put`
+	CLIFileSize   int   `json:"cli_file_size"`   // bytes per file
+	ExecNodes     int   `json:"exec_nodes"`      // nodes per program
+	ExecReps      int   `json:"exec_reps"`       // repetitions; the median is reported
+	SurfaceRuns   int   `json:"surface_runs"`    // surface runs (and as many cache pairs)
 }
 
 // FullSizes are the sizes the targets are stated for.
 func FullSizes() Sizes {
-	return Sizes{LargeBytes: 1 << 30, SmallCount: 100_000, SmallSize: 1 << 10, SmallBatch: 1000,
+	return Sizes{LargeBytes: 1 << 30, SmallCount: 100_000, SmallSize: 1 << 10, SmallBatch: 1000, SmallBigBatch: 10_000,
 		CLIFiles: 20_000, CLIFileSize: 1 << 10, ExecNodes: 1_000_000, ExecReps: 3, SurfaceRuns: 200}
 }
 
 // QuickSizes are the --quick sizes.
 func QuickSizes() Sizes {
-	return Sizes{LargeBytes: 64 << 20, SmallCount: 10_000, SmallSize: 1 << 10, SmallBatch: 1000,
+	return Sizes{LargeBytes: 64 << 20, SmallCount: 10_000, SmallSize: 1 << 10, SmallBatch: 1000, SmallBigBatch: 10_000,
 		CLIFiles: 2_000, CLIFileSize: 1 << 10, ExecNodes: 100_000, ExecReps: 3, SurfaceRuns: 50}
 }
 

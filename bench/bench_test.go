@@ -136,7 +136,7 @@ func TestWindowSeesAllocation(t *testing.T) {
 
 // tinySizes make every group run in well under a second.
 func tinySizes() Sizes {
-	return Sizes{LargeBytes: 3<<20 + 12345, SmallCount: 2500, SmallSize: 1 << 10, SmallBatch: 1000,
+	return Sizes{LargeBytes: 3<<20 + 12345, SmallCount: 2500, SmallSize: 1 << 10, SmallBatch: 1000, SmallBigBatch: 2000,
 		CLIFiles: 40, CLIFileSize: 1 << 10, ExecNodes: 2000, ExecReps: 2, SurfaceRuns: 6}
 }
 
@@ -169,7 +169,7 @@ func TestGroupsTiny(t *testing.T) {
 	wantRows := map[string][]string{
 		"large-random": {"put", "get", "put-vs-disk", "put-rss", "get-rss"},
 		"large-text":   {"put", "get", "put-rss", "get-rss", "put-vs-zstd", "stored-size"},
-		"small":        {"put-batch", "put-vs-fsync", "get-random"},
+		"small":        {"put-batch", "put-batch-2000", "put-vs-fsync", "get-random"},
 		"cli":          {"put-files", "put-files-vs-fsync-git"},
 		"exec":         {"chain/order", "chain/overhead", "chain/alloc", "chain/peak-heap", "fanin/order", "fanin/overhead", "fanin/alloc", "fanin/peak-heap"},
 		"surface":      {"run-p50", "run-p99", "cache-hit-p50"},

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/amduat/amduat/asl"
@@ -171,7 +172,7 @@ func runLarge(ctx context.Context, e *Env, kind Kind) ([]Row, error) {
 	// written durably to a plain file.
 	var dDisk time.Duration
 	if kind == Random {
-		e.logf("%s: sequential write + fdatasync of %s to a plain file", name, label)
+		e.logf("%s: durable sequential write of %s to a plain file", name, label)
 		phase(ctx, "disk", func(context.Context) { dDisk, err = DiskWrite(filepath.Join(dir, "plain"), size) })
 		if err != nil {
 			return nil, err
@@ -228,9 +229,10 @@ func runLarge(ctx context.Context, e *Env, kind Kind) ([]Row, error) {
 		rows = append(rows, Row{
 			Name:     name + "/put-vs-disk",
 			Figure:   put.Figure,
-			Baseline: &Baseline{mibPerSec(size, dDisk), "MiB/s", "plain file write+fdatasync, same size"},
+			Baseline: &Baseline{mibPerSec(size, dDisk), "MiB/s", "plain file, synced every MiB, same size"},
 			PeakRSS:  rssPut,
-			Note:     fmt.Sprintf("the put against what the disk gives a plain durable sequential write of %s, measured right after it (%s)", label, dDisk.Round(time.Millisecond)),
+			Note: fmt.Sprintf("the put against writing the same number of bytes to a plain file as Pebble writes tables (sync_file_range every MiB, fdatasync at the end), right after it (%s)",
+				dDisk.Round(time.Millisecond)),
 		})
 	}
 	rows = append(rows, rssRow(name+"/put-rss", rssPut, rssHash, "put"), rssRow(name+"/get-rss", rssGet, rssHash, "get"))
@@ -281,17 +283,20 @@ func ioText(c IOCounters, size int64, dir string) string {
 }
 
 // DiskWrite writes size bytes (a random chunk, repeated) sequentially to a
-// new file at path, fdatasyncs it, removes it and returns the time from
-// create to synced: what the disk gives a plain durable write here.
+// new file at path the way Pebble writes its tables (vfs.SyncingFile:
+// sync_file_range every MiB, so write-back overlaps the writes), fdatasyncs
+// it, removes it and returns the time from create to synced: what the disk
+// gives a well-behaved durable sequential writer here.
 func DiskWrite(path string, size int64) (time.Duration, error) {
 	buf := make([]byte, streamBuf)
 	FillRandom(buf, largeSeed, 0)
 	start := time.Now()
-	f, err := os.Create(path)
+	raw, err := vfs.Default.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return 0, err
 	}
 	defer os.Remove(path)
+	f := vfs.NewSyncingFile(raw, vfs.SyncingFileOptions{BytesPerSync: 1 << 20})
 	for left := size; left > 0; {
 		n := int(min(int64(len(buf)), left))
 		if _, err := f.Write(buf[:n]); err != nil {

@@ -93,22 +93,13 @@ func StartWindow() *Window {
 	if w.method == RSSReset && !resetPeak() {
 		w.method = RSSSampled
 	}
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
 		tick := time.NewTicker(time.Millisecond)
 		defer tick.Stop()
 		for {
-			metrics.Read(sample)
-			if v := sample[0].Value.Uint64(); v > w.peakHeap {
-				w.peakHeap = v
-			}
-			if w.method == RSSSampled {
-				if v, ok := procStatus("VmRSS"); ok && v > w.peakRSS {
-					w.peakRSS = v
-				}
-			}
+			w.sample()
 			select {
 			case <-w.stop:
 				return
@@ -119,11 +110,26 @@ func StartWindow() *Window {
 	return w
 }
 
+// sample takes one reading of the heap and, when sampling, of the RSS.
+func (w *Window) sample() {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	if v := s[0].Value.Uint64(); v > w.peakHeap {
+		w.peakHeap = v
+	}
+	if w.method == RSSSampled {
+		if v, ok := procStatus("VmRSS"); ok && v > w.peakRSS {
+			w.peakRSS = v
+		}
+	}
+}
+
 // Stop ends the window and returns the peak RSS in bytes (nil when it
 // cannot be measured) and the peak Go heap in bytes.
 func (w *Window) Stop() (rss *int64, heap uint64) {
 	close(w.stop)
 	w.wg.Wait()
+	w.sample() // the state at the end counts too
 	switch w.method {
 	case RSSReset:
 		if v, ok := procStatus("VmHWM"); ok {

@@ -45,8 +45,8 @@ target. The groups, in order:
                 against SHA-256 of the same bytes; peak RSS (target 128 MiB)
   large-text    the same with a 1 GiB compressible (text-like) artifact, and
                 its stored size against zstd's fastest level
-  small         100,000 artifacts of 1 KiB: PutBatch and random get against
-                SHA-256 of the same ArtifactBytes
+  small         100,000 artifacts of 1 KiB: PutBatch (batches of 1,000, then of
+                10,000) and random get against SHA-256 of the same ArtifactBytes
   cli           amduat put of 20,000 files in one call against
                 git hash-object -w --stdin-paths (skipped without git)
   exec          1M-node chain and fan-in: canonical ordering, Exec_DAG overhead
