@@ -3,15 +3,13 @@ package bench
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/amduat/amduat/internal/golden"
+)
 
 func TestPercentile(t *testing.T) {
 	tests := []struct {
@@ -147,21 +145,9 @@ func sampleReport() *Report {
 	return r
 }
 
-func golden(t *testing.T, name string, got []byte) {
+func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
+	golden.Check(t, filepath.Join("testdata", name), got)
 }
 
 func TestWriteTable(t *testing.T) {
@@ -169,7 +155,7 @@ func TestWriteTable(t *testing.T) {
 	if err := sampleReport().WriteTable(&b); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "table.golden", b.Bytes())
+	checkGolden(t, "table.golden", b.Bytes())
 	lines := strings.Split(b.String(), "\n")
 	// Every table line (header and rows) has the same width up to its
 	// last column, which is right-aligned: the PEAK RSS column ends at the
@@ -192,7 +178,7 @@ func TestWriteJSON(t *testing.T) {
 	if err := sampleReport().WriteJSON(&b); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "report.golden.json", b.Bytes())
+	checkGolden(t, "report.golden.json", b.Bytes())
 	if bytes.Count(b.Bytes(), []byte("\n")) != 1 {
 		t.Fatal("report is not one line of JSON")
 	}
