@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"sync/atomic"
 
 	"github.com/amduat/amduat/asl"
@@ -68,16 +69,22 @@ func (s *Store) newStager(ctx context.Context, g *ingester, sync bool) (*stager,
 // add compresses (where it pays) and writes the next chunk.
 func (w *stager) add(raw []byte) error {
 	codec, stored := compressChunk(raw, *w.scratch, w.s.minCompress)
+	return w.write(len(raw), codec, stored)
+}
+
+// write appends the next chunk, already through compressChunk: rawLen
+// payload bytes stored as stored under codec. Chunks must arrive in order.
+func (w *stager) write(rawLen int, codec uint8, stored []byte) error {
 	var kb [17]byte
 	key := appendChunkKey(kb[:0], w.blob, w.next)
 	if w.g != nil {
-		ch := chunkHeader{Codec: uint64(codec), Raw: uint64(len(raw)), CRC: chunkCRC(w.blob, w.next, codec, uint64(len(raw)), stored)}
+		ch := chunkHeader{Codec: uint64(codec), Raw: uint64(rawLen), CRC: chunkCRC(w.blob, w.next, codec, uint64(rawLen), stored)}
 		var hb [32]byte
 		if err := w.g.set(key, appendChunkHeader(hb[:0], ch), stored); err != nil {
 			return fmt.Errorf("staging blob %d: %w", w.blob, err)
 		}
 	} else {
-		addChunk(w.b, key, w.blob, w.next, codec, uint64(len(raw)), stored)
+		addChunk(w.b, key, w.blob, w.next, codec, uint64(rawLen), stored)
 	}
 	w.next++
 	w.stored += uint64(len(stored))
@@ -147,15 +154,23 @@ func summarize(codecs [2]bool) uint64 {
 	}
 }
 
-type chunkMsg struct {
-	buf *[]byte
-	n   int
+// chunkSlot is one chunk in flight through putStream's pipeline: its raw
+// bytes, a scratch buffer for the compressed form, and the result of
+// compressChunk, published by a send on ready.
+type chunkSlot struct {
+	buf, scratch *[]byte
+	n            int
+	codec        uint8
+	stored       []byte
+	ready        chan struct{}
 }
 
 // putStream stores an artifact larger than one chunk. The caller's
-// goroutine reads and hashes the payload; a second goroutine compresses and
-// writes the chunks, so hashing overlaps with compression and I/O. Three
-// chunk buffers circulate between them, which bounds memory.
+// goroutine reads and hashes the payload; GOMAXPROCS compressor goroutines
+// compress chunks in parallel (compression is the bottleneck for
+// compressible data); one writer goroutine writes them strictly in order
+// (the staging batches and ingested tables need ascending keys). A fixed
+// set of chunk slots circulates between them, which bounds memory.
 func (s *Store) putStream(ctx context.Context, h *asl.Hasher, hdr asl.Header, r io.Reader) (asl.Reference, error) {
 	var g *ingester
 	if hdr.Size >= s.ingestMin {
@@ -165,23 +180,35 @@ func (s *Store) putStream(ctx context.Context, h *asl.Hasher, hdr asl.Header, r 
 	if err != nil {
 		return asl.Reference{}, fmt.Errorf("put: %w", err)
 	}
-	const nbuf = 3
-	free := make(chan *[]byte, nbuf)
-	for range nbuf {
-		free <- s.getBuf()
+	workers := max(1, runtime.GOMAXPROCS(0))
+	nslot := workers + 3
+	free := make(chan *chunkSlot, nslot)
+	for range nslot {
+		free <- &chunkSlot{buf: s.getBuf(), scratch: s.getBuf(), ready: make(chan struct{}, 1)}
 	}
-	work := make(chan chunkMsg, nbuf)
+	work := make(chan *chunkSlot, nslot)  // to the compressors, any order
+	order := make(chan *chunkSlot, nslot) // to the writer, in chunk order
 	done := make(chan error, 1)
 	var failed atomic.Bool
+	for range workers {
+		go func() {
+			for sl := range work {
+				sl.codec, sl.stored = compressChunk((*sl.buf)[:sl.n], *sl.scratch, s.minCompress)
+				sl.ready <- struct{}{}
+			}
+		}()
+	}
 	go func() {
 		var err error
-		for m := range work {
+		for sl := range order {
+			<-sl.ready
 			if err == nil {
-				if err = w.add((*m.buf)[:m.n]); err != nil {
+				if err = w.write(sl.n, sl.codec, sl.stored); err != nil {
 					failed.Store(true)
 				}
 			}
-			free <- m.buf
+			sl.stored = nil
+			free <- sl
 		}
 		if err == nil {
 			err = w.finish()
@@ -194,23 +221,28 @@ func (s *Store) putStream(ctx context.Context, h *asl.Hasher, hdr asl.Header, r 
 		if rerr = ctx.Err(); rerr != nil {
 			break
 		}
-		buf := <-free
+		sl := <-free
 		n := int(min(uint64(s.chunkSize), hdr.Size-off))
-		if rerr = readPayload(r, (*buf)[:n], hdr.Size, off); rerr != nil {
-			free <- buf
+		if rerr = readPayload(r, (*sl.buf)[:n], hdr.Size, off); rerr != nil {
+			free <- sl
 			break
 		}
-		h.Write((*buf)[:n])
-		work <- chunkMsg{buf: buf, n: n}
+		h.Write((*sl.buf)[:n])
+		sl.n = n
+		work <- sl
+		order <- sl
 		off += uint64(n)
 	}
 	if rerr == nil && !failed.Load() {
 		rerr = expectEOF(r, hdr.Size)
 	}
 	close(work)
+	close(order)
 	werr := <-done
-	for range nbuf {
-		s.putBuf(<-free)
+	for range nslot {
+		sl := <-free
+		s.putBuf(sl.buf)
+		s.putBuf(sl.scratch)
 	}
 	if rerr == nil {
 		rerr = werr
