@@ -77,3 +77,27 @@ func TestPELCacheSalt(t *testing.T) {
 		t.Fatalf("cache after a new salt = %v, want miss then hit", got)
 	}
 }
+
+// TestPELVerifyCatchesAlteredTrace damages the stored trace of a run on
+// disk; replay verification must name the trace and exit 1.
+func TestPELVerifyCatchesAlteredTrace(t *testing.T) {
+	c := newCLI(t)
+	c.must(0, "init")
+	prog := strings.TrimSpace(c.must(0, "pel", "seed", "slice").stdout)
+	in := c.putData([]byte("abcdef"))
+	var run pelRunJSON
+	oneJSON(t, c.must(0, "--json", "pel", "run", "--program", prog, "--input", in).stdout, &run)
+	c.must(0, "pel", "verify", run.ResultRef.String())
+
+	traceBytes := []byte(c.must(0, "get", run.TraceRef.String()).stdout)
+	needle := traceBytes[len(traceBytes)-12:]
+	if n := corrupt(t, c.store, needle); n != 1 {
+		t.Fatalf("the end of the trace was found in %d stored values, want 1", n)
+	}
+	r := c.must(exitNegative, "pel", "verify", run.ResultRef.String())
+	oneErrorLine(t, r, "pel verify")
+	if !strings.Contains(r.stdout, "mismatch trace stored "+run.TraceRef.String()) || !strings.Contains(r.stdout, "ERR_INTEGRITY") {
+		t.Fatalf("verify of an altered trace printed %q", r.stdout)
+	}
+	t.Logf("pel verify on an altered trace: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+}
