@@ -12,7 +12,7 @@ import (
 
 // The ASL vector kinds (SPECS.md §3-§5). The JSON shape of each kind's input
 // and expect is given by the structs below and documented in
-// docs/spec-drafts/vectors.md.
+// SPECS.md §7.
 const (
 	KindArtifactEncode           = "artifact_encode"
 	KindArtifactDecode           = "artifact_decode"

@@ -12,7 +12,7 @@ import (
 
 // The PEL vector kinds (SPECS.md §4, §8-§12). Their JSON shapes are the
 // structs below (see pel_vec.go for the shared value forms) and
-// docs/spec-drafts/pel-cli.md, appendix "PEL vector kinds".
+// SPECS.md §7.9.
 const (
 	// program_encode: {"program":programVec} -> {"program_bytes":hex,
 	// "reference":text}, the SHA-256 reference of the program artifact

@@ -5,7 +5,7 @@ import "encoding/binary"
 // Hand-written codecs for the two records on every read and write path: the
 // index record and the chunk header. They produce and accept exactly the RFC
 // 8949 core deterministic encoding that encMode gives for these structs
-// (docs/spec-drafts/store.md §6.4), without reflection or allocation.
+// (SPECS.md §6.4), without reflection or allocation.
 //
 // The parsers are sound but need not be complete: whatever they accept is
 // the canonical encoding of the values they return, so the general decoder

@@ -2,7 +2,7 @@
 // Pebble (github.com/cockroachdb/pebble/v2) database, no server. It has the
 // store semantics of SPECS.md §6 (§6.1 put, §6.2 get and verification, §6.3
 // errors); its on-disk layout is project-internal and described,
-// informatively, in SPECS.md §6.4 (draft: docs/spec-drafts/store.md).
+// informatively, in SPECS.md §6.4.
 //
 // Invariants:
 //

@@ -13,7 +13,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/records.golden")
 
-// goldenRecords are the worked examples of docs/spec-drafts/store.md §6.4.
+// goldenRecords are the worked examples of SPECS.md §6.4.
 func goldenRecords() []struct{ name, hex string } {
 	hello := []byte("hello")
 	ref := asl.MustDerive(asl.HashSHA256, asl.Untagged(hello))

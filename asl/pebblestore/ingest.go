@@ -26,7 +26,7 @@ const (
 
 // An ingester writes the chunks of large artifacts into SSTables and
 // ingests them into Pebble in one step, so each chunk byte is written to
-// disk once (docs/spec-drafts/store.md §6.4, "Durability protocol"). Keys
+// disk once (SPECS.md §6.4, "Durability protocol"). Keys
 // must be added in increasing order: the chunk keys of one blob, then those
 // of a blob with a higher id. The chunks become visible (but unreferenced)
 // only at ingest; the staging records of their blobs, committed before,

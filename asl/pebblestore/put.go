@@ -68,7 +68,7 @@ const (
 // first and then written with their index record in one synced batch;
 // larger ones are streamed: chunks go to a staging blob in unsynced batches
 // while the payload is hashed, and one synced batch commits the index record
-// (SPECS.md §6.1; docs/spec-drafts/store.md §6.4).
+// (SPECS.md §6.1, §6.4).
 func (s *Store) Put(ctx context.Context, id asl.HashID, hdr asl.Header, r io.Reader) (asl.Reference, error) {
 	h, err := asl.NewHasher(id, hdr)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/fxamacker/cbor/v2"
 )
 
-// Key prefixes (docs/spec-drafts/store.md §6.4). Every key starts with one
+// Key prefixes (SPECS.md §6.4). Every key starts with one
 // prefix byte; the key spaces never overlap.
 const (
 	prefixConfig  = 'c' // 'c': the store config record

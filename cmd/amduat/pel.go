@@ -15,7 +15,7 @@ import (
 	"github.com/amduat/amduat/surf"
 )
 
-// The `amduat pel` command group (SPECS.md §16; docs/spec-drafts/pel-cli.md):
+// The `amduat pel` command group (SPECS.md §16.4):
 // seed, build, show and run. Each subcommand lives in its own pel_*.go file
 // and registers itself with addPELCommand.
 

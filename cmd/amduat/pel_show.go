@@ -46,7 +46,7 @@ func newPELShowCmd(a *app) *cobra.Command {
 		Long: `Render the artifact REF, recognised by its type tag: a program (0x00000101),
 a trace (0x00000102), a surface result (0x00000103) or a scheme descriptor
 (0x00000100). The text form is "key value" lines (see
-docs/spec-drafts/pel-cli.md); a result also shows the trace_ref of its trace,
+SPECS.md §16.4); a result also shows the trace_ref of its trace,
 found through the store (none when no trace names it).
 
 With --json: a program is printed in the JSON program format on one line
