@@ -22,7 +22,7 @@ const (
 	// request_key: {"request":requestVec,"hash_id":N,"salt":hex} -> {"key":hex}.
 	KindRequestKey = "request_key"
 	// node_key: {"op","version","params":hex,"inputs":[artifact],
-	// "global":artifact|null,"hash_id":N} -> {"key":hex}.
+	// "global":artifact|null,"hash_id":N,"salt":hex} -> {"key":hex}.
 	KindNodeKey = "node_key"
 
 	specEdge       = "§17.1"
@@ -288,6 +288,7 @@ type nodeKeyInput struct {
 	Inputs  []artifactJSON `json:"inputs"`
 	Global  *artifactJSON  `json:"global"`
 	HashID  uint16         `json:"hash_id"`
+	Salt    *Hex           `json:"salt"`
 }
 
 func checkNodeKey(_ context.Context, v Vector) error {
@@ -318,7 +319,11 @@ func checkNodeKey(_ context.Context, v Vector) error {
 		}
 		global = &g
 	}
-	key := surf.NodeKey(asl.HashID(in.HashID), pel.OperationID{Name: in.Op, Version: in.Version}, *in.Params, inputs, global)
+	var salt []byte
+	if in.Salt != nil {
+		salt = *in.Salt
+	}
+	key := surf.NodeKey(asl.HashID(in.HashID), pel.OperationID{Name: in.Op, Version: in.Version}, *in.Params, inputs, global, salt)
 	return eqBytes("node key", key[:], *exp.Key)
 }
 
@@ -362,16 +367,19 @@ func genSurfKeys() ([]Vector, error) {
 		inputs     []asl.Artifact
 		global     *asl.Artifact
 		hash       asl.HashID
+		salt       string
 	}{
-		{"concat", "pel.bytes.concat v1 of two inputs", pel.OperationID{Name: "pel.bytes.concat", Version: 1}, nil, []asl.Artifact{hello, tagged}, nil, asl.HashSHA256},
-		{"concat-swapped", "the same inputs in the other order", pel.OperationID{Name: "pel.bytes.concat", Version: 1}, nil, []asl.Artifact{tagged, hello}, nil, asl.HashSHA256},
-		{"slice-params", "pel.bytes.slice v1 with params offset 1 length 3", pel.OperationID{Name: "pel.bytes.slice", Version: 1}, h("0000000000000001 0000000000000003"), []asl.Artifact{hello}, nil, asl.HashSHA256},
-		{"params-global", "pel.bytes.params v1 reading a global params artifact", pel.OperationID{Name: "pel.bytes.params", Version: 1}, nil, nil, &tagged, asl.HashSHA256},
-		{"no-inputs-blake3", "a nullary operation, references under BLAKE3-256", pel.OperationID{Name: "pel.bytes.const", Version: 1}, h("00 00000002 6869"), nil, nil, asl.HashBLAKE3},
+		{"concat", "pel.bytes.concat v1 of two inputs", pel.OperationID{Name: "pel.bytes.concat", Version: 1}, nil, []asl.Artifact{hello, tagged}, nil, asl.HashSHA256, ""},
+		{"concat-swapped", "the same inputs in the other order", pel.OperationID{Name: "pel.bytes.concat", Version: 1}, nil, []asl.Artifact{tagged, hello}, nil, asl.HashSHA256, ""},
+		{"concat-salted", "the first concat under salt \"2026-11\"", pel.OperationID{Name: "pel.bytes.concat", Version: 1}, nil, []asl.Artifact{hello, tagged}, nil, asl.HashSHA256, "2026-11"},
+		{"slice-params", "pel.bytes.slice v1 with params offset 1 length 3", pel.OperationID{Name: "pel.bytes.slice", Version: 1}, h("0000000000000001 0000000000000003"), []asl.Artifact{hello}, nil, asl.HashSHA256, ""},
+		{"params-global", "pel.bytes.params v1 reading a global params artifact", pel.OperationID{Name: "pel.bytes.params", Version: 1}, nil, nil, &tagged, asl.HashSHA256, ""},
+		{"no-inputs-blake3", "a nullary operation, references under BLAKE3-256", pel.OperationID{Name: "pel.bytes.const", Version: 1}, h("00 00000002 6869"), nil, nil, asl.HashBLAKE3, ""},
 	}
 	for _, c := range nodes {
-		key := surf.NodeKey(c.hash, c.op, c.params, c.inputs, c.global)
-		in := nodeKeyInput{Op: c.op.Name, Version: c.op.Version, HashID: uint16(c.hash), Inputs: []artifactJSON{}}
+		key := surf.NodeKey(c.hash, c.op, c.params, c.inputs, c.global, []byte(c.salt))
+		salt := Hex(c.salt)
+		in := nodeKeyInput{Op: c.op.Name, Version: c.op.Version, HashID: uint16(c.hash), Inputs: []artifactJSON{}, Salt: &salt}
 		p := Hex(c.params)
 		in.Params = &p
 		for _, a := range c.inputs {

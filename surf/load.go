@@ -40,8 +40,11 @@ func LoadTrace(ctx context.Context, f asl.Fetcher, ref asl.Reference) (trace.Tra
 
 // FindTrace returns the reference of the trace whose exec_result_ref is
 // resultRef (SPECS.md §14.4). It asks the store's surf.trace index when the
-// store has one and the entry names a trace that names resultRef; otherwise
-// it scans every stored trace artifact, which is slow but needs only content.
+// store has one: an entry naming a trace that decodes and names resultRef is
+// the answer; an entry naming a trace that is damaged or missing is reported
+// as that error (the trace exists but cannot be read; scanning would not
+// find another). Without an entry, or with one naming some other trace, it
+// scans every stored trace artifact, which is slow but needs only content.
 func FindTrace(ctx context.Context, s asl.Store, resultRef asl.Reference) (asl.Reference, error) {
 	if ix, ok := s.(asl.Indexer); ok {
 		v, found, err := ix.LookupIndex(ctx, TraceIndexSpace, resultRef.Bytes())
@@ -50,8 +53,14 @@ func FindTrace(ctx context.Context, s asl.Store, resultRef asl.Reference) (asl.R
 		}
 		if found {
 			if ref, err := asl.DecodeReference(v); err == nil {
-				if t, err := LoadTrace(ctx, s, ref); err == nil && t.ExecResultRef == resultRef {
+				t, err := LoadTrace(ctx, s, ref)
+				switch {
+				case err == nil && t.ExecResultRef == resultRef:
 					return ref, nil
+				case errors.Is(err, asl.ErrIntegrity) || errors.Is(err, asl.ErrNotFound):
+					return asl.Reference{}, fmt.Errorf("trace %s of result %s: %w", ref, resultRef, err)
+				case err != nil && missOrError(err) != nil:
+					return asl.Reference{}, fmt.Errorf("trace %s of result %s: %w", ref, resultRef, err)
 				}
 			}
 		}

@@ -20,10 +20,12 @@ const nodeKeyDomain = "AMDUAT/SURF-NODE-KEY/1"
 //
 //	domain bytes32 ("AMDUAT/SURF-NODE-KEY/1") || op_name bytes32 ||
 //	op_version u32 || params bytes32 || list<input_ref EncodedRef> ||
-//	global_params_ref OptionalEncodedRef || hash_id u16
+//	global_params_ref OptionalEncodedRef || hash_id u16 || salt bytes32
 //
-// where the input and global params references are derived under hash.
-func NodeKey(hash asl.HashID, op pel.OperationID, params []byte, inputs []asl.Artifact, global *asl.Artifact) [32]byte {
+// where the input and global params references are derived under hash and
+// salt is the store's cache salt (§14.6), so a new salt disowns node entries
+// as it disowns action cache entries.
+func NodeKey(hash asl.HashID, op pel.OperationID, params []byte, inputs []asl.Artifact, global *asl.Artifact, salt []byte) [32]byte {
 	w := enc.Writer{}
 	w.Bytes32([]byte(nodeKeyDomain))
 	w.Bytes32([]byte(op.Name))
@@ -39,6 +41,7 @@ func NodeKey(hash asl.HashID, op pel.OperationID, params []byte, inputs []asl.Ar
 		w.U8(0)
 	}
 	w.U16(uint16(hash))
+	w.Bytes32(salt)
 	return sha256.Sum256(w.Buf)
 }
 
@@ -51,6 +54,7 @@ type nodeMemo struct {
 	ctx  context.Context
 	s    *Surface
 	ix   asl.Indexer
+	salt []byte
 	err  error
 	hits int
 }
@@ -60,7 +64,9 @@ func (s *Surface) nodeMemo(ctx context.Context) *nodeMemo {
 	m := &nodeMemo{ctx: ctx, s: s, ix: ix}
 	if ix == nil {
 		m.err = errors.New("node memoization needs a store with an index")
+		return m
 	}
+	m.salt, m.err = Salt(ctx, s.store)
 	return m
 }
 
@@ -68,7 +74,7 @@ func (m *nodeMemo) Lookup(op pel.OperationID, params []byte, inputs []asl.Artifa
 	if m.err != nil {
 		return nil, false
 	}
-	key := NodeKey(m.s.opts.Hash, op, params, inputs, global)
+	key := NodeKey(m.s.opts.Hash, op, params, inputs, global, m.salt)
 	v, found, err := m.ix.LookupIndex(m.ctx, NodeIndexSpace, key[:])
 	if err != nil {
 		m.err = err
@@ -81,9 +87,19 @@ func (m *nodeMemo) Lookup(op pel.OperationID, params []byte, inputs []asl.Artifa
 	if err != nil {
 		return nil, false
 	}
+	limit := m.s.opts.MaxArtifact
+	if limit <= 0 {
+		limit = asl.DefaultGetLimit
+	}
 	outs := make([]asl.Artifact, len(refs))
 	for i, ref := range refs {
-		a, err := asl.Get(m.ctx, m.s.store, ref, m.s.opts.MaxArtifact)
+		// An output above the in-memory limit is a miss, not an error: the
+		// run without the memo holds it in memory and succeeds.
+		info, err := m.s.store.Stat(m.ctx, ref)
+		if err == nil && info.Size > uint64(limit) {
+			return nil, false
+		}
+		a, err := asl.Get(m.ctx, m.s.store, ref, limit)
 		if err != nil {
 			if missOrError(err) != nil {
 				m.err = err
@@ -100,7 +116,7 @@ func (m *nodeMemo) Record(op pel.OperationID, params []byte, inputs []asl.Artifa
 	if m.err != nil {
 		return
 	}
-	key := NodeKey(m.s.opts.Hash, op, params, inputs, global)
+	key := NodeKey(m.s.opts.Hash, op, params, inputs, global, m.salt)
 	refs := make([]asl.Reference, len(outputs))
 	for i, out := range outputs {
 		refs[i] = asl.MustDerive(m.s.opts.Hash, out)

@@ -27,7 +27,7 @@ func TestRunsRecordProvenance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	edges, err := tgk.EdgesTo(ctx, s, second.OutputRefs[0])
+	edges, _, err := tgk.EdgesTo(ctx, s, second.OutputRefs[0])
 	if err != nil || len(edges) != 1 || edges[0].Ref != second.EdgeRef {
 		t.Fatalf("EdgesTo(output) = %+v, %v", edges, err)
 	}
@@ -43,7 +43,7 @@ func TestRunsRecordProvenance(t *testing.T) {
 	if _, ok := g.Edges[first.EdgeRef]; !ok || g.Depth[b] != 2 {
 		t.Fatalf("why does not reach the first run: edges %d, depth(b)=%d", len(g.Edges), g.Depth[b])
 	}
-	uses, err := tgk.EdgesFrom(ctx, s, a)
+	uses, _, err := tgk.EdgesFrom(ctx, s, a)
 	if err != nil || len(uses) != 2 {
 		t.Fatalf("EdgesFrom(a) = %d edges, %v; want both runs", len(uses), err)
 	}

@@ -49,14 +49,19 @@ func (s *Surface) Verify(ctx context.Context, resultRef asl.Reference) (*Verific
 	}
 	req := Request{SchemeRef: stored.Value.SchemeRef, ProgramRef: stored.ProgramRef, InputRefs: stored.InputRefs,
 		ParamsRef: stored.ParamsRef, HasParams: stored.HasParams, Limits: stored.Limits}
+	// The replay re-executes every node and writes nothing: no node memo
+	// (a poisoned memo would otherwise verify as clean).
 	replayer := &Surface{store: s.store, opts: s.opts}
 	replayer.opts.Hash = resultRef.HashID()
+	replayer.opts.NodeMemo = false
 	c, err := replayer.compute(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("verify %s: replay: %w", resultRef, err)
 	}
 	v := &Verification{ResultRef: resultRef, Replayed: c.run}
-	v.TraceRef = s.storedTraceRef(ctx, resultRef)
+	if v.TraceRef, err = s.storedTraceRef(ctx, resultRef); err != nil {
+		return nil, fmt.Errorf("verify %s: %w", resultRef, err)
+	}
 	v.Mismatch, err = s.firstMismatch(ctx, stored, resultRef, v.TraceRef, c)
 	if err != nil {
 		return nil, fmt.Errorf("verify %s: %w", resultRef, err)
@@ -65,17 +70,25 @@ func (s *Surface) Verify(ctx context.Context, resultRef asl.Reference) (*Verific
 }
 
 // storedTraceRef is the trace the index names for resultRef, even if that
-// trace is damaged, else what a content scan finds, else zero.
-func (s *Surface) storedTraceRef(ctx context.Context, resultRef asl.Reference) asl.Reference {
+// trace is damaged, else what a content scan finds, else zero. Errors other
+// than "no trace" are operational and returned.
+func (s *Surface) storedTraceRef(ctx context.Context, resultRef asl.Reference) (asl.Reference, error) {
 	if ix, ok := s.store.(asl.Indexer); ok {
-		if v, found, err := ix.LookupIndex(ctx, TraceIndexSpace, resultRef.Bytes()); err == nil && found {
+		v, found, err := ix.LookupIndex(ctx, TraceIndexSpace, resultRef.Bytes())
+		if err != nil {
+			return asl.Reference{}, err
+		}
+		if found {
 			if ref, err := asl.DecodeReference(v); err == nil {
-				return ref
+				return ref, nil
 			}
 		}
 	}
-	ref, _ := FindTrace(ctx, s.store, resultRef)
-	return ref
+	ref, err := FindTrace(ctx, s.store, resultRef)
+	if err != nil && !errors.Is(err, ErrNoTrace) && missOrError(err) != nil {
+		return asl.Reference{}, err
+	}
+	return ref, nil
 }
 
 func (s *Surface) firstMismatch(ctx context.Context, stored Result, resultRef, traceRef asl.Reference, c *computed) (*Mismatch, error) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/enc"
 )
 
 // Index spaces (SPECS.md §17.2). Keys are EncodedRef(endpoint) ||
@@ -42,74 +43,119 @@ type Found struct {
 }
 
 // EdgesTo returns the stored edges whose to list contains ref ("what
-// produced ref?"), in ascending edge-reference order.
-func EdgesTo(ctx context.Context, s asl.Store, ref asl.Reference) ([]Found, error) {
+// produced ref?"), in ascending edge-reference order, and the references of
+// indexed edges that could not be read (missing, damaged or undecodable).
+func EdgesTo(ctx context.Context, s asl.Store, ref asl.Reference) ([]Found, []asl.Reference, error) {
 	return lookup(ctx, s, ToIndexSpace, ref)
 }
 
 // EdgesFrom returns the stored edges whose from list contains ref ("what
-// was computed from ref?"), in ascending edge-reference order.
-func EdgesFrom(ctx context.Context, s asl.Store, ref asl.Reference) ([]Found, error) {
+// was computed from ref?"), like EdgesTo.
+func EdgesFrom(ctx context.Context, s asl.Store, ref asl.Reference) ([]Found, []asl.Reference, error) {
 	return lookup(ctx, s, FromIndexSpace, ref)
 }
 
 // ErrNoIndex: the store cannot answer reverse lookups.
 var ErrNoIndex = errors.New("store has no index")
 
-func lookup(ctx context.Context, s asl.Store, space string, ref asl.Reference) ([]Found, error) {
+// unreadable reports whether err means "this edge cannot be read" rather
+// than an operational failure.
+func unreadable(err error) bool {
+	return errors.Is(err, asl.ErrNotFound) || errors.Is(err, asl.ErrIntegrity) ||
+		errors.Is(err, asl.ErrUnsupported) || errors.Is(err, enc.ErrMalformed)
+}
+
+func lookup(ctx context.Context, s asl.Store, space string, ref asl.Reference) ([]Found, []asl.Reference, error) {
 	ix, ok := s.(asl.Indexer)
 	if !ok {
-		return nil, fmt.Errorf("provenance of %s: %w", ref, ErrNoIndex)
+		return nil, nil, fmt.Errorf("provenance of %s: %w", ref, ErrNoIndex)
 	}
 	prefix := asl.AppendEncodedRef(nil, ref)
 	var out []Found
+	var bad []asl.Reference
 	err := ix.ScanIndex(ctx, space, prefix, func(key, _ []byte) error {
 		edgeRef, err := asl.DecodeReference(key[len(prefix):])
 		if err != nil {
-			return fmt.Errorf("index %s entry for %s: %w", space, ref, err)
+			return nil // a malformed entry is derived data gone bad: ignore it
 		}
 		a, err := asl.Get(ctx, s, edgeRef, 0)
-		if err != nil {
-			return fmt.Errorf("edge %s: %w", edgeRef, err)
+		if err == nil {
+			var e Edge
+			if e, err = DecodeArtifact(a); err == nil {
+				out = append(out, Found{Ref: edgeRef, Edge: e})
+				return nil
+			}
 		}
-		e, err := DecodeArtifact(a)
-		if err != nil {
-			return fmt.Errorf("edge %s: %w", edgeRef, err)
+		if unreadable(err) {
+			bad = append(bad, edgeRef)
+			return nil
 		}
-		out = append(out, Found{Ref: edgeRef, Edge: e})
-		return nil
+		return fmt.Errorf("edge %s: %w", edgeRef, err)
 	})
-	return out, err
+	return out, bad, err
 }
 
-// Rebuild re-creates both index spaces from the edge artifacts in the store
-// (the index is derived data). It returns the number of edges indexed.
-func Rebuild(ctx context.Context, s asl.Store) (int, error) {
+// hasEdges reports whether any entry of space names ref, without reading
+// the edges.
+func hasEdges(ctx context.Context, s asl.Store, space string, ref asl.Reference) (bool, error) {
 	ix, ok := s.(asl.Indexer)
 	if !ok {
-		return 0, ErrNoIndex
+		return false, fmt.Errorf("provenance of %s: %w", ref, ErrNoIndex)
+	}
+	errStop := errors.New("stop")
+	err := ix.ScanIndex(ctx, space, asl.AppendEncodedRef(nil, ref), func(_, _ []byte) error { return errStop })
+	if err == errStop {
+		return true, nil
+	}
+	return false, err
+}
+
+// rebuildChunk bounds the index entries one Rebuild write holds.
+const rebuildChunk = 10000
+
+// Rebuild adds the index entries of every readable edge artifact in the
+// store (the index is derived data). Edges that cannot be read are skipped
+// and counted; entries are written in chunks, so memory stays bounded. It
+// does not delete entries whose edges are gone: lookups skip those.
+func Rebuild(ctx context.Context, s asl.Store) (indexed, skipped int, err error) {
+	ix, ok := s.(asl.Indexer)
+	if !ok {
+		return 0, 0, ErrNoIndex
 	}
 	var entries []asl.IndexEntry
-	n := 0
-	err := s.Enumerate(ctx, asl.Reference{}, func(info asl.Info) error {
+	flush := func() error {
+		if len(entries) == 0 {
+			return nil
+		}
+		_, err := ix.PutIndexed(ctx, asl.HashSHA256, nil, entries)
+		entries = entries[:0]
+		return err
+	}
+	err = s.Enumerate(ctx, asl.Reference{}, func(info asl.Info) error {
 		if !info.HasTag || info.Tag != asl.TagTGK1EdgeV1 {
 			return nil
 		}
 		a, err := asl.Get(ctx, s, info.Ref, 0)
+		var e Edge
+		if err == nil {
+			e, err = DecodeArtifact(a)
+		}
 		if err != nil {
+			if unreadable(err) {
+				skipped++
+				return nil
+			}
 			return err
 		}
-		e, err := DecodeArtifact(a)
-		if err != nil {
-			return nil // not an edge this project can read; skip it
-		}
 		entries = append(entries, IndexEntries(e, info.Ref)...)
-		n++
+		indexed++
+		if len(entries) >= rebuildChunk {
+			return flush()
+		}
 		return nil
 	})
-	if err != nil {
-		return 0, err
+	if err == nil {
+		err = flush()
 	}
-	_, err = ix.PutIndexed(ctx, asl.HashSHA256, nil, entries)
-	return n, err
+	return indexed, skipped, err
 }

@@ -104,8 +104,8 @@ func TestWhyAndUses(t *testing.T) {
 		_, err := asl.PutArtifact(ctx, fresh, asl.HashSHA256, a)
 		return err
 	})
-	if n, err := tgk.Rebuild(ctx, fresh); err != nil || n != 50 {
-		t.Fatalf("Rebuild = %d, %v", n, err)
+	if n, skipped, err := tgk.Rebuild(ctx, fresh); err != nil || n != 50 || skipped != 0 {
+		t.Fatalf("Rebuild = %d indexed, %d skipped, %v", n, skipped, err)
 	}
 	g2, err := tgk.Why(ctx, fresh, xs[50], 0)
 	if err != nil || len(g2.Order) != 52 || len(g2.Edges) != 50 {
@@ -138,5 +138,33 @@ func BenchmarkWhy1000Deep(b *testing.B) {
 		if _, err := tgk.Why(context.Background(), s, xs[1000], 0); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestUnreadableEdgesAreSkipped(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New()
+	xs := chain(t, s, 3)
+	// Damage the edge that produced xs[2]: why(xs[3]) still answers, names
+	// the damaged edge, and reindexing skips it.
+	found, _, err := tgk.EdgesTo(ctx, s, xs[2])
+	if err != nil || len(found) != 1 {
+		t.Fatalf("EdgesTo = %v, %v", found, err)
+	}
+	s.Corrupt(found[0].Ref, []byte("damaged"))
+	g, err := tgk.Why(ctx, s, xs[3], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Edges) != 1 || len(g.Unreadable) != 1 || g.Unreadable[0] != found[0].Ref {
+		t.Fatalf("why: %d edges, unreadable %v", len(g.Edges), g.Unreadable)
+	}
+	if n, skipped, err := tgk.Rebuild(ctx, s); err != nil || n != 2 || skipped != 1 {
+		t.Fatalf("Rebuild = %d indexed, %d skipped, %v", n, skipped, err)
+	}
+	// A depth bound only probes the index: the damaged edge beyond it does
+	// not matter.
+	if g, err := tgk.Why(ctx, s, xs[3], 1); err != nil || !g.Truncated || len(g.Unreadable) != 0 {
+		t.Fatalf("bounded why: truncated %v, unreadable %v, %v", g.Truncated, g.Unreadable, err)
 	}
 }

@@ -23,6 +23,10 @@ type Graph struct {
 	Edges map[asl.Reference]Edge
 	// Truncated is true when MaxDepth stopped the walk.
 	Truncated bool
+	// Unreadable lists indexed edges that could not be read (missing,
+	// damaged or undecodable), in the order met; the walk goes on without
+	// them.
+	Unreadable []asl.Reference
 }
 
 // Why walks backwards from ref: the edges that produced it, the artifacts
@@ -30,18 +34,16 @@ type Graph struct {
 // visits each artifact once, so shared inputs and deep chains cost one
 // lookup per artifact. maxDepth <= 0 means unbounded.
 func Why(ctx context.Context, s asl.Store, ref asl.Reference, maxDepth int) (*Graph, error) {
-	return walk(ctx, s, ref, maxDepth, EdgesTo, func(e Edge) []Endpoint { return e.From })
+	return walk(ctx, s, ref, maxDepth, ToIndexSpace, func(e Edge) []Endpoint { return e.From })
 }
 
 // Uses walks forwards from ref: the edges that consumed it, what they
 // produced, and so on.
 func Uses(ctx context.Context, s asl.Store, ref asl.Reference, maxDepth int) (*Graph, error) {
-	return walk(ctx, s, ref, maxDepth, EdgesFrom, func(e Edge) []Endpoint { return e.To })
+	return walk(ctx, s, ref, maxDepth, FromIndexSpace, func(e Edge) []Endpoint { return e.To })
 }
 
-func walk(ctx context.Context, s asl.Store, root asl.Reference, maxDepth int,
-	edgesOf func(context.Context, asl.Store, asl.Reference) ([]Found, error),
-	next func(Edge) []Endpoint) (*Graph, error) {
+func walk(ctx context.Context, s asl.Store, root asl.Reference, maxDepth int, space string, next func(Edge) []Endpoint) (*Graph, error) {
 	g := &Graph{Root: root, Depth: map[asl.Reference]int{root: 0},
 		Via: map[asl.Reference][]asl.Reference{}, Edges: map[asl.Reference]Edge{}}
 	queue := []asl.Reference{root}
@@ -50,17 +52,18 @@ func walk(ctx context.Context, s asl.Store, root asl.Reference, maxDepth int,
 		queue = queue[1:]
 		g.Order = append(g.Order, ref)
 		if maxDepth > 0 && g.Depth[ref] >= maxDepth {
-			if found, err := edgesOf(ctx, s, ref); err != nil {
+			more, err := hasEdges(ctx, s, space, ref)
+			if err != nil {
 				return nil, err
-			} else if len(found) > 0 {
-				g.Truncated = true
 			}
+			g.Truncated = g.Truncated || more
 			continue
 		}
-		found, err := edgesOf(ctx, s, ref)
+		found, bad, err := lookup(ctx, s, space, ref)
 		if err != nil {
 			return nil, err
 		}
+		g.Unreadable = append(g.Unreadable, bad...)
 		for _, f := range found {
 			g.Via[ref] = append(g.Via[ref], f.Ref)
 			if _, seen := g.Edges[f.Ref]; seen {

@@ -48,7 +48,10 @@ indexes edges by both ends, so these questions are answered without scanning.`,
 				}
 				g, err := walk(c.Context(), s, ref, depth)
 				if err != nil {
-					return refErr(args[0], err)
+					return failAuto(args[0], err)
+				}
+				for _, e := range g.Unreadable {
+					a.warnf(e.String(), fmt.Errorf("provenance edge cannot be read (missing or damaged); skipped"))
 				}
 				switch {
 				case a.jsonOut:
@@ -78,16 +81,17 @@ indexes edges by both ends, so these questions are answered without scanning.`,
 					return err
 				}
 				defer closeStore(s, a.storeDir, &err)
-				n, err := tgk.Rebuild(c.Context(), s)
+				n, skipped, err := tgk.Rebuild(c.Context(), s)
 				if err != nil {
 					return failAuto(a.storeDir, err)
 				}
 				if a.jsonOut {
 					return a.printJSON(struct {
-						Edges int `json:"edges"`
-					}{n})
+						Edges   int `json:"edges"`
+						Skipped int `json:"skipped"`
+					}{n, skipped})
 				}
-				a.printf("indexed %d edges\n", n)
+				a.printf("indexed %d edges, skipped %d unreadable\n", n, skipped)
 				return nil
 			},
 		},
@@ -114,10 +118,11 @@ type provArtifactJSON struct {
 }
 
 type provJSON struct {
-	Root      asl.Reference      `json:"root"`
-	Artifacts []provArtifactJSON `json:"artifacts"`
-	Edges     []edgeJSON         `json:"edges"`
-	Truncated bool               `json:"truncated"`
+	Root       asl.Reference      `json:"root"`
+	Artifacts  []provArtifactJSON `json:"artifacts"`
+	Edges      []edgeJSON         `json:"edges"`
+	Truncated  bool               `json:"truncated"`
+	Unreadable []asl.Reference    `json:"unreadable_edges"`
 }
 
 func endpointsJSON(eps []tgk.Endpoint) []endpointJSON {
@@ -140,7 +145,8 @@ func sortedEdgeRefs(g *tgk.Graph) []asl.Reference {
 }
 
 func graphJSON(g *tgk.Graph) provJSON {
-	out := provJSON{Root: g.Root, Truncated: g.Truncated, Artifacts: []provArtifactJSON{}, Edges: []edgeJSON{}}
+	out := provJSON{Root: g.Root, Truncated: g.Truncated, Artifacts: []provArtifactJSON{}, Edges: []edgeJSON{},
+		Unreadable: append([]asl.Reference{}, g.Unreadable...)}
 	for _, r := range g.Order {
 		out.Artifacts = append(out.Artifacts, provArtifactJSON{r, g.Depth[r], append([]asl.Reference{}, g.Via[r]...)})
 	}
