@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -68,18 +69,9 @@ on stderr, and --json reports "valid":false and the "problem".`,
 			if err != nil {
 				return usageErr(fmt.Errorf("%s: %w", src, err))
 			}
-			s, err := a.openStore()
+			ref, err := a.storeProgram(c.Context(), hashName, src, art)
 			if err != nil {
 				return err
-			}
-			defer closeStore(s, a.storeDir, &err)
-			id, err := a.pelHash(hashName, s.DefaultHash())
-			if err != nil {
-				return err
-			}
-			ref, err := asl.PutArtifact(c.Context(), s, id, art)
-			if err != nil {
-				return failAuto(src, err)
 			}
 			res := pelBuildResult{Ref: ref, Size: uint64(len(art.Bytes)), TypeTag: uint32(art.Tag),
 				Nodes: len(p.Nodes), Roots: len(p.Roots), Valid: true}
@@ -155,4 +147,24 @@ func lineCol(data []byte, off int) (line, col int) {
 	line = 1 + bytes.Count(before, []byte("\n"))
 	col = pos - bytes.LastIndexByte(before, '\n')
 	return line, col
+}
+
+// storeProgram stores a program artifact in the --store store under --hash
+// (default: the store's hash) and returns its reference; subject names the
+// program's source in errors.
+func (a *app) storeProgram(ctx context.Context, hashName, subject string, art asl.Artifact) (ref asl.Reference, err error) {
+	s, err := a.openStore()
+	if err != nil {
+		return asl.Reference{}, err
+	}
+	defer closeStore(s, a.storeDir, &err)
+	id, err := a.pelHash(hashName, s.DefaultHash())
+	if err != nil {
+		return asl.Reference{}, err
+	}
+	ref, err = asl.PutArtifact(ctx, s, id, art)
+	if err != nil {
+		return asl.Reference{}, failAuto(subject, err)
+	}
+	return ref, nil
 }

@@ -72,18 +72,9 @@ Seeds: const, concat, concat1, slice, hash, const-hash.`,
 			if err != nil {
 				return usagef("%v", err)
 			}
-			s, err := a.openStore()
+			ref, err := a.storeProgram(c.Context(), hashName, args[0], art)
 			if err != nil {
 				return err
-			}
-			defer closeStore(s, a.storeDir, &err)
-			id, err := a.pelHash(hashName, s.DefaultHash())
-			if err != nil {
-				return err
-			}
-			ref, err := asl.PutArtifact(c.Context(), s, id, art)
-			if err != nil {
-				return failAuto(args[0], err)
 			}
 			if a.jsonOut {
 				return a.printJSON(pelSeedResult{Name: args[0], Ref: ref, Size: uint64(len(art.Bytes)),
