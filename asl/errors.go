@@ -1,6 +1,10 @@
 package asl
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/amduat/amduat/enc"
+)
 
 // Store error sentinels (SPECS.md §6.3). Backends wrap them with %w and name
 // the reference; callers test with errors.Is. Any store error that wraps none
@@ -15,3 +19,13 @@ var (
 	// registered, or the store cannot perform the operation.
 	ErrUnsupported = errors.New("ERR_UNSUPPORTED")
 )
+
+// IsContentError reports whether err describes the store's content: an
+// artifact that is missing (ErrNotFound), damaged or malformed (ErrIntegrity,
+// enc.ErrMalformed) or under an unregistered hash (ErrUnsupported). Any
+// other error (I/O, cancellation) is operational. Callers that treat derived
+// data as a cache turn content errors into misses and keep operational ones.
+func IsContentError(err error) bool {
+	return errors.Is(err, ErrNotFound) || errors.Is(err, ErrIntegrity) ||
+		errors.Is(err, ErrUnsupported) || errors.Is(err, enc.ErrMalformed)
+}

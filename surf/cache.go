@@ -130,8 +130,7 @@ func (r Result) answers(req Request) bool {
 // missOrError turns content problems (missing, damaged, undecodable) into a
 // cache miss and keeps operational errors.
 func missOrError(err error) error {
-	if errors.Is(err, asl.ErrNotFound) || errors.Is(err, asl.ErrIntegrity) ||
-		errors.Is(err, asl.ErrUnsupported) || errors.Is(err, enc.ErrMalformed) || errors.Is(err, ErrNoTrace) {
+	if asl.IsContentError(err) || errors.Is(err, ErrNoTrace) {
 		return nil
 	}
 	return err

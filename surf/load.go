@@ -12,6 +12,22 @@ import (
 // ErrNoTrace: no trace naming the result is stored.
 var ErrNoTrace = errors.New("no trace for result")
 
+// indexedTrace returns the trace the surf.trace index names for resultRef,
+// without reading it; found is false when the store has no index, no entry,
+// or an entry that is not a reference.
+func indexedTrace(ctx context.Context, s asl.Store, resultRef asl.Reference) (asl.Reference, bool, error) {
+	ix, ok := s.(asl.Indexer)
+	if !ok {
+		return asl.Reference{}, false, nil
+	}
+	v, found, err := ix.LookupIndex(ctx, TraceIndexSpace, resultRef.Bytes())
+	if err != nil || !found {
+		return asl.Reference{}, false, err
+	}
+	ref, err := asl.DecodeReference(v)
+	return ref, err == nil, nil
+}
+
 // LoadResult fetches and decodes the result artifact ref names.
 func LoadResult(ctx context.Context, f asl.Fetcher, ref asl.Reference) (Result, error) {
 	a, err := asl.Get(ctx, f, ref, 0)
@@ -46,28 +62,22 @@ func LoadTrace(ctx context.Context, f asl.Fetcher, ref asl.Reference) (trace.Tra
 // find another). Without an entry, or with one naming some other trace, it
 // scans every stored trace artifact, which is slow but needs only content.
 func FindTrace(ctx context.Context, s asl.Store, resultRef asl.Reference) (asl.Reference, error) {
-	if ix, ok := s.(asl.Indexer); ok {
-		v, found, err := ix.LookupIndex(ctx, TraceIndexSpace, resultRef.Bytes())
-		if err != nil {
-			return asl.Reference{}, fmt.Errorf("trace of %s: %w", resultRef, err)
-		}
-		if found {
-			if ref, err := asl.DecodeReference(v); err == nil {
-				t, err := LoadTrace(ctx, s, ref)
-				switch {
-				case err == nil && t.ExecResultRef == resultRef:
-					return ref, nil
-				case errors.Is(err, asl.ErrIntegrity) || errors.Is(err, asl.ErrNotFound):
-					return asl.Reference{}, fmt.Errorf("trace %s of result %s: %w", ref, resultRef, err)
-				case err != nil && missOrError(err) != nil:
-					return asl.Reference{}, fmt.Errorf("trace %s of result %s: %w", ref, resultRef, err)
-				}
-			}
+	ref, found, err := indexedTrace(ctx, s, resultRef)
+	if err != nil {
+		return asl.Reference{}, fmt.Errorf("trace of %s: %w", resultRef, err)
+	}
+	if found {
+		t, err := LoadTrace(ctx, s, ref)
+		switch {
+		case err == nil && t.ExecResultRef == resultRef:
+			return ref, nil
+		case err != nil && (errors.Is(err, asl.ErrIntegrity) || errors.Is(err, asl.ErrNotFound) || !asl.IsContentError(err)):
+			return asl.Reference{}, fmt.Errorf("trace %s of result %s: %w", ref, resultRef, err)
 		}
 	}
 	var hit asl.Reference
 	errFound := errors.New("found")
-	err := s.Enumerate(ctx, asl.Reference{}, func(info asl.Info) error {
+	err = s.Enumerate(ctx, asl.Reference{}, func(info asl.Info) error {
 		if !info.HasTag || info.Tag != asl.TagPELTraceDAG1 {
 			return nil
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
+	"io"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/enc"
@@ -93,23 +95,39 @@ func (m *nodeMemo) Lookup(op pel.OperationID, params []byte, inputs []asl.Artifa
 	}
 	outs := make([]asl.Artifact, len(refs))
 	for i, ref := range refs {
-		// An output above the in-memory limit is a miss, not an error: the
-		// run without the memo holds it in memory and succeeds.
-		info, err := m.s.store.Stat(m.ctx, ref)
-		if err == nil && info.Size > uint64(limit) {
-			return nil, false
-		}
-		a, err := asl.Get(m.ctx, m.s.store, ref, limit)
+		a, err := m.fetch(ref, limit)
 		if err != nil {
 			if missOrError(err) != nil {
 				m.err = err
 			}
 			return nil, false
 		}
-		outs[i] = a
+		if a == nil {
+			return nil, false
+		}
+		outs[i] = *a
 	}
 	m.hits++
 	return outs, true
+}
+
+// fetch reads one memoized output whole (verified). An output above the
+// in-memory limit is a miss (nil, nil), not an error: the run without the
+// memo holds it in memory and succeeds.
+func (m *nodeMemo) fetch(ref asl.Reference, limit int64) (*asl.Artifact, error) {
+	rc, hdr, err := m.s.store.Fetch(m.ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	if hdr.Size > uint64(limit) {
+		return nil, nil
+	}
+	b := make([]byte, hdr.Size)
+	if _, err := io.ReadFull(rc, b); err != nil {
+		return nil, fmt.Errorf("node output %s: %w", ref, err)
+	}
+	return &asl.Artifact{Bytes: b, Tag: hdr.Tag, HasTag: hdr.HasTag}, nil
 }
 
 func (m *nodeMemo) Record(op pel.OperationID, params []byte, inputs []asl.Artifact, global *asl.Artifact, outputs []asl.Artifact) {

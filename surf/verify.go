@@ -73,16 +73,8 @@ func (s *Surface) Verify(ctx context.Context, resultRef asl.Reference) (*Verific
 // trace is damaged, else what a content scan finds, else zero. Errors other
 // than "no trace" are operational and returned.
 func (s *Surface) storedTraceRef(ctx context.Context, resultRef asl.Reference) (asl.Reference, error) {
-	if ix, ok := s.store.(asl.Indexer); ok {
-		v, found, err := ix.LookupIndex(ctx, TraceIndexSpace, resultRef.Bytes())
-		if err != nil {
-			return asl.Reference{}, err
-		}
-		if found {
-			if ref, err := asl.DecodeReference(v); err == nil {
-				return ref, nil
-			}
-		}
+	if ref, found, err := indexedTrace(ctx, s.store, resultRef); err != nil || found {
+		return ref, err
 	}
 	ref, err := FindTrace(ctx, s.store, resultRef)
 	if err != nil && !errors.Is(err, ErrNoTrace) && missOrError(err) != nil {

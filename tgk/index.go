@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/amduat/amduat/asl"
-	"github.com/amduat/amduat/enc"
 )
 
 // Index spaces (SPECS.md §17.2). Keys are EncodedRef(endpoint) ||
@@ -58,13 +57,6 @@ func EdgesFrom(ctx context.Context, s asl.Store, ref asl.Reference) ([]Found, []
 // ErrNoIndex: the store cannot answer reverse lookups.
 var ErrNoIndex = errors.New("store has no index")
 
-// unreadable reports whether err means "this edge cannot be read" rather
-// than an operational failure.
-func unreadable(err error) bool {
-	return errors.Is(err, asl.ErrNotFound) || errors.Is(err, asl.ErrIntegrity) ||
-		errors.Is(err, asl.ErrUnsupported) || errors.Is(err, enc.ErrMalformed)
-}
-
 func lookup(ctx context.Context, s asl.Store, space string, ref asl.Reference) ([]Found, []asl.Reference, error) {
 	ix, ok := s.(asl.Indexer)
 	if !ok {
@@ -86,7 +78,7 @@ func lookup(ctx context.Context, s asl.Store, space string, ref asl.Reference) (
 				return nil
 			}
 		}
-		if unreadable(err) {
+		if asl.IsContentError(err) {
 			bad = append(bad, edgeRef)
 			return nil
 		}
@@ -141,7 +133,7 @@ func Rebuild(ctx context.Context, s asl.Store) (indexed, skipped int, err error)
 			e, err = DecodeArtifact(a)
 		}
 		if err != nil {
-			if unreadable(err) {
+			if asl.IsContentError(err) {
 				skipped++
 				return nil
 			}
