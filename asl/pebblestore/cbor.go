@@ -57,8 +57,8 @@ func readUint(b []byte) (v uint64, n int, ok bool) {
 }
 
 // appendIndexRecord appends the canonical encoding of r: a map of its
-// present fields in ascending key order (tag only when set, blob and chunk
-// only when non-zero, as the struct's omitempty rules say).
+// present fields in ascending key order (tag only when set, blob, chunk,
+// pack and offset only when non-zero, as the struct's omitempty rules say).
 func appendIndexRecord(dst []byte, r indexRecord) []byte {
 	n := 3
 	if r.Tag != nil {
@@ -68,6 +68,12 @@ func appendIndexRecord(dst []byte, r indexRecord) []byte {
 		n++
 	}
 	if r.Chunk != 0 {
+		n++
+	}
+	if r.Pack != 0 {
+		n++
+	}
+	if r.Offset != 0 {
 		n++
 	}
 	dst = append(dst, 0xa0+byte(n), 1)
@@ -82,7 +88,14 @@ func appendIndexRecord(dst []byte, r indexRecord) []byte {
 		dst = appendUint(append(dst, 4), r.Chunk)
 	}
 	dst = appendUint(append(dst, 5), r.Stored)
-	return appendUint(append(dst, 6), r.Compression)
+	dst = appendUint(append(dst, 6), r.Compression)
+	if r.Pack != 0 {
+		dst = appendUint(append(dst, 7), r.Pack)
+	}
+	if r.Offset != 0 {
+		dst = appendUint(append(dst, 8), r.Offset)
+	}
+	return dst
 }
 
 // appendChunkHeader appends the canonical encoding of h.
@@ -102,7 +115,7 @@ func parseIndexRecord(b []byte) (r indexRecord, rest []byte, ok bool) {
 	b = b[1:]
 	last, seen := uint64(0), 0
 	for range pairs {
-		if len(b) == 0 || b[0] <= byte(last) || b[0] > 6 {
+		if len(b) == 0 || b[0] <= byte(last) || b[0] > 8 {
 			return indexRecord{}, nil, false
 		}
 		key := uint64(b[0])
@@ -127,8 +140,12 @@ func parseIndexRecord(b []byte) (r indexRecord, rest []byte, ok bool) {
 			r.Stored = v
 		case 6:
 			r.Compression = v
+		case 7:
+			r.Pack = v
+		case 8:
+			r.Offset = v
 		}
-		if (key == 3 || key == 4) && v == 0 {
+		if (key == 3 || key == 4 || key == 7 || key == 8) && v == 0 {
 			return indexRecord{}, nil, false // omitempty fields are never 0
 		}
 		last, seen = key, seen|1<<key

@@ -17,7 +17,9 @@ func TestFastCodecsMatchCBOR(t *testing.T) {
 			indexRecord{Size: v, Stored: v, Compression: v % 3},
 			indexRecord{Size: v, Tag: &tag0, Blob: v | 1, Chunk: v | 4096, Stored: v / 2, Compression: compMixed},
 			indexRecord{Size: 5, Tag: &tagMax, Blob: v, Stored: v},
-			indexRecord{Size: v, Chunk: v, Stored: 1})
+			indexRecord{Size: v, Chunk: v, Stored: 1},
+			indexRecord{Size: v, Tag: &tag0, Stored: v, Compression: v % 2, Pack: v | 1, Offset: v},
+			indexRecord{Size: v, Stored: v, Pack: v, Offset: v | 8, Blob: v})
 	}
 	for _, r := range recs {
 		want := appendCBOR(nil, r)

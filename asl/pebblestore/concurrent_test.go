@@ -15,8 +15,14 @@ import (
 // from several goroutines: every artifact ends up stored exactly once (no
 // orphaned or doubly referenced blob) and every read verifies.
 func TestConcurrent(t *testing.T) {
+	for _, packMin := range []int64{-1, 1} {
+		t.Run(fmt.Sprintf("packmin %d", packMin), func(t *testing.T) { testConcurrent(t, packMin) })
+	}
+}
+
+func testConcurrent(t *testing.T, packMin int64) {
 	ctx := context.Background()
-	s := newMemStore(t, &Options{ChunkSize: 32 << 10, InlineMax: 1024})
+	s := newMemStore(t, &Options{ChunkSize: 32 << 10, InlineMax: 1024, PackMin: packMin})
 	var pool []asl.Artifact
 	for i := range 24 {
 		switch i % 3 {

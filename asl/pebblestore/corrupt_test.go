@@ -14,8 +14,8 @@ import (
 func chunkValue(t *testing.T, s *Store, ref asl.Reference, i uint64) ([]byte, []byte) {
 	t.Helper()
 	rec := indexOf(t, s, ref)
-	if rec.inline() {
-		t.Fatalf("%s is inline", ref)
+	if !rec.chunked() {
+		t.Fatalf("%s is not chunked", ref)
 	}
 	key := appendChunkKey(nil, rec.Blob, i)
 	return key, rawGet(t, s, key)
@@ -177,7 +177,7 @@ func TestCorruptionEveryBit(t *testing.T) {
 			ref := put(t, s, asl.HashBLAKE3, asl.Untagged(data))
 			rec := indexOf(t, s, ref)
 			keys := [][]byte{appendIndexKey(nil, ref)}
-			if !rec.inline() && rec.chunks() == 1 {
+			if rec.chunked() && rec.chunks() == 1 {
 				keys = append(keys, appendChunkKey(nil, rec.Blob, 0))
 			}
 			for _, key := range keys {
@@ -229,7 +229,7 @@ func TestDamagedConfig(t *testing.T) {
 	}{
 		{"garbage", []byte{0xff}, asl.ErrIntegrity},
 		{"wrong format", encodeConfig(configRecord{Format: "other", Version: 1, Hash: 1}), asl.ErrIntegrity},
-		{"future version", encodeConfig(configRecord{Format: formatName, Version: 2, Hash: 1}), asl.ErrUnsupported},
+		{"future version", encodeConfig(configRecord{Format: formatName, Version: formatVersion + 1, Hash: 1}), asl.ErrUnsupported},
 		{"unknown hash", encodeConfig(configRecord{Format: formatName, Version: 1, Hash: 0x7777}), asl.ErrUnsupported},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -242,6 +242,30 @@ func TestDamagedConfig(t *testing.T) {
 				t.Fatalf("Open: %v, want %v", err, c.want)
 			}
 		})
+	}
+}
+
+// TestOpenUpgradesVersion1: a version 1 store opens, its artifacts read,
+// and its config record is rewritten to the current version (so that a
+// version 1 reader refuses a store that may hold pack records).
+func TestOpenUpgradesVersion1(t *testing.T) {
+	fs := vfs.NewMem()
+	s := newMemStore(t, &Options{FS: fs})
+	data := []byte("written by version 1")
+	ref := put(t, s, asl.HashSHA256, asl.Untagged(data))
+	rawSet(t, s, configKey(), encodeConfig(configRecord{Format: formatName, Version: 1, Hash: 1}))
+	s.Close()
+	s, err := Open("store", &Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := get(t, s, ref); !bytes.Equal(got.Bytes, data) {
+		t.Fatal("artifact differs after the upgrade")
+	}
+	cfg, err := decodeConfig(rawGet(t, s, configKey()))
+	if err != nil || cfg.Version != formatVersion {
+		t.Fatalf("config after Open: %+v, %v; want version %d", cfg, err, formatVersion)
 	}
 }
 

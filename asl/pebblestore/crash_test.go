@@ -54,23 +54,25 @@ func verifyClone(t *testing.T, clone *vfs.MemFS, acked map[asl.Reference]asl.Art
 }
 
 // crashModes run the crash tests with large artifacts staged in batches
-// and with them ingested as SSTables.
+// and with them ingested as SSTables, and with the small artifacts of every
+// batch appended to pack files.
 var crashModes = []struct {
 	name      string
 	ingestMin int64
-}{{"batched", -1}, {"ingested", 2 * crashChunk}}
+	packMin   int64
+}{{"batched", -1, -1}, {"ingested", 2 * crashChunk, -1}, {"packed", 2 * crashChunk, 1}}
 
 func TestCrashAcknowledgedPutsSurvive(t *testing.T) {
 	for _, mode := range crashModes {
-		t.Run(mode.name, func(t *testing.T) { testCrashAcknowledgedPutsSurvive(t, mode.ingestMin) })
+		t.Run(mode.name, func(t *testing.T) { testCrashAcknowledgedPutsSurvive(t, mode.ingestMin, mode.packMin) })
 	}
 }
 
-func testCrashAcknowledgedPutsSurvive(t *testing.T, ingestMin int64) {
+func testCrashAcknowledgedPutsSurvive(t *testing.T, ingestMin, packMin int64) {
 	for round, pct := range []int{0, 30, 70, 100} {
 		t.Run(fmt.Sprintf("unsynced %d%%", pct), func(t *testing.T) {
 			fs := vfs.NewCrashableMem()
-			s, err := Create("store", &Options{FS: fs, ChunkSize: crashChunk, IngestMin: ingestMin})
+			s, err := Create("store", &Options{FS: fs, ChunkSize: crashChunk, IngestMin: ingestMin, PackMin: packMin})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -175,15 +177,15 @@ func (g *gateReader) Read(p []byte) (int, error) {
 
 func TestCrashMidStreamLeavesNothingVisible(t *testing.T) {
 	for _, mode := range crashModes {
-		t.Run(mode.name, func(t *testing.T) { testCrashMidStreamLeavesNothingVisible(t, mode.ingestMin) })
+		t.Run(mode.name, func(t *testing.T) { testCrashMidStreamLeavesNothingVisible(t, mode.ingestMin, mode.packMin) })
 	}
 }
 
-func testCrashMidStreamLeavesNothingVisible(t *testing.T, ingestMin int64) {
+func testCrashMidStreamLeavesNothingVisible(t *testing.T, ingestMin, packMin int64) {
 	for _, pct := range []int{0, 50, 100} {
 		t.Run(fmt.Sprintf("unsynced %d%%", pct), func(t *testing.T) {
 			fs := vfs.NewCrashableMem()
-			s, err := Create("store", &Options{FS: fs, ChunkSize: crashChunk, IngestMin: ingestMin})
+			s, err := Create("store", &Options{FS: fs, ChunkSize: crashChunk, IngestMin: ingestMin, PackMin: packMin})
 			if err != nil {
 				t.Fatal(err)
 			}

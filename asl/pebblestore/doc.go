@@ -1,5 +1,6 @@
 // Package pebblestore is the embedded default asl.Store: one directory, a
-// Pebble (github.com/cockroachdb/pebble/v2) database, no server. It has the
+// Pebble (github.com/cockroachdb/pebble/v2) database plus pack files, no
+// server. It has the
 // store semantics of SPECS.md §6 (§6.1 put, §6.2 get and verification, §6.3
 // errors); its on-disk layout is project-internal and described,
 // informatively, in SPECS.md §6.4.
@@ -26,6 +27,12 @@
 //     Pebble's write-ahead log: their chunks are written into SSTables that
 //     are ingested, so each byte reaches the disk once. Their staging record
 //     is durable before the ingest; Open removes tables never ingested.
+//   - Artifacts of up to one chunk in a Put or PutBatch of at least
+//     Options.PackMin payload bytes (default 64 KiB) are appended to an
+//     append-only pack file under packs/, synced before their index records
+//     are committed: each payload byte reaches the disk once, and Pebble
+//     holds only small index records. Bytes of an append that never got its
+//     index records are unreachable garbage.
 //   - Chunks are compressed with zstd only where it pays (at least 4 KiB and
 //     a saving of at least one eighth); the choice is recorded per chunk.
 //   - Store-internal records are deterministic CBOR (RFC 8949 core

@@ -81,7 +81,11 @@ func (s *Store) Fetch(ctx context.Context, ref asl.Reference) (io.ReadCloser, as
 		return nil, asl.Header{}, fmt.Errorf("fetch %w", err)
 	}
 	hdr := rec.header()
-	if !rec.inline() {
+	if rec.packed() {
+		if data, err = s.readPacked(rec); err != nil {
+			return nil, asl.Header{}, fmt.Errorf("fetch %s: %w", ref, err)
+		}
+	} else if !rec.inline() {
 		return s.newChunkReader(ctx, ref, rec), hdr, nil
 	}
 	if err := verify(ref, hdr, data); err != nil {

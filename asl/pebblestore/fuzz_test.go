@@ -17,6 +17,8 @@ func indexSeeds() [][]byte {
 		inline,
 		zinline,
 		appendCBOR(nil, indexRecord{Size: 3 << 20, Blob: 7, Chunk: 1 << 20, Stored: 3 << 20, Compression: compMixed}),
+		appendCBOR(nil, indexRecord{Size: 1024, Tag: &tag, Stored: 900, Compression: compZstd, Pack: 3, Offset: 8}),
+		appendCBOR(nil, indexRecord{Size: 1024, Stored: 1024, Pack: 1, Offset: 1 << 40}),
 		appendCBOR(nil, indexRecord{}),
 		{},
 		{0xa0},

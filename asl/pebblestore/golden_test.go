@@ -35,6 +35,10 @@ func goldenRecords() []struct{ name, hex string } {
 		{"chunk key (blob 7, chunk 2)", appendChunkKey(nil, 7, 2)},
 		{"chunk header (raw, 5 bytes \"hello\", blob 7, chunk 2)", appendCBOR(nil, chunkHeader{Codec: codecRaw, Raw: 5, CRC: chunkCRC(7, 2, codecRaw, 5, hello)})},
 		{"staging key (blob 7)", stagingKey(7)},
+		{"pack index value (\"hello\" untagged, pack 3, offset 8)", appendCBOR(nil, indexRecord{Size: 5, Stored: 5, Pack: 3, Offset: 8})},
+		{"pack record (\"hello\" raw, pack 3, offset 8)", append(appendCBOR(nil, chunkHeader{Codec: codecRaw, Raw: 5, CRC: chunkCRC(3, 8, codecRaw, 5, hello)}), hello...)},
+		{"pack file magic", packMagic[:]},
+		{"pack file name (pack 3)", []byte(packName(3))},
 	}
 	out := make([]struct{ name, hex string }, len(rows))
 	for i, r := range rows {

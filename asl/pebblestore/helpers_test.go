@@ -189,7 +189,7 @@ func checkNoOrphans(t testing.TB, s *Store) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !rec.inline() {
+		if rec.chunked() {
 			refs[rec.Blob]++
 			chunks[rec.Blob] = rec.chunks()
 		}

@@ -439,21 +439,47 @@ func (s *Store) writeMine(ctx context.Context, items []item, extra *indexExtra) 
 		order[j] = j
 	}
 	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(key(a), key(b)) })
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixIndex}, UpperBound: []byte{prefixIndex + 1}, UseL6Filters: true})
-	if err != nil {
-		return ioErr(err)
+	present := make([]bool, len(mine))
+	probe := func(js []int) error {
+		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixIndex}, UpperBound: []byte{prefixIndex + 1}, UseL6Filters: true})
+		if err != nil {
+			return ioErr(err)
+		}
+		for _, j := range js {
+			k := key(j)
+			present[j] = it.SeekPrefixGE(k) && bytes.Equal(it.Key(), k)
+		}
+		return ioErr(it.Close())
 	}
-	for _, j := range order {
-		k := key(j)
-		if it.SeekPrefixGE(k) && bytes.Equal(it.Key(), k) {
+	var packedAt map[int]indexRecord
+	if s.packable(items, mine) && !s.anyPresent(probe, present, order) {
+		// Probably a batch of new artifacts: probe the rest while the pack
+		// is written and synced. What turns out to be stored already is
+		// left unnamed in the pack.
+		probed := make(chan error, 1)
+		go func() { probed <- probe(order) }()
+		var perr error
+		packedAt, perr = s.packSingles(items, mine)
+		if err := <-probed; err != nil {
+			return err
+		}
+		if perr != nil {
+			return perr
+		}
+	} else if err := probe(order); err != nil {
+		return err
+	}
+	for j, ok := range present {
+		if ok {
 			items[mine[j]].state = itemPresent
 		}
 	}
-	err = it.Close()
-	if err != nil {
-		return ioErr(err)
+	if packedAt == nil {
+		var err error
+		if packedAt, err = s.packSingles(items, mine); err != nil {
+			return err
+		}
 	}
-
 	b := s.db.NewBatch()
 	defer b.Close()
 	var scratch *[]byte
@@ -465,6 +491,11 @@ func (s *Store) writeMine(ctx context.Context, items []item, extra *indexExtra) 
 	for j, i := range mine {
 		it := &items[i]
 		if it.state != itemMine {
+			continue
+		}
+		if pk, ok := packedAt[j]; ok {
+			var rb [80]byte
+			_ = b.Set(key(j), appendIndexRecord(rb[:0], pk), nil)
 			continue
 		}
 		if it.staged {
@@ -503,6 +534,77 @@ func (s *Store) writeMine(ctx context.Context, items []item, extra *indexExtra) 
 		}
 	}
 	return nil
+}
+
+// presenceSample is how many keys of a packable batch are probed before
+// the pack is written: when one of them is stored already the batch is
+// probably a re-put, and the rest is probed before anything is written.
+const presenceSample = 16
+
+// anyPresent probes the first presenceSample keys of order.
+func (s *Store) anyPresent(probe func([]int) error, present []bool, order []int) bool {
+	sample := order[:min(len(order), presenceSample)]
+	if err := probe(sample); err != nil {
+		return true // let the full probe report it
+	}
+	for _, j := range sample {
+		if present[j] {
+			return true
+		}
+	}
+	return false
+}
+
+// singles lists the j of the single-chunk items among items[mine[j]] still
+// to be written, with their payload total.
+func singles(items []item, mine []int) ([]int, int64) {
+	var total int64
+	var js []int
+	for j, i := range mine {
+		if it := &items[i]; it.state == itemMine && !it.staged {
+			total += int64(len(it.payload))
+			js = append(js, j)
+		}
+	}
+	return js, total
+}
+
+// packable reports whether packSingles would pack.
+func (s *Store) packable(items []item, mine []int) bool {
+	js, total := singles(items, mine)
+	return s.packMin >= 0 && len(js) > 0 && total >= s.packMin
+}
+
+// packSingles appends the payloads of the single-chunk items among
+// items[mine[j]] still to be written to a pack, in one synced write, when
+// they add up to at least packMin bytes, and returns their index records
+// keyed by j. Below packMin it returns nil: the payloads then travel in the
+// Pebble batch, so a small put costs one fsync, not two (SPECS.md §6.4,
+// "Pack files").
+func (s *Store) packSingles(items []item, mine []int) (map[int]indexRecord, error) {
+	js, total := singles(items, mine)
+	if s.packMin < 0 || len(js) == 0 || total < s.packMin {
+		return nil, nil
+	}
+	codecs := make([]uint8, len(js))
+	raws := make([]uint64, len(js))
+	stored := make([][]byte, len(js))
+	for k, j := range js {
+		it := &items[mine[j]]
+		codecs[k], stored[k] = compressChunk(it.payload, nil, s.minCompress)
+		raws[k] = it.hdr.Size
+	}
+	at, err := s.packs.append(codecs, raws, stored)
+	if err != nil {
+		return nil, err
+	}
+	recs := make(map[int]indexRecord, len(js))
+	for k, j := range js {
+		rec := indexRecord{Size: raws[k], Stored: uint64(len(stored[k])), Compression: uint64(codecs[k]), Pack: at[k].pack, Offset: at[k].offset}
+		setTag(&rec, items[mine[j]].hdr)
+		recs[j] = rec
+	}
+	return recs, nil
 }
 
 func setTag(rec *indexRecord, hdr asl.Header) {

@@ -21,8 +21,10 @@ const (
 )
 
 const (
-	formatName    = "amduat-pebblestore"
-	formatVersion = 1
+	formatName = "amduat-pebblestore"
+	// formatVersion is written by Create; Open also reads version 1 (no
+	// pack records) and upgrades its config record.
+	formatVersion = 2
 
 	codecRaw  = 0
 	codecZstd = 1
@@ -73,10 +75,11 @@ type configRecord struct {
 	Hash    uint16 `cbor:"3,keyasint"`
 }
 
-// indexRecord heads the value under 'i' || ReferenceBytes. Blob == 0 means
-// the artifact is inline: a chunk header and the stored payload follow the
-// record in the same value. Otherwise the payload is in ceil(Size/Chunk)
-// chunks under blob id Blob, and nothing follows the record.
+// indexRecord heads the value under 'i' || ReferenceBytes. With neither
+// Blob nor Pack set the artifact is inline: a chunk header and the stored
+// payload follow the record in the same value. With Blob set the payload is
+// in ceil(Size/Chunk) chunks under blob id Blob; with Pack set it is one
+// chunk value at byte Offset of pack file Pack. Nothing follows those.
 type indexRecord struct {
 	Size        uint64  `cbor:"1,keyasint"`
 	Tag         *uint32 `cbor:"2,keyasint,omitempty"`
@@ -84,6 +87,8 @@ type indexRecord struct {
 	Chunk       uint64  `cbor:"4,keyasint,omitempty"`
 	Stored      uint64  `cbor:"5,keyasint"`
 	Compression uint64  `cbor:"6,keyasint"`
+	Pack        uint64  `cbor:"7,keyasint,omitempty"`
+	Offset      uint64  `cbor:"8,keyasint,omitempty"`
 }
 
 // chunkHeader heads every stored chunk (inline or under 'k'); the stored
@@ -102,7 +107,11 @@ func (r indexRecord) header() asl.Header {
 	return h
 }
 
-func (r indexRecord) inline() bool { return r.Blob == 0 }
+func (r indexRecord) inline() bool { return r.Blob == 0 && r.Pack == 0 }
+
+func (r indexRecord) packed() bool { return r.Pack != 0 }
+
+func (r indexRecord) chunked() bool { return r.Blob != 0 }
 
 // chunks is the number of chunks of a chunked record.
 func (r indexRecord) chunks() uint64 { return (r.Size + r.Chunk - 1) / r.Chunk }
@@ -199,7 +208,7 @@ func decodeConfig(b []byte) (configRecord, error) {
 	if c.Format != formatName {
 		return configRecord{}, damaged("config record: format %q, want %q", c.Format, formatName)
 	}
-	if c.Version != formatVersion {
+	if c.Version != 1 && c.Version != formatVersion {
 		return configRecord{}, fmt.Errorf("config record: format version %d, this build reads %d: %w", c.Version, formatVersion, asl.ErrUnsupported)
 	}
 	if _, ok := asl.LookupHash(asl.HashID(c.Hash)); !ok {
@@ -232,6 +241,17 @@ func decodeIndexHead(b []byte) (indexRecord, []byte, error) {
 	}
 	if r.Compression > compMixed {
 		return indexRecord{}, nil, damaged("index record: compression %d is unknown", r.Compression)
+	}
+	if r.Pack != 0 || r.Offset != 0 {
+		switch {
+		case r.Pack == 0 || r.Blob != 0 || r.Chunk != 0:
+			return indexRecord{}, nil, damaged("index record: pack %d, offset %d with blob %d, chunk size %d", r.Pack, r.Offset, r.Blob, r.Chunk)
+		case r.Offset < uint64(len(packMagic)) || r.Size > MaxChunkSize || r.Stored > MaxChunkSize || r.Compression == compMixed:
+			return indexRecord{}, nil, damaged("index record: pack record at offset %d with size %d, stored %d, compression %d", r.Offset, r.Size, r.Stored, r.Compression)
+		case len(rest) != 0:
+			return indexRecord{}, nil, damaged("index record: %d trailing bytes after a pack record", len(rest))
+		}
+		return r, rest, nil
 	}
 	if r.inline() {
 		if r.Chunk != 0 || r.Size > MaxChunkSize || r.Compression == compMixed {

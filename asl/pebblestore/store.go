@@ -65,6 +65,12 @@ type Options struct {
 	// each byte reaches the disk once. 0 means DefaultIngestMin, negative
 	// means never.
 	IngestMin int64
+	// PackMin is the payload size of one Put or PutBatch from which its
+	// artifacts of up to one chunk are appended to a pack file (synced)
+	// and only their index records go through Pebble, so each payload byte
+	// is written once. 0 means DefaultPackMin, negative means never.
+	// Smaller puts keep one fsync each.
+	PackMin int64
 }
 
 // ErrNoStore: Open was given a directory that holds no initialized store.
@@ -96,6 +102,8 @@ type Store struct {
 
 	stageBytes int    // chunk bytes per unsynced staging batch
 	ingestMin  uint64 // artifacts at least this large are ingested
+	packMin    int64  // batches of at least this many payload bytes are packed
+	packs      *packs
 	fs         vfs.FS
 	sstOpts    sstable.WriterOptions // for ingest SSTables
 	ingestSeq  atomic.Uint64         // names ingest SSTables
@@ -120,6 +128,7 @@ type settings struct {
 	memTable    uint64
 	cache       int64
 	ingestMin   uint64
+	packMin     int64
 }
 
 func resolve(opts *Options) (settings, error) {
@@ -164,6 +173,14 @@ func resolve(opts *Options) (settings, error) {
 	}
 	if s.cache == 0 {
 		s.cache = DefaultCacheSize
+	}
+	switch {
+	case o.PackMin == 0:
+		s.packMin = DefaultPackMin
+	case o.PackMin < 0:
+		s.packMin = -1
+	default:
+		s.packMin = o.PackMin
 	}
 	switch {
 	case o.IngestMin == 0:
@@ -312,6 +329,15 @@ func Open(dir string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
 	s.hash = asl.HashID(cfg.Hash)
+	if cfg.Version < formatVersion {
+		// Version 1 stores have no pack records; once this build may have
+		// written one, a version 1 reader must refuse the store.
+		cfg.Version = formatVersion
+		if err := db.Set(configKey(), encodeConfig(cfg), pebble.Sync); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open store %s: upgrading config to version %d: %w", dir, formatVersion, ioErr(err))
+		}
+	}
 	return start(db, dir, s)
 }
 
@@ -326,12 +352,18 @@ func start(db *pebble.DB, dir string, s settings) (*Store, error) {
 		drained:     make(chan struct{}, 1),
 		stageBytes:  stageBatchBytes,
 		ingestMin:   s.ingestMin,
+		packMin:     s.packMin,
 		fs:          s.fs,
 	}
 	po := pebbleOptions(s)
 	po.EnsureDefaults()
 	st.sstOpts = po.MakeWriterOptions(0, db.TableFormat())
 	if err := st.clearIngestDir(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	var err error
+	if st.packs, err = openPacks(s.fs, dir); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
@@ -458,7 +490,11 @@ func (s *Store) Close() error {
 	if old != 0 {
 		<-s.drained
 	}
-	if err := s.db.Close(); err != nil {
+	err := s.db.Close()
+	if perr := s.packs.close(); err == nil {
+		err = perr
+	}
+	if err != nil {
 		return fmt.Errorf("close store %s: %w", s.dir, err)
 	}
 	return nil

@@ -1,0 +1,333 @@
+package pebblestore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+func packPath(s *Store, id uint64) string {
+	return s.fs.PathJoin(s.dir, packDir, packName(id))
+}
+
+// packDirBytes sums the sizes of the pack files.
+func packDirBytes(t *testing.T, s *Store) int64 {
+	t.Helper()
+	names, err := s.fs.List(s.fs.PathJoin(s.dir, packDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, name := range names {
+		st, err := s.fs.Stat(s.fs.PathJoin(s.dir, packDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += st.Size()
+	}
+	return n
+}
+
+// packRecordSpan is the byte range of ref's pack record in its pack file.
+func packRecordSpan(t *testing.T, s *Store, ref asl.Reference) (rec indexRecord, off, end int64) {
+	t.Helper()
+	rec = indexOf(t, s, ref)
+	if !rec.packed() {
+		t.Fatalf("%s is not packed: %+v", ref, rec)
+	}
+	v, err := s.packs.read(rec.Pack, rec.Offset, rec.Stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec, int64(rec.Offset), int64(rec.Offset) + int64(len(v))
+}
+
+func patchFile(t *testing.T, fs vfs.FS, path string, off int64, b []byte) {
+	t.Helper()
+	f, err := fs.OpenReadWrite(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readFileRange(t *testing.T, fs vfs.FS, path string, off, end int64) []byte {
+	t.Helper()
+	f, err := fs.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, end-off)
+	if _, err := f.ReadAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// packCases are the artifacts of one packed batch: empty, tiny, raw,
+// compressible (zstd), above InlineMax, tagged, and one larger than a
+// chunk, which is staged as a blob instead.
+func packCases() []asl.Artifact {
+	return []asl.Artifact{
+		asl.Untagged(nil),
+		asl.Untagged([]byte("hello")),
+		asl.Untagged(genBytes(300, 1024, false)),
+		asl.Tagged(0x101, genBytes(301, 12<<10, true)),
+		asl.Untagged(genBytes(302, 40<<10, false)),
+		asl.Tagged(0, genBytes(303, 64<<10, true)),
+		asl.Untagged(genBytes(304, 3*(64<<10)+5, true)),
+	}
+}
+
+func TestPackRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	s := newMemStore(t, &Options{FS: fs, ChunkSize: 64 << 10, PackMin: 1})
+	arts := packCases()
+	refs, err := s.PutBatch(ctx, asl.HashSHA256, arts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(s *Store) {
+		t.Helper()
+		for i, ref := range refs {
+			rec := indexOf(t, s, ref)
+			if single := len(arts[i].Bytes) <= 64<<10; single != rec.packed() || !single != rec.chunked() {
+				t.Fatalf("artifact %d (%d bytes): record %+v", i, len(arts[i].Bytes), rec)
+			}
+			if got := get(t, s, ref); !sameArtifact(got, arts[i]) {
+				t.Fatalf("artifact %d differs", i)
+			}
+			info, err := s.Stat(ctx, ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.StoredSize != int64(rec.Stored) || info.Header != arts[i].Header() {
+				t.Fatalf("artifact %d: Stat %+v, record %+v", i, info, rec)
+			}
+		}
+		if rec := indexOf(t, s, refs[3]); rec.Compression != compZstd || rec.Stored >= 12<<10 {
+			t.Fatalf("compressible artifact stored as %+v", rec)
+		}
+		checkNoOrphans(t, s)
+	}
+	check(s)
+	s.Close()
+	s, err = Open("store", &Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	check(s)
+	// Appends after Open go to a new pack.
+	more, err := s.PutBatch(ctx, asl.HashSHA256, []asl.Artifact{asl.Untagged(genBytes(305, 100<<10, false))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := indexOf(t, s, more[0]); rec.Pack != 2 || rec.Offset != uint64(len(packMagic)) {
+		t.Fatalf("first put after Open: %+v, want pack 2 at offset %d", rec, len(packMagic))
+	}
+}
+
+// TestPackMin: a put or batch below PackMin keeps its payloads in Pebble
+// (one fsync); from PackMin on they go to a pack.
+func TestPackMin(t *testing.T) {
+	ctx := context.Background()
+	s := newMemStore(t, nil)
+	small := []asl.Artifact{asl.Untagged(genBytes(310, 30<<10, false)), asl.Untagged(genBytes(311, 30<<10, false))}
+	refs, err := s.PutBatch(ctx, asl.HashSHA256, small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := put(t, s, asl.HashSHA256, asl.Untagged(genBytes(312, 60<<10, false)))
+	for _, ref := range append(refs, one) {
+		if indexOf(t, s, ref).packed() {
+			t.Fatalf("%s packed below PackMin", ref)
+		}
+	}
+	if one = put(t, s, asl.HashSHA256, asl.Untagged(genBytes(315, 200<<10, false))); !indexOf(t, s, one).packed() {
+		t.Fatalf("a put of 200 KiB was not packed")
+	}
+	big := []asl.Artifact{asl.Untagged(genBytes(313, 40<<10, false)), asl.Untagged(genBytes(314, 30<<10, false))}
+	if refs, err = s.PutBatch(ctx, asl.HashSHA256, big); err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range refs {
+		if !indexOf(t, s, ref).packed() {
+			t.Fatalf("%s not packed in a batch of %d bytes", ref, 70<<10)
+		}
+	}
+}
+
+// TestPackRePutWritesNothing: putting a stored batch again appends nothing
+// to the packs and commits nothing.
+func TestPackRePutWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	s := newMemStore(t, &Options{PackMin: 1})
+	var arts []asl.Artifact
+	for i := range 100 {
+		arts = append(arts, asl.Untagged(genBytes(320+uint64(i), 1024, false)))
+	}
+	if _, err := s.PutBatch(ctx, asl.HashSHA256, arts); err != nil {
+		t.Fatal(err)
+	}
+	size, commits := packDirBytes(t, s), s.commits.Load()
+	if _, err := s.PutBatch(ctx, asl.HashSHA256, arts); err != nil {
+		t.Fatal(err)
+	}
+	if got := packDirBytes(t, s); got != size {
+		t.Fatalf("re-put grew the packs from %d to %d bytes", size, got)
+	}
+	if n := s.commits.Load() - commits; n != 0 {
+		t.Fatalf("re-put made %d commits", n)
+	}
+}
+
+// TestPackCorruptionEveryBit flips every bit of the pack records of small
+// artifacts (raw and zstd): every read fails with ErrIntegrity or returns
+// the original bytes, never other bytes. A truncated or missing pack is
+// damage too.
+func TestPackCorruptionEveryBit(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	s := newMemStore(t, &Options{FS: fs, PackMin: 1, MinCompressSize: 512})
+	arts := []asl.Artifact{asl.Untagged(genBytes(330, 300, false)), asl.Tagged(7, genBytes(331, 1500, true))}
+	refs, err := s.PutBatch(ctx, asl.HashBLAKE3, arts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ref := range refs {
+		rec, off, end := packRecordSpan(t, s, ref)
+		path := packPath(s, rec.Pack)
+		orig := readFileRange(t, fs, path, off, end)
+		for j := range orig {
+			for bit := range 8 {
+				patchFile(t, fs, path, off+int64(j), []byte{orig[j] ^ 1<<bit})
+				got, err := asl.Get(ctx, s, ref, 0)
+				if err == nil {
+					if !sameArtifact(got, arts[i]) {
+						t.Fatalf("artifact %d byte %d bit %d: wrong bytes returned", i, j, bit)
+					}
+					continue
+				}
+				readDamaged(t, s, ref, arts[i].Bytes)
+			}
+			patchFile(t, fs, path, off+int64(j), orig[j:j+1])
+		}
+		if got := get(t, s, ref); !sameArtifact(got, arts[i]) {
+			t.Fatal("restored artifact differs")
+		}
+	}
+
+	// The record of another artifact at the offset: its CRC binds the
+	// position, so this is damage, not the other artifact's bytes.
+	rec0 := indexOf(t, s, refs[0])
+	rec1 := indexOf(t, s, refs[1])
+	moved := rec1
+	moved.Offset = rec0.Offset
+	rawSet(t, s, appendIndexKey(nil, refs[1]), appendIndexRecord(nil, moved))
+	readDamaged(t, s, refs[1], arts[1].Bytes)
+	rawSet(t, s, appendIndexKey(nil, refs[1]), appendIndexRecord(nil, rec1))
+
+	// Truncated inside the last record, then missing altogether.
+	_, _, end := packRecordSpan(t, s, refs[1])
+	s.Close()
+	full := readFileRange(t, fs, packPath(s, rec1.Pack), 0, end)
+	f, err := fs.Create(packPath(s, rec1.Pack), vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(full[:end-3]); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	s, err = Open("store", &Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	readDamaged(t, s, refs[1], arts[1].Bytes)
+	if got := get(t, s, refs[0]); !sameArtifact(got, arts[0]) {
+		t.Fatal("artifact before the truncation differs")
+	}
+	s.Close()
+	if err := fs.Remove(packPath(s, rec1.Pack)); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open("store", &Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i, ref := range refs {
+		readDamaged(t, s, ref, arts[i].Bytes)
+	}
+}
+
+// TestPackWriteFailure: a pack append that fails reports the error, makes
+// nothing visible, and the next batch goes to a fresh pack.
+func TestPackWriteFailure(t *testing.T) {
+	ctx := context.Background()
+	inj := &failFS{FS: vfs.NewMem()}
+	s := newMemStore(t, &Options{FS: inj, PackMin: 1})
+	arts := []asl.Artifact{asl.Untagged(genBytes(340, 2048, false))}
+	if _, err := s.PutBatch(ctx, asl.HashSHA256, arts); err != nil {
+		t.Fatal(err)
+	}
+	inj.failWrites = true
+	next := []asl.Artifact{asl.Untagged(genBytes(341, 2048, false))}
+	if _, err := s.PutBatch(ctx, asl.HashSHA256, next); !errors.Is(err, errInjected) {
+		t.Fatalf("PutBatch with failing pack writes: %v", err)
+	}
+	ref := asl.MustDerive(asl.HashSHA256, next[0])
+	if _, err := s.Stat(ctx, ref); !errors.Is(err, asl.ErrNotFound) {
+		t.Fatalf("artifact of the failed batch: Stat = %v", err)
+	}
+	inj.failWrites = false
+	refs, err := s.PutBatch(ctx, asl.HashSHA256, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := indexOf(t, s, refs[0]); rec.Pack != 2 {
+		t.Fatalf("batch after a failed append went to pack %d, want 2", rec.Pack)
+	}
+	if got := get(t, s, refs[0]); !bytes.Equal(got.Bytes, next[0].Bytes) {
+		t.Fatal("artifact differs")
+	}
+}
+
+var errInjected = errors.New("injected write failure")
+
+// failFS fails WriteAt on pack files while failWrites is set.
+type failFS struct {
+	vfs.FS
+	failWrites bool
+}
+
+func (f *failFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
+	file, err := f.FS.OpenReadWrite(name, c, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &failFile{File: file, fs: f}, nil
+}
+
+type failFile struct {
+	vfs.File
+	fs *failFS
+}
+
+func (f *failFile) WriteAt(p []byte, off int64) (int, error) {
+	if f.fs.failWrites && off > int64(len(packMagic)) {
+		return 0, errInjected
+	}
+	return f.File.WriteAt(p, off)
+}
