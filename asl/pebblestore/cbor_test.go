@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"math"
 	"testing"
+
+	"github.com/amduat/amduat/asl"
 )
 
 // TestFastCodecsMatchCBOR holds the hand-written record codecs to the
@@ -85,4 +87,31 @@ func FuzzParseRecords(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestPackHeadMatchesCBOR: the hand-written pack head encoder gives the
+// core deterministic encoding of packHead.
+func TestPackHeadMatchesCBOR(t *testing.T) {
+	tag := uint32(0xffffffff)
+	for _, c := range []struct {
+		hdr    asl.Header
+		stored int
+	}{{asl.Header{Size: 5}, 5}, {asl.Header{Size: 1 << 20, HasTag: true, Tag: 0}, 1000}, {asl.Header{Size: 7, HasTag: true, Tag: asl.TypeTag(tag)}, 1 << 24}} {
+		for _, id := range []asl.HashID{asl.HashSHA256, asl.HashBLAKE3} {
+			ref := asl.MustDerive(id, asl.Untagged([]byte("x")))
+			h := packHead{Ref: ref.AppendBytes(nil), Stored: uint64(c.stored)}
+			if c.hdr.HasTag {
+				t := uint32(c.hdr.Tag)
+				h.Tag = &t
+			}
+			want := appendCBOR(nil, h)
+			if got := appendPackHead(nil, ref, c.hdr, c.stored); !bytes.Equal(got, want) {
+				t.Fatalf("%+v: appendPackHead %x, CBOR %x", c, got, want)
+			}
+			var back packHead
+			if _, err := decodeCanonical(want, &back, "pack head"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }

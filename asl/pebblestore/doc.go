@@ -9,8 +9,8 @@
 //
 //   - Put is idempotent: an artifact already stored is not written again, also
 //     under concurrent puts of the same artifact. Put and PutBatch are durable
-//     when they return nil: one synced Pebble batch per Put or PutBatch, never
-//     one per artifact.
+//     when they return nil: one sync per Put or PutBatch (a synced Pebble
+//     batch, or for a packed batch the pack's sync), never one per artifact.
 //   - Every read verifies: an artifact of up to one chunk is checked against
 //     its digest before any byte is returned; a chunked artifact has each
 //     chunk checked by CRC-32C before its bytes are returned, and its last
@@ -31,8 +31,9 @@
 //     Options.PackMin payload bytes (default 64 KiB) are appended to an
 //     append-only pack file under packs/, synced before their index records
 //     are committed: each payload byte reaches the disk once, and Pebble
-//     holds only small index records. Bytes of an append that never got its
-//     index records are unreachable garbage.
+//     holds only small index records. Those commits need no sync of their
+//     own: every pack record carries its reference, and Open rebuilds the
+//     index records above each pack's watermark from verified records.
 //   - Chunks are compressed with zstd only where it pays (at least 4 KiB and
 //     a saving of at least one eighth); the choice is recorded per chunk.
 //   - Store-internal records are deterministic CBOR (RFC 8949 core

@@ -21,6 +21,8 @@ func goldenRecords() []struct{ name, hex string } {
 	inline := appendCBOR(appendCBOR(nil, indexRecord{Size: 5, Tag: &tag, Stored: 5}),
 		chunkHeader{Codec: codecRaw, Raw: 5, CRC: chunkCRC(0, 0, codecRaw, 5, hello)})
 	inline = append(inline, hello...)
+	packRecord := appendPackHead(nil, ref, asl.Header{Size: 5}, 5)
+	packRecord = append(appendCBOR(packRecord, chunkHeader{Codec: codecRaw, Raw: 5, CRC: chunkCRC(3, uint64(len(packMagic)+len(packRecord)), codecRaw, 5, hello)}), hello...)
 	rows := []struct {
 		name string
 		b    []byte
@@ -35,8 +37,10 @@ func goldenRecords() []struct{ name, hex string } {
 		{"chunk key (blob 7, chunk 2)", appendChunkKey(nil, 7, 2)},
 		{"chunk header (raw, 5 bytes \"hello\", blob 7, chunk 2)", appendCBOR(nil, chunkHeader{Codec: codecRaw, Raw: 5, CRC: chunkCRC(7, 2, codecRaw, 5, hello)})},
 		{"staging key (blob 7)", stagingKey(7)},
-		{"pack index value (\"hello\" untagged, pack 3, offset 8)", appendCBOR(nil, indexRecord{Size: 5, Stored: 5, Pack: 3, Offset: 8})},
-		{"pack record (\"hello\" raw, pack 3, offset 8)", append(appendCBOR(nil, chunkHeader{Codec: codecRaw, Raw: 5, CRC: chunkCRC(3, 8, codecRaw, 5, hello)}), hello...)},
+		{"pack record (\"hello\" untagged, raw, first record of pack 3: head at 8, chunk value at 48)", packRecord},
+		{"pack index value (\"hello\" untagged, pack 3, offset 48)", appendCBOR(nil, indexRecord{Size: 5, Stored: 5, Pack: 3, Offset: 48})},
+		{"pack watermark key (pack 3)", watermarkKey(3)},
+		{"pack watermark value (end 64, after that record)", appendCBOR(nil, uint64(64))},
 		{"pack file magic", packMagic[:]},
 		{"pack file name (pack 3)", []byte(packName(3))},
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/amduat/amduat/asl"
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -29,6 +31,9 @@ const (
 	// maxChunkHeader is the longest canonical chunk header: map(3), codec
 	// (at most 1), raw (at most 16 MiB: 5 bytes), crc (5 bytes).
 	maxChunkHeader = 1 + 1 + 1 + 1 + 5 + 1 + 5
+	// maxPackHead bounds a pack record head: map(3), ReferenceBytes of at
+	// most 255 bytes, tag (5 bytes), stored (9 bytes).
+	maxPackHead = 1 + 1 + 2 + 255 + 1 + 5 + 1 + 9
 )
 
 // packMagic starts every pack file; no record starts before its end, so a
@@ -50,7 +55,8 @@ type packs struct {
 	cur     vfs.File   // the pack appended to; nil until the first append
 	curID   uint64
 	curSize int64
-	nextID  uint64 // id of the next pack to create
+	nextID  uint64   // id of the next pack to create
+	atOpen  []uint64 // ids of the packs present at Open, ascending
 	buf     []byte
 
 	rmu     sync.RWMutex
@@ -69,67 +75,112 @@ func packName(id uint64) string {
 // id in it; appends after Open go to a fresh pack.
 func openPacks(fs vfs.FS, storeDir string) (*packs, error) {
 	dir := fs.PathJoin(storeDir, packDir)
-	if err := fs.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", dir, err)
+	if _, err := fs.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		// The directory's entry must be durable before any pack in it is.
+		if err := fs.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("creating %s: %w", dir, err)
+		}
+		if err := syncDir(fs, storeDir); err != nil {
+			return nil, err
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
 	names, err := fs.List(dir)
 	if err != nil {
 		return nil, fmt.Errorf("listing %s: %w", dir, err)
 	}
 	next := uint64(1)
+	var ids []uint64
 	for _, n := range names {
 		id, err := strconv.ParseUint(strings.TrimSuffix(n, packSuffix), 10, 64)
-		if err != nil || !strings.HasSuffix(n, packSuffix) || id == 0 {
+		if err != nil || !strings.HasSuffix(n, packSuffix) || id == 0 || n != packName(id) {
 			continue
 		}
+		ids = append(ids, id)
 		next = max(next, id+1)
 	}
-	return &packs{fs: fs, dir: dir, nextID: next, readers: map[uint64]vfs.File{}}, nil
+	slices.Sort(ids)
+	return &packs{fs: fs, dir: dir, nextID: next, atOpen: ids, readers: map[uint64]vfs.File{}}, nil
 }
 
-// packed is where append put one payload.
-type packed struct {
-	pack, offset uint64
+// packItem is one payload for append: its reference and header (for the
+// record head) and its chunk value's codec and stored bytes.
+type packItem struct {
+	ref    asl.Reference
+	hdr    asl.Header
+	codec  uint8
+	stored []byte
 }
 
-// append writes the chunk values of payloads (codecs[i], raw sizes raws[i],
-// stored bytes stored[i]) to the current pack in one write, syncs it, and
-// returns where each went. On any failure the pack is abandoned: the next
-// append starts a new one, so a failed write never leaves a hole that a
-// later record is written after without a sync in between.
-func (p *packs) append(codecs []uint8, raws []uint64, stored [][]byte) ([]packed, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// packHead heads every pack record (SPECS.md §6.4, "Pack files"): enough to
+// rebuild the record's index record from the pack alone.
+type packHead struct {
+	Ref    []byte  `cbor:"1,keyasint"`
+	Tag    *uint32 `cbor:"2,keyasint,omitempty"`
+	Stored uint64  `cbor:"3,keyasint"`
+}
+
+// appendPackHead appends the canonical encoding of a packHead.
+func appendPackHead(dst []byte, ref asl.Reference, hdr asl.Header, stored int) []byte {
+	n := byte(2)
+	if hdr.HasTag {
+		n++
+	}
+	rb := ref.AppendBytes(nil)
+	dst = append(dst, 0xa0+n, 0x01)
+	switch l := len(rb); {
+	case l < 24:
+		dst = append(dst, 0x40+byte(l))
+	default:
+		dst = append(dst, 0x58, byte(l)) // ReferenceBytes are under 256 bytes
+	}
+	dst = append(dst, rb...)
+	if hdr.HasTag {
+		dst = appendUint(append(dst, 0x02), uint64(hdr.Tag))
+	}
+	return appendUint(append(dst, 0x03), uint64(stored))
+}
+
+// appendLocked writes the records of items to the current pack in one
+// write and syncs it. It returns the offset of each item's chunk value (what
+// its index record names) and the pack id and end offset. On any failure the
+// pack is abandoned: the next append starts a new one, so nothing is ever
+// written after bytes that may be torn. The caller holds mu and keeps it
+// until the index records are committed, so index commits follow the pack
+// order (the watermark rule of SPECS.md §6.4).
+func (p *packs) appendLocked(items []packItem) (offs []uint64, pack, end uint64, err error) {
 	total := 0
-	for _, b := range stored {
-		total += maxChunkHeader + len(b)
+	for _, it := range items {
+		total += maxPackHead + maxChunkHeader + len(it.stored)
 	}
 	if p.cur == nil || p.curSize+int64(total) > packMaxBytes && p.curSize > int64(len(packMagic)) {
 		if err := p.rollLocked(); err != nil {
-			return nil, err
+			return nil, 0, 0, err
 		}
 	}
-	out := make([]packed, len(stored))
+	offs = make([]uint64, len(items))
 	buf := p.buf[:0]
-	for i, b := range stored {
+	for i, it := range items {
+		buf = appendPackHead(buf, it.ref, it.hdr, len(it.stored))
 		off := uint64(p.curSize) + uint64(len(buf))
-		out[i] = packed{pack: p.curID, offset: off}
-		ch := chunkHeader{Codec: uint64(codecs[i]), Raw: raws[i], CRC: chunkCRC(p.curID, off, codecs[i], raws[i], b)}
-		buf = append(appendChunkHeader(buf, ch), b...)
+		offs[i] = off
+		ch := chunkHeader{Codec: uint64(it.codec), Raw: it.hdr.Size, CRC: chunkCRC(p.curID, off, it.codec, it.hdr.Size, it.stored)}
+		buf = append(appendChunkHeader(buf, ch), it.stored...)
 	}
 	if cap(buf) <= 4<<20 {
 		p.buf = buf[:0]
 	}
 	if _, err := p.cur.WriteAt(buf, p.curSize); err != nil {
 		p.abandonLocked()
-		return nil, fmt.Errorf("writing pack %d at %d: %w", p.curID, p.curSize, err)
+		return nil, 0, 0, fmt.Errorf("writing pack %d at %d: %w", p.curID, p.curSize, err)
 	}
 	if err := p.cur.SyncData(); err != nil {
 		p.abandonLocked()
-		return nil, fmt.Errorf("syncing pack %d: %w", p.curID, err)
+		return nil, 0, 0, fmt.Errorf("syncing pack %d: %w", p.curID, err)
 	}
 	p.curSize += int64(len(buf))
-	return out, nil
+	return offs, p.curID, uint64(p.curSize), nil
 }
 
 // rollLocked closes the current pack and creates the next one: its magic
@@ -157,18 +208,26 @@ func (p *packs) rollLocked() error {
 		f.Close()
 		return fmt.Errorf("syncing pack %d: %w", id, err)
 	}
-	d, err := p.fs.OpenDir(p.dir)
-	if err != nil {
+	if err := syncDir(p.fs, p.dir); err != nil {
 		f.Close()
-		return fmt.Errorf("syncing %s: %w", p.dir, err)
-	}
-	err = d.Sync()
-	d.Close()
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("syncing %s: %w", p.dir, err)
+		return err
 	}
 	p.cur, p.curID, p.curSize = f, id, int64(len(packMagic))
+	return nil
+}
+
+func syncDir(fs vfs.FS, dir string) error {
+	d, err := fs.OpenDir(dir)
+	if err != nil {
+		return fmt.Errorf("syncing %s: %w", dir, err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("syncing %s: %w", dir, err)
+	}
 	return nil
 }
 
@@ -284,4 +343,119 @@ func (s *Store) readPacked(rec indexRecord) ([]byte, error) {
 		return decompress(payload, h.Raw, nil)
 	}
 	return payload, nil
+}
+
+// recoverPacks indexes the pack records above each pack's watermark that
+// no index record names: the index records of a packed batch are committed
+// without a sync of their own, so a crash can take them back while the
+// pack, synced first, keeps the records (SPECS.md §6.4, "Pack files"). A
+// record is indexed only if it parses, its chunk value passes every check,
+// and its payload hashes to the reference in its head; the scan of a pack
+// stops at the first record that does not (a torn or abandoned tail). The
+// watermarks are then moved to the ends of the packs, in one synced batch
+// with the rebuilt index records.
+func (s *Store) recoverPacks() error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	added := map[asl.Reference]bool{}
+	for _, id := range s.packs.atOpen {
+		st, err := s.fs.Stat(s.fs.PathJoin(s.packs.dir, packName(id)))
+		if err != nil {
+			return fmt.Errorf("pack %d: %w", id, err)
+		}
+		size := uint64(st.Size())
+		wm := uint64(len(packMagic))
+		v, closer, err := s.db.Get(watermarkKey(id))
+		switch {
+		case err == nil:
+			n, derr := decodeUintRecord(v, "pack watermark")
+			closer.Close()
+			if derr != nil {
+				return fmt.Errorf("pack %d: %w", id, derr)
+			}
+			wm = max(wm, n)
+		case !errors.Is(err, pebble.ErrNotFound):
+			return fmt.Errorf("pack %d: reading watermark: %w", id, ioErr(err))
+		}
+		if wm >= size {
+			continue
+		}
+		for p := wm; p < size; {
+			rec, ref, next, err := s.scanPackRecord(id, p)
+			if errors.Is(err, asl.ErrIntegrity) {
+				break // the rest of the pack is garbage
+			}
+			if err != nil {
+				return err
+			}
+			p = next
+			if added[ref] {
+				continue
+			}
+			key := appendIndexKey(nil, ref)
+			present, err := s.has(key)
+			if err != nil {
+				return err
+			}
+			if !present {
+				_ = b.Set(key, appendIndexRecord(nil, rec), nil)
+				added[ref] = true
+				s.packRecovered++
+			}
+		}
+		_ = b.Set(watermarkKey(id), appendCBOR(nil, size), nil)
+	}
+	if b.Empty() {
+		return nil
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("indexing pack records: %w", ioErr(err))
+	}
+	return nil
+}
+
+// scanPackRecord reads and checks the pack record at p of pack id and
+// returns the index record that names it, its reference, and where the next
+// record starts. Anything wrong with the record wraps asl.ErrIntegrity.
+func (s *Store) scanPackRecord(id, p uint64) (indexRecord, asl.Reference, uint64, error) {
+	f, err := s.packs.reader(id)
+	if err != nil {
+		return indexRecord{}, asl.Reference{}, 0, err
+	}
+	win := make([]byte, maxPackHead)
+	n, err := f.ReadAt(win, int64(p))
+	if err != nil && !errors.Is(err, io.EOF) {
+		return indexRecord{}, asl.Reference{}, 0, fmt.Errorf("reading pack %d at %d: %w", id, p, err)
+	}
+	var head packHead
+	rest, err := decodeCanonical(win[:n], &head, "pack head")
+	if err != nil {
+		return indexRecord{}, asl.Reference{}, 0, err
+	}
+	ref, err := asl.DecodeReference(head.Ref)
+	if err != nil || !ref.Known() {
+		return indexRecord{}, asl.Reference{}, 0, damaged("pack %d at %d: reference %x", id, p, head.Ref)
+	}
+	c := p + uint64(n-len(rest))
+	v, err := s.packs.read(id, c, head.Stored)
+	if err != nil {
+		return indexRecord{}, asl.Reference{}, 0, err
+	}
+	hl, err := chunkHeaderLen(v)
+	if err != nil {
+		return indexRecord{}, asl.Reference{}, 0, err
+	}
+	var ch chunkHeader
+	if _, err := decodeCanonical(v[:hl], &ch, "chunk"); err != nil {
+		return indexRecord{}, asl.Reference{}, 0, err
+	}
+	rec := indexRecord{Size: ch.Raw, Tag: head.Tag, Stored: head.Stored, Compression: ch.Codec, Pack: id, Offset: c}
+	data, err := s.readPacked(rec)
+	if err != nil {
+		return indexRecord{}, asl.Reference{}, 0, err
+	}
+	if err := verify(ref, rec.header(), data); err != nil {
+		return indexRecord{}, asl.Reference{}, 0, err
+	}
+	return rec, ref, c + uint64(len(v)), nil
 }

@@ -451,15 +451,19 @@ func (s *Store) writeMine(ctx context.Context, items []item, extra *indexExtra) 
 		}
 		return ioErr(it.Close())
 	}
-	var packedAt map[int]indexRecord
+	// A packed batch holds the pack lock from its append to its commit, so
+	// index commits reach the log in pack order (SPECS.md §6.4).
+	var pk packResult
 	if s.packable(items, mine) && !s.anyPresent(probe, present, order) {
 		// Probably a batch of new artifacts: probe the rest while the pack
 		// is written and synced. What turns out to be stored already is
-		// left unnamed in the pack.
+		// left unindexed in the pack.
 		probed := make(chan error, 1)
 		go func() { probed <- probe(order) }()
+		s.packs.mu.Lock()
+		defer s.packs.mu.Unlock()
 		var perr error
-		packedAt, perr = s.packSingles(items, mine)
+		pk, perr = s.packSinglesLocked(items, mine)
 		if err := <-probed; err != nil {
 			return err
 		}
@@ -474,9 +478,11 @@ func (s *Store) writeMine(ctx context.Context, items []item, extra *indexExtra) 
 			items[mine[j]].state = itemPresent
 		}
 	}
-	if packedAt == nil {
+	if pk.recs == nil && s.packable(items, mine) {
+		s.packs.mu.Lock()
+		defer s.packs.mu.Unlock()
 		var err error
-		if packedAt, err = s.packSingles(items, mine); err != nil {
+		if pk, err = s.packSinglesLocked(items, mine); err != nil {
 			return err
 		}
 	}
@@ -493,9 +499,9 @@ func (s *Store) writeMine(ctx context.Context, items []item, extra *indexExtra) 
 		if it.state != itemMine {
 			continue
 		}
-		if pk, ok := packedAt[j]; ok {
+		if rec, ok := pk.recs[j]; ok {
 			var rb [80]byte
-			_ = b.Set(key(j), appendIndexRecord(rb[:0], pk), nil)
+			_ = b.Set(key(j), appendIndexRecord(rb[:0], rec), nil)
 			continue
 		}
 		if it.staged {
@@ -516,12 +522,26 @@ func (s *Store) writeMine(ctx context.Context, items []item, extra *indexExtra) 
 	if extra != nil {
 		extra.addTo(b)
 	}
+	// A batch whose only payloads are in the synced pack needs no sync of
+	// its own: Open rebuilds index records above the pack's watermark from
+	// the pack. Index entries (extra) have no such copy.
+	sync := pebble.Sync
+	if pk.recs != nil {
+		var vb [16]byte
+		_ = b.Set(watermarkKey(pk.pack), appendCBOR(vb[:0], pk.end), nil)
+		if extra == nil && allPacked(items, mine, pk.recs) {
+			sync = pebble.NoSync
+		}
+	}
 	if !b.Empty() {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := b.Commit(pebble.Sync); err != nil {
+		if err := b.Commit(sync); err != nil {
 			return ioErr(err)
+		}
+		if sync == pebble.NoSync {
+			s.unsynced.Store(true)
 		}
 		s.commits.Add(1)
 	}
@@ -569,42 +589,55 @@ func singles(items []item, mine []int) ([]int, int64) {
 	return js, total
 }
 
-// packable reports whether packSingles would pack.
+// packable reports whether the items still to be written are packed.
 func (s *Store) packable(items []item, mine []int) bool {
 	js, total := singles(items, mine)
 	return s.packMin >= 0 && len(js) > 0 && total >= s.packMin
 }
 
-// packSingles appends the payloads of the single-chunk items among
-// items[mine[j]] still to be written to a pack, in one synced write, when
-// they add up to at least packMin bytes, and returns their index records
-// keyed by j. Below packMin it returns nil: the payloads then travel in the
-// Pebble batch, so a small put costs one fsync, not two (SPECS.md §6.4,
-// "Pack files").
-func (s *Store) packSingles(items []item, mine []int) (map[int]indexRecord, error) {
-	js, total := singles(items, mine)
-	if s.packMin < 0 || len(js) == 0 || total < s.packMin {
-		return nil, nil
+// allPacked reports whether every item among items[mine[j]] still to be
+// written has its payload in the pack.
+func allPacked(items []item, mine []int, recs map[int]indexRecord) bool {
+	for j, i := range mine {
+		if _, ok := recs[j]; items[i].state == itemMine && !ok {
+			return false
+		}
 	}
-	codecs := make([]uint8, len(js))
-	raws := make([]uint64, len(js))
-	stored := make([][]byte, len(js))
+	return true
+}
+
+// packResult is what packSinglesLocked appended: the index records keyed by
+// j, and the pack's id and end offset after the append.
+type packResult struct {
+	recs      map[int]indexRecord
+	pack, end uint64
+}
+
+// packSinglesLocked appends the payloads of the single-chunk items among
+// items[mine[j]] still to be written to a pack, in one synced write, and
+// returns their index records. The caller holds s.packs.mu and has checked
+// packable: below PackMin the payloads travel in the Pebble batch instead,
+// so a small put costs one fsync, not two (SPECS.md §6.4, "Pack files").
+func (s *Store) packSinglesLocked(items []item, mine []int) (packResult, error) {
+	js, _ := singles(items, mine)
+	pis := make([]packItem, len(js))
 	for k, j := range js {
 		it := &items[mine[j]]
-		codecs[k], stored[k] = compressChunk(it.payload, nil, s.minCompress)
-		raws[k] = it.hdr.Size
+		pis[k] = packItem{ref: it.ref, hdr: it.hdr}
+		pis[k].codec, pis[k].stored = compressChunk(it.payload, nil, s.minCompress)
 	}
-	at, err := s.packs.append(codecs, raws, stored)
+	offs, pack, end, err := s.packs.appendLocked(pis)
 	if err != nil {
-		return nil, err
+		return packResult{}, err
 	}
-	recs := make(map[int]indexRecord, len(js))
+	res := packResult{recs: make(map[int]indexRecord, len(js)), pack: pack, end: end}
 	for k, j := range js {
-		rec := indexRecord{Size: raws[k], Stored: uint64(len(stored[k])), Compression: uint64(codecs[k]), Pack: at[k].pack, Offset: at[k].offset}
-		setTag(&rec, items[mine[j]].hdr)
-		recs[j] = rec
+		pi := &pis[k]
+		rec := indexRecord{Size: pi.hdr.Size, Stored: uint64(len(pi.stored)), Compression: uint64(pi.codec), Pack: pack, Offset: offs[k]}
+		setTag(&rec, pi.hdr)
+		res.recs[j] = rec
 	}
-	return recs, nil
+	return res, nil
 }
 
 func setTag(rec *indexRecord, hdr asl.Header) {

@@ -18,6 +18,7 @@ const (
 	prefixChunk   = 'k' // 'k' || blob u64 BE || chunk u64 BE: one chunk of a blob
 	prefixCounter = 'n' // 'n': the blob id lease (CBOR unsigned integer)
 	prefixStaging = 's' // 's' || blob u64 BE: a blob whose put has not committed
+	prefixPack    = 'p' // 'p' || pack u64 BE: the pack's watermark (CBOR unsigned integer)
 )
 
 const (
@@ -146,6 +147,10 @@ func appendChunkKey(dst []byte, blob, chunk uint64) []byte {
 	dst = append(dst, prefixChunk)
 	dst = binary.BigEndian.AppendUint64(dst, blob)
 	return binary.BigEndian.AppendUint64(dst, chunk)
+}
+
+func watermarkKey(pack uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{prefixPack}, pack)
 }
 
 func stagingKey(blob uint64) []byte {
@@ -319,14 +324,17 @@ func decodeChunk(b []byte, blob, chunk, raw uint64) (chunkHeader, []byte, error)
 }
 
 // decodeCounter decodes the blob id lease value.
-func decodeCounter(b []byte) (uint64, error) {
+func decodeCounter(b []byte) (uint64, error) { return decodeUintRecord(b, "counter") }
+
+// decodeUintRecord decodes a record that is one CBOR unsigned integer.
+func decodeUintRecord(b []byte, what string) (uint64, error) {
 	var n uint64
-	rest, err := decodeCanonical(b, &n, "counter")
+	rest, err := decodeCanonical(b, &n, what)
 	if err != nil {
 		return 0, err
 	}
 	if len(rest) != 0 {
-		return 0, damaged("counter record: %d trailing bytes", len(rest))
+		return 0, damaged("%s record: %d trailing bytes", what, len(rest))
 	}
 	return n, nil
 }

@@ -111,8 +111,10 @@ type Store struct {
 	claims [256]claimShard
 	bufs   sync.Pool // *[]byte of capacity chunkSize
 
-	commits   atomic.Uint64 // Pebble batch commits, for tests
-	recovered int           // staged blobs deleted by Open
+	commits       atomic.Uint64 // Pebble batch commits, for tests
+	recovered     int           // staged blobs deleted by Open
+	packRecovered int           // pack records indexed by Open
+	unsynced      atomic.Bool   // a commit relied on a pack's sync
 }
 
 var _ asl.Store = (*Store)(nil)
@@ -367,6 +369,11 @@ func start(db *pebble.DB, dir string, s settings) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
+	if err := st.recoverPacks(); err != nil {
+		st.packs.close()
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
 	for i := range st.claims {
 		st.claims[i].m = make(map[asl.Reference]*claim)
 	}
@@ -490,7 +497,15 @@ func (s *Store) Close() error {
 	if old != 0 {
 		<-s.drained
 	}
-	err := s.db.Close()
+	var err error
+	if s.unsynced.Load() {
+		// Index records committed without a sync: make them durable so the
+		// next Open has nothing to rebuild.
+		err = ioErr(s.db.LogData(nil, pebble.Sync))
+	}
+	if cerr := s.db.Close(); err == nil {
+		err = cerr
+	}
 	if perr := s.packs.close(); err == nil {
 		err = perr
 	}
