@@ -23,6 +23,9 @@ const (
 	// packMaxBytes is the size from which a pack file takes no more
 	// appends and the next one is started.
 	packMaxBytes = 1 << 30
+	// packWriteBytes is the size of the writes an append gathers its
+	// records into.
+	packWriteBytes = 1 << 20
 	// packDir is the subdirectory of the store that holds the pack files.
 	packDir = "packs"
 	// packSuffix ends every pack file name: the pack id in decimal, padded
@@ -160,26 +163,43 @@ func (p *packs) appendLocked(items []packItem) (offs []uint64, pack, end uint64,
 		}
 	}
 	offs = make([]uint64, len(items))
-	buf := p.buf[:0]
+	// Records are gathered into writes of about packWriteBytes, so the
+	// buffer stays small whatever the batch size.
+	buf, at := p.buf[:0], p.curSize
+	flush := func() error {
+		if _, err := p.cur.WriteAt(buf, at); err != nil {
+			p.abandonLocked()
+			return fmt.Errorf("writing pack %d at %d: %w", p.curID, at, err)
+		}
+		at += int64(len(buf))
+		buf = buf[:0]
+		return nil
+	}
 	for i, it := range items {
 		buf = appendPackHead(buf, it.ref, it.hdr, len(it.stored))
-		off := uint64(p.curSize) + uint64(len(buf))
+		off := uint64(at) + uint64(len(buf))
 		offs[i] = off
 		ch := chunkHeader{Codec: uint64(it.codec), Raw: it.hdr.Size, CRC: chunkCRC(p.curID, off, it.codec, it.hdr.Size, it.stored)}
 		buf = append(appendChunkHeader(buf, ch), it.stored...)
+		if len(buf) >= packWriteBytes {
+			if err := flush(); err != nil {
+				return nil, 0, 0, err
+			}
+		}
 	}
-	if cap(buf) <= 4<<20 {
+	if len(buf) > 0 {
+		if err := flush(); err != nil {
+			return nil, 0, 0, err
+		}
+	}
+	if cap(buf) <= 2*packWriteBytes+MaxChunkSize/8 {
 		p.buf = buf[:0]
-	}
-	if _, err := p.cur.WriteAt(buf, p.curSize); err != nil {
-		p.abandonLocked()
-		return nil, 0, 0, fmt.Errorf("writing pack %d at %d: %w", p.curID, p.curSize, err)
 	}
 	if err := p.cur.SyncData(); err != nil {
 		p.abandonLocked()
 		return nil, 0, 0, fmt.Errorf("syncing pack %d: %w", p.curID, err)
 	}
-	p.curSize += int64(len(buf))
+	p.curSize = at
 	return offs, p.curID, uint64(p.curSize), nil
 }
 

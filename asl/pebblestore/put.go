@@ -459,7 +459,7 @@ func (s *Store) writeMine(ctx context.Context, items []item, extra *indexExtra) 
 		// is written and synced. What turns out to be stored already is
 		// left unindexed in the pack.
 		probed := make(chan error, 1)
-		go func() { probed <- probe(order) }()
+		go func() { probed <- probeParallel(probe, order) }()
 		s.packs.mu.Lock()
 		defer s.packs.mu.Unlock()
 		var perr error
@@ -470,7 +470,7 @@ func (s *Store) writeMine(ctx context.Context, items []item, extra *indexExtra) 
 		if perr != nil {
 			return perr
 		}
-	} else if err := probe(order); err != nil {
+	} else if err := probeParallel(probe, order); err != nil {
 		return err
 	}
 	for j, ok := range present {
@@ -494,7 +494,10 @@ func (s *Store) writeMine(ctx context.Context, items []item, extra *indexExtra) 
 			s.putBuf(scratch)
 		}
 	}()
-	for j, i := range mine {
+	// In key order: each memtable insert starts from the previous one's
+	// position in the skiplist.
+	for _, j := range order {
+		i := mine[j]
 		it := &items[i]
 		if it.state != itemMine {
 			continue
@@ -554,6 +557,31 @@ func (s *Store) writeMine(ctx context.Context, items []item, extra *indexExtra) 
 		}
 	}
 	return nil
+}
+
+// parallelProbeMin is the number of keys from which probeParallel spreads
+// the probes over all processors.
+const parallelProbeMin = 256
+
+// probeParallel runs probe over order, in GOMAXPROCS contiguous ranges on
+// as many goroutines (each with its own iterator) for large batches.
+func probeParallel(probe func([]int) error, order []int) error {
+	procs := runtime.GOMAXPROCS(0)
+	if len(order) < parallelProbeMin || procs < 2 {
+		return probe(order)
+	}
+	errs := make([]error, procs)
+	var wg sync.WaitGroup
+	for r := range procs {
+		lo, hi := r*len(order)/procs, (r+1)*len(order)/procs
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[r] = probe(order[lo:hi])
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // presenceSample is how many keys of a packable batch are probed before
