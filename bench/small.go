@@ -192,7 +192,7 @@ func runSmall(ctx context.Context, e *Env) ([]Row, error) {
 			Baseline: &Baseline{perSec(n, p.hash), "artifacts/s", "SHA-256 of same ArtifactBytes"},
 			Target:   &Target{">= 250,000/s", OnFigure, AtLeast, 250_000},
 			PeakRSS:  p.rss,
-			Note: fmt.Sprintf("%s random (incompressible) artifacts, PutBatch of %d each (one synced commit per batch, %d commits), fresh store; %s in PutBatch; %s",
+			Note: fmt.Sprintf("%s random (incompressible) artifacts, PutBatch of %d each (one sync per batch, %d batches: the pack file's fdatasync), fresh store; %s in PutBatch; %s",
 				label, batch, p.batches, p.put.Round(time.Millisecond), ioText(p.io, int64(n*size), "written")),
 		}
 	}
