@@ -5,8 +5,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/amduat/amduat/asl"
-	"github.com/amduat/amduat/opreg"
+	"github.com/amduat/amduat/bench"
 	"github.com/amduat/amduat/pel"
 )
 
@@ -63,39 +62,22 @@ func BenchmarkValidate(b *testing.B) {
 	}
 }
 
-// BenchmarkExecOverhead compares Exec_DAG on a chain of n slice nodes (each
-// takes bytes [0, 8) of the previous output, so the operation itself is
-// trivial) with calling the same operation functions directly from Go in a
-// loop. The difference is the engine's per-node cost.
+// BenchmarkExecOverhead compares Exec_DAG on bench.ChainShape (a chain of n
+// slice nodes, each taking bytes [0, 8) of the previous output, so the
+// operation itself is trivial) with the shape's direct calls of the same
+// operation functions from Go. The difference is the engine's per-node cost.
 func BenchmarkExecOverhead(b *testing.B) {
 	for _, n := range []int{1_000, 100_000} {
-		nodes := make([]pel.Node, n)
-		nodes[0] = constNode(b, 1, "0123456789abcdef")
-		sp := opreg.EncodeSliceParams(opreg.SliceParams{Offset: 0, Length: 8})
-		for i := 1; i < n; i++ {
-			nodes[i] = pel.Node{ID: pel.NodeID(i + 1), Op: opreg.OpSlice, Inputs: []pel.DagInput{pel.FromNode(pel.NodeID(i), 0)}, Params: sp}
-		}
-		p := pel.Program{Nodes: nodes, Roots: root(pel.NodeID(n))}
-		a := mustArtifact(b, p)
-		pl, err := pel.Prepare(p, nil)
+		shape := bench.ChainShape(n)
+		a := mustArtifact(b, shape.Program)
+		pl, err := pel.Prepare(shape.Program, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
-		constOp, _ := opreg.Kernel().Lookup(opreg.OpConst)
-		sliceOp, _ := opreg.Kernel().Lookup(opreg.OpSlice)
-		cv, _ := constOp.DecodeParams(nodes[0].Params)
-		sv, _ := sliceOp.DecodeParams(sp)
-
 		b.Run(fmt.Sprintf("direct-%d", n), func(b *testing.B) {
 			perNode(b, n, func() {
-				outs, _ := constOp.Run(opreg.Call{Params: cv})
-				in := make([]asl.Artifact, 1)
-				for i := 1; i < n; i++ {
-					in[0] = outs[0]
-					outs, _ = sliceOp.Run(opreg.Call{Inputs: in, Params: sv})
-				}
-				if len(outs[0].Bytes) != 8 {
-					b.Fatal("wrong output")
+				if out, err := shape.Direct(); err != nil || len(out.Bytes) != 8 {
+					b.Fatal("wrong output", err)
 				}
 			})
 		})
