@@ -297,11 +297,6 @@ func checkSurfaceRun(ctx context.Context, v Vector) error {
 	if err := mem.compare(exp); err != nil {
 		return fmt.Errorf("memstore: %w", err)
 	}
-	if len(in.Damaged) > 0 {
-		// Damage is applied with memstore.Corrupt; the Pebble store has no
-		// API to damage its records, so damaged vectors run on memstore only.
-		return nil
-	}
 	dir, err := os.MkdirTemp("", "amduat-conformance-*")
 	if err != nil {
 		return err
@@ -311,7 +306,7 @@ func checkSurfaceRun(ctx context.Context, v Vector) error {
 	if err != nil {
 		return fmt.Errorf("pebblestore: %w", err)
 	}
-	peb, err := runSurface(ctx, ps, nil, id, arts, nil, req)
+	peb, err := runSurface(ctx, ps, ps.Corrupt, id, arts, in.Damaged, req)
 	if cerr := ps.Close(); err == nil && cerr != nil {
 		err = cerr
 	}

@@ -270,3 +270,28 @@ func TestOpenUpgradesVersion1(t *testing.T) {
 }
 
 func isIntegrity(err error) bool { return errors.Is(err, asl.ErrIntegrity) }
+
+// TestCorruptHook: Corrupt makes every read of an artifact fail with
+// ErrIntegrity, whatever its record was (inline, packed, chunked), and
+// reports a missing artifact.
+func TestCorruptHook(t *testing.T) {
+	ctx := context.Background()
+	s := newMemStore(t, &Options{ChunkSize: MinChunkSize, PackMin: 1})
+	arts := []asl.Artifact{asl.Tagged(3, []byte("inline")), asl.Untagged(genBytes(120, 3*MinChunkSize, false))}
+	refs, err := s.PutBatch(ctx, asl.HashSHA256, arts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs = append(refs, put(t, s, asl.HashSHA256, asl.Untagged([]byte("inline, one fsync"))))
+	for _, ref := range refs {
+		if !s.Corrupt(ref, []byte("other bytes")) {
+			t.Fatalf("Corrupt(%s) = false", ref)
+		}
+		if _, err := asl.Get(ctx, s, ref, 0); !isIntegrity(err) {
+			t.Fatalf("Get after Corrupt: %v", err)
+		}
+	}
+	if s.Corrupt(asl.MustDerive(asl.HashSHA256, asl.Untagged([]byte("absent"))), nil) {
+		t.Fatal("Corrupt of an absent artifact reported true")
+	}
+}

@@ -124,3 +124,30 @@ func prefixEnd(p []byte) []byte {
 	}
 	return nil
 }
+
+// Corrupt replaces the stored bytes of ref with b, for tests of integrity
+// checking (the conformance damage vectors): the artifact's index value
+// becomes an inline record of b, well-formed (its own CRC holds) but not
+// hashing to ref, so every read of ref fails with asl.ErrIntegrity. It
+// reports whether ref was present. Whatever ref's record named before (a
+// blob, a pack record) is left unreferenced. Never use it on real data.
+func (s *Store) Corrupt(ref asl.Reference, b []byte) bool {
+	if err := s.acquire(); err != nil {
+		return false
+	}
+	defer s.release()
+	key := appendIndexKey(nil, ref)
+	old, closer, err := s.db.Get(key)
+	if err != nil {
+		return false
+	}
+	rec, _, err := decodeIndexHead(old)
+	closer.Close()
+	if err != nil {
+		return false
+	}
+	repl := indexRecord{Size: uint64(len(b)), Tag: rec.Tag, Stored: uint64(len(b))}
+	v := appendIndexRecord(nil, repl)
+	v = append(appendChunkHeader(v, chunkHeader{Codec: codecRaw, Raw: repl.Size, CRC: chunkCRC(0, 0, codecRaw, repl.Size, b)}), b...)
+	return s.db.Set(key, v, pebble.Sync) == nil
+}
