@@ -59,6 +59,10 @@ type packs struct {
 	curID   uint64
 	curSize int64
 	nextID  uint64   // id of the next pack to create
+	// reuseID, when not 0, is the newest pack, found whole by Open: the
+	// first append continues it at reuseSize instead of creating a pack.
+	reuseID   uint64
+	reuseSize int64
 	atOpen  []uint64 // ids of the packs present at Open, ascending
 	buf     []byte
 
@@ -156,6 +160,13 @@ func (p *packs) appendLocked(items []packItem) (offs []uint64, pack, end uint64,
 	total := 0
 	for _, it := range items {
 		total += maxPackHead + maxChunkHeader + len(it.stored)
+	}
+	if p.cur == nil && p.reuseID != 0 {
+		id, size := p.reuseID, p.reuseSize
+		p.reuseID = 0
+		if f, err := p.fs.OpenReadWrite(p.fs.PathJoin(p.dir, packName(id)), vfs.WriteCategoryUnspecified); err == nil {
+			p.cur, p.curID, p.curSize = f, id, size
+		}
 	}
 	if p.cur == nil || p.curSize+int64(total) > packMaxBytes && p.curSize > int64(len(packMagic)) {
 		if err := p.rollLocked(); err != nil {
@@ -371,9 +382,11 @@ func (s *Store) readPacked(rec indexRecord) ([]byte, error) {
 // pack, synced first, keeps the records (SPECS.md §6.4, "Pack files"). A
 // record is indexed only if it parses, its chunk value passes every check,
 // and its payload hashes to the reference in its head; the scan of a pack
-// stops at the first record that does not (a torn or abandoned tail). The
-// watermarks are then moved to the ends of the packs, in one synced batch
-// with the rebuilt index records.
+// stops at the first record that does not (a torn or abandoned tail), and
+// seals the pack (watermark one past its end) so that nothing is ever
+// appended after such bytes. The watermarks move to the ends of the packs
+// in one synced batch with the rebuilt index records; the newest pack, when
+// whole, takes the next appends.
 func (s *Store) recoverPacks() error {
 	b := s.db.NewBatch()
 	defer b.Close()
@@ -397,18 +410,19 @@ func (s *Store) recoverPacks() error {
 		case !errors.Is(err, pebble.ErrNotFound):
 			return fmt.Errorf("pack %d: reading watermark: %w", id, ioErr(err))
 		}
-		if wm >= size {
-			continue
-		}
+		clean := wm <= size
+		found := 0
 		for p := wm; p < size; {
 			rec, ref, next, err := s.scanPackRecord(id, p)
 			if errors.Is(err, asl.ErrIntegrity) {
-				break // the rest of the pack is garbage
+				clean = false // the rest of the pack is garbage
+				break
 			}
 			if err != nil {
 				return err
 			}
 			p = next
+			found++
 			if added[ref] {
 				continue
 			}
@@ -423,7 +437,30 @@ func (s *Store) recoverPacks() error {
 				s.packRecovered++
 			}
 		}
-		_ = b.Set(watermarkKey(id), appendCBOR(nil, size), nil)
+		if found > 0 {
+			// The records just found may not have been synced before the
+			// crash: sync them before any index record names them.
+			f, err := s.packs.reader(id)
+			if err == nil {
+				err = f.Sync()
+			}
+			if err != nil {
+				return fmt.Errorf("syncing pack %d: %w", id, err)
+			}
+		}
+		// A pack whose scan stopped early is sealed: its watermark goes one
+		// past its end, so no later Open lets an append continue it.
+		switch end := size + 1; {
+		case !clean && wm != end && wm <= size:
+			_ = b.Set(watermarkKey(id), appendCBOR(nil, end), nil)
+		case clean && wm != size:
+			_ = b.Set(watermarkKey(id), appendCBOR(nil, size), nil)
+		}
+		// The newest pack takes further appends if everything in it is
+		// whole: nothing may ever be written after bytes that are not.
+		if id == s.packs.atOpen[len(s.packs.atOpen)-1] && clean && size < packMaxBytes {
+			s.packs.reuseID, s.packs.reuseSize = id, int64(size)
+		}
 	}
 	if b.Empty() {
 		return nil

@@ -122,6 +122,7 @@ func TestPackRoundTrip(t *testing.T) {
 		checkNoOrphans(t, s)
 	}
 	check(s)
+	size := packDirBytes(t, s)
 	s.Close()
 	s, err = Open("store", &Options{FS: fs})
 	if err != nil {
@@ -129,14 +130,14 @@ func TestPackRoundTrip(t *testing.T) {
 	}
 	defer s.Close()
 	check(s)
-	// Appends after Open go to a new pack.
+	// The pack is whole, so appends after Open continue it.
 	more, err := s.PutBatch(ctx, asl.HashSHA256, []asl.Artifact{asl.Untagged(genBytes(305, 100<<10, false))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	head := appendPackHead(nil, more[0], asl.Header{Size: 100 << 10}, 100<<10)
-	if rec := indexOf(t, s, more[0]); rec.Pack != 2 || rec.Offset != uint64(len(packMagic)+len(head)) {
-		t.Fatalf("first put after Open: %+v, want pack 2 at offset %d", rec, len(packMagic)+len(head))
+	if rec := indexOf(t, s, more[0]); rec.Pack != 1 || rec.Offset != uint64(size)+uint64(len(head)) {
+		t.Fatalf("first put after Open: %+v, want pack 1 at offset %d", rec, uint64(size)+uint64(len(head)))
 	}
 }
 
@@ -400,7 +401,7 @@ func TestPackRecovery(t *testing.T) {
 	checkNoOrphans(t, cs)
 	// The watermark moved past the garbage: a second Open rebuilds nothing.
 	cs.Close()
-	again, err := Open("store", &Options{FS: fresh})
+	again, err := Open("store", &Options{FS: fresh, PackMin: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,9 +409,13 @@ func TestPackRecovery(t *testing.T) {
 	if again.packRecovered != 0 {
 		t.Fatalf("second Open indexed %d records", again.packRecovered)
 	}
-	// The lost artifacts can be put again.
+	// The lost artifacts can be put again; they go to a new pack, never
+	// after the garbage.
 	if _, err := again.PutBatch(ctx, asl.HashSHA256, arts[40:]); err != nil {
 		t.Fatal(err)
+	}
+	if rec := indexOf(t, again, forged[0]); rec.Pack != 2 {
+		t.Fatalf("re-put after a damaged tail went to pack %d, want 2", rec.Pack)
 	}
 	for i, ref := range forged {
 		if got := get(t, again, ref); !sameArtifact(got, arts[40+i]) {
