@@ -58,13 +58,13 @@ type packs struct {
 	cur     vfs.File   // the pack appended to; nil until the first append
 	curID   uint64
 	curSize int64
-	nextID  uint64   // id of the next pack to create
+	nextID  uint64 // id of the next pack to create
 	// reuseID, when not 0, is the newest pack, found whole by Open: the
 	// first append continues it at reuseSize instead of creating a pack.
 	reuseID   uint64
 	reuseSize int64
-	atOpen  []uint64 // ids of the packs present at Open, ascending
-	buf     []byte
+	atOpen    []uint64 // ids of the packs present at Open, ascending
+	buf       []byte
 
 	rmu     sync.RWMutex
 	readers map[uint64]vfs.File
