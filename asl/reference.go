@@ -237,12 +237,15 @@ func MustDerive(id HashID, a Artifact) Reference {
 }
 
 // Hasher derives a Reference incrementally: it is created with the header,
-// fed exactly Header.Size payload bytes, and then summed.
+// fed exactly Header.Size payload bytes, and then summed. A Hasher may be
+// reused with Reset (a zero Hasher must be Reset before use); Matches checks
+// a Reference without allocating.
 type Hasher struct {
 	id   HashID
 	h    hash.Hash
 	want uint64
 	got  uint64
+	buf  [64]byte // header encoding, then the digest for Matches
 }
 
 var _ io.Writer = (*Hasher)(nil)
@@ -256,6 +259,32 @@ func NewHasher(id HashID, hdr Header) (*Hasher, error) {
 	h := alg.New()
 	h.Write(hdr.AppendHeader(make([]byte, 0, 13)))
 	return &Hasher{id: id, h: h, want: hdr.Size}, nil
+}
+
+// Reset restarts h for an artifact with header hdr under hash id, reusing
+// its hash state when id is the one it had.
+func (h *Hasher) Reset(id HashID, hdr Header) error {
+	if h.h == nil || h.id != id {
+		alg, ok := LookupHash(id)
+		if !ok {
+			return fmt.Errorf("hash id 0x%04x: %w", uint16(id), ErrUnsupported)
+		}
+		h.h = alg.New()
+	} else {
+		h.h.Reset()
+	}
+	h.h.Write(hdr.AppendHeader(h.buf[:0]))
+	h.id, h.want, h.got = id, hdr.Size, 0
+	return nil
+}
+
+// Matches reports whether the payload written so far completes the artifact
+// and hashes to ref. It does not allocate.
+func (h *Hasher) Matches(ref Reference) bool {
+	if h.got != h.want || ref.hashID != h.id {
+		return false
+	}
+	return string(h.h.Sum(h.buf[:0])) == ref.digest
 }
 
 // Write hashes payload bytes. It never fails.

@@ -2,6 +2,7 @@ package pebblestore
 
 import (
 	"bytes"
+	"hash/crc32"
 	"math"
 	"testing"
 
@@ -113,5 +114,18 @@ func TestPackHeadMatchesCBOR(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+	}
+}
+
+// TestChunkCRC: the hand-rolled prefix gives crc32.Checksum of the whole
+// input, and costs no allocation.
+func TestChunkCRC(t *testing.T) {
+	payload := []byte("hello")
+	in := append(bytes.Clone([]byte{0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0, 0, 0, 0, 5}), payload...)
+	if got, want := chunkCRC(7, 2, 1, 5, payload), crc32.Checksum(in, crcTable); got != want {
+		t.Fatalf("chunkCRC %08x, crc32 %08x", got, want)
+	}
+	if n := testing.AllocsPerRun(100, func() { chunkCRC(1, 2, 0, 5, payload) }); n != 0 {
+		t.Fatalf("chunkCRC allocates %v times", n)
 	}
 }

@@ -167,7 +167,13 @@ func chunkCRC(blob, chunk uint64, codec uint8, raw uint64, payload []byte) uint3
 	binary.BigEndian.PutUint64(b[8:], chunk)
 	b[16] = codec
 	binary.BigEndian.PutUint64(b[17:], raw)
-	return crc32.Update(crc32.Update(0, crcTable, b[:]), crcTable, payload)
+	// The 25 position bytes go through the table by hand: handing a local
+	// array to crc32.Update moves it to the heap.
+	c := ^uint32(0)
+	for _, x := range b {
+		c = crcTable[byte(c)^x] ^ c>>8
+	}
+	return crc32.Update(^c, crcTable, payload)
 }
 
 // damaged wraps a description of a damaged record in ErrIntegrity.
