@@ -75,10 +75,19 @@ func compressChunk(raw, scratch []byte, minSize int) (uint8, []byte) {
 	return codecZstd, out
 }
 
+// decodeSlack is the spare capacity decompress wants past the raw size:
+// with at least 16 bytes of room past a block, klauspost/compress decodes
+// every block with its wide copies rather than the bounds-exact ones it
+// must use for a block that ends at the destination's capacity (the last
+// block of every chunk); that decodes text ~40% faster.
+const decodeSlack = 64
+
 // decompress decodes a zstd payload that must expand to exactly raw bytes,
 // into dst (reused when its capacity suffices). The frame must declare its
-// content size as raw, and decoding stops at raw bytes, so a hostile payload
-// cannot make it allocate more.
+// content size as raw, and decoding stops at raw+decodeSlack bytes, so a
+// hostile payload cannot make it allocate more (nor write past dst's
+// capacity). A dst with decodeSlack spare capacity decodes faster; one of
+// capacity raw still works.
 func decompress(payload []byte, raw uint64, dst []byte) ([]byte, error) {
 	var fh zstd.Header
 	if err := fh.Decode(payload); err != nil {
@@ -87,11 +96,15 @@ func decompress(payload []byte, raw uint64, dst []byte) ([]byte, error) {
 	if !fh.HasFCS || fh.FrameContentSize != raw {
 		return nil, damaged("zstd frame declares %d bytes (present %v), record says %d", fh.FrameContentSize, fh.HasFCS, raw)
 	}
-	if uint64(cap(dst)) < raw {
-		dst = make([]byte, 0, raw)
+	limit := raw + decodeSlack
+	switch {
+	case uint64(cap(dst)) < raw:
+		dst = make([]byte, 0, limit)
+	case uint64(cap(dst)) < limit:
+		limit = raw
 	}
 	_, dec := codecs()
-	out, err := dec.DecodeAll(payload, dst[:0:raw])
+	out, err := dec.DecodeAll(payload, dst[:0:limit])
 	if err != nil {
 		return nil, damaged("zstd payload: %v", err)
 	}

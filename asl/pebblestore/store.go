@@ -534,7 +534,9 @@ func (s *Store) getBuf() *[]byte {
 	if b, ok := s.bufs.Get().(*[]byte); ok {
 		return b
 	}
-	b := make([]byte, s.chunkSize)
+	// Spare capacity past the chunk lets zstd decode a chunk's last block
+	// with its fast copies (decompress); users slice by length.
+	b := make([]byte, s.chunkSize, s.chunkSize+decodeSlack)
 	return &b
 }
 

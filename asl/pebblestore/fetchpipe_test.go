@@ -1,0 +1,436 @@
+package pebblestore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+const pipeChunk = 16 << 10
+
+// readerGoroutines counts the goroutines running chunkReader code.
+func readerGoroutines() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "pebblestore.(*chunkReader)") {
+			count++
+		}
+	}
+	return count
+}
+
+// checkNoReaderGoroutines waits for every chunkReader goroutine to exit.
+func checkNoReaderGoroutines(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n := readerGoroutines()
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d chunk reader goroutines left:\n%s", n, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// readInPieces reads rc to the end in pieces of step bytes.
+func readInPieces(rc io.Reader, step int) ([]byte, error) {
+	var got []byte
+	buf := make([]byte, step)
+	for {
+		n, err := rc.Read(buf)
+		got = append(got, buf[:n]...)
+		if err == io.EOF {
+			return got, nil
+		}
+		if err != nil {
+			return got, err
+		}
+	}
+}
+
+type pipeArtifact struct {
+	name string
+	data []byte
+	ref  asl.Reference
+}
+
+// putPipeArtifacts stores chunked artifacts of 2 to 38 chunks of pipeChunk
+// bytes, compressible and not.
+func putPipeArtifacts(t *testing.T, s *Store) []pipeArtifact {
+	t.Helper()
+	var arts []pipeArtifact
+	for _, size := range []int{pipeChunk + 1, 2 * pipeChunk, 7*pipeChunk - 1, 37*pipeChunk + 123} {
+		for _, text := range []bool{false, true} {
+			data := genBytes(uint64(size), size, text)
+			ref := put(t, s, asl.HashSHA256, asl.Untagged(data))
+			if rec := indexOf(t, s, ref); (rec.Compression == compNone) == text {
+				t.Fatalf("%d bytes, compressible %v: stored with compression %d", size, text, rec.Compression)
+			}
+			arts = append(arts, pipeArtifact{fmt.Sprintf("%d bytes, compressible %v", size, text), data, ref})
+		}
+	}
+	return arts
+}
+
+func TestFetchPipelineRoundTrip(t *testing.T) {
+	fs := vfs.NewMem()
+	s := newMemStore(t, &Options{FS: fs, ChunkSize: pipeChunk, IngestMin: -1})
+	arts := putPipeArtifacts(t, s)
+	t.Run("pooled buffers", func(t *testing.T) { checkPipeArtifacts(t, s, arts) })
+	s.Close()
+	// Reopened with another chunk size, the records keep theirs: the
+	// reader's buffers then come from outside the store's pool.
+	s2, err := Open("store", &Options{FS: fs, ChunkSize: 2 * pipeChunk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	t.Run("other chunk size", func(t *testing.T) { checkPipeArtifacts(t, s2, arts) })
+	checkNoReaderGoroutines(t)
+}
+
+func checkPipeArtifacts(t *testing.T, s *Store, arts []pipeArtifact) {
+	ctx := context.Background()
+	for _, a := range arts {
+		if rec := indexOf(t, s, a.ref); rec.inline() || rec.Chunk != pipeChunk {
+			t.Fatalf("%s: record with blob %d, chunk size %d", a.name, rec.Blob, rec.Chunk)
+		}
+		for _, step := range []int{1000, pipeChunk, 3*pipeChunk + 7} {
+			rc, hdr, err := s.Fetch(ctx, a.ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := readInPieces(rc, step)
+			rc.Close()
+			if err != nil || hdr.Size != uint64(len(a.data)) || !bytes.Equal(got, a.data) {
+				t.Fatalf("%s: read in steps of %d: %d of %d bytes, equal %v, %v", a.name, step, len(got), len(a.data), bytes.Equal(got, a.data), err)
+			}
+		}
+		rc, _, err := s.Fetch(ctx, a.ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		n, err := io.Copy(&out, rc) // through WriteTo
+		rc.Close()
+		if err != nil || n != int64(len(a.data)) || !bytes.Equal(out.Bytes(), a.data) {
+			t.Fatalf("%s: io.Copy: %d bytes, %v", a.name, n, err)
+		}
+	}
+}
+
+// TestFetchEarlyClose closes readers at every stage of a read: before the
+// first byte, mid-chunk, on chunk boundaries, just before the end. Close is
+// idempotent, later reads fail, and no reader goroutine is left.
+func TestFetchEarlyClose(t *testing.T) {
+	ctx := context.Background()
+	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1})
+	for _, text := range []bool{false, true} {
+		data := genBytes(7, 40*pipeChunk+5, text)
+		ref := put(t, s, asl.HashSHA256, asl.Untagged(data))
+		for _, n := range []int{0, 1, pipeChunk - 1, pipeChunk, 3*pipeChunk + 17, 39 * pipeChunk, len(data) - 1} {
+			rc, _, err := s.Fetch(ctx, ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([]byte, n)
+			if _, err := io.ReadFull(rc, got); err != nil || !bytes.Equal(got, data[:n]) {
+				t.Fatalf("reading %d bytes: %v", n, err)
+			}
+			if err := rc.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := rc.Close(); err != nil {
+				t.Fatalf("second Close: %v", err)
+			}
+			if m, err := rc.Read(make([]byte, 10)); m != 0 || err == nil || err == io.EOF {
+				t.Fatalf("Read after Close after %d bytes: %d, %v", n, m, err)
+			}
+		}
+	}
+	checkNoReaderGoroutines(t)
+}
+
+// TestFetchConcurrentReaders runs many readers at once, some closed early,
+// against the same and different artifacts (run it with -race).
+func TestFetchConcurrentReaders(t *testing.T) {
+	ctx := context.Background()
+	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1})
+	arts := putPipeArtifacts(t, s)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			for k := range 2 * len(arts) {
+				a := arts[(g+k)%len(arts)]
+				rc, _, err := s.Fetch(ctx, a.ref)
+				if err != nil {
+					errs <- err
+					return
+				}
+				var got []byte
+				switch k % 3 {
+				case 0:
+					got, err = readInPieces(rc, 4093)
+				case 1:
+					var out bytes.Buffer
+					_, err = io.Copy(&out, rc)
+					got = out.Bytes()
+				default:
+					got = make([]byte, len(a.data)/2)
+					_, err = io.ReadFull(rc, got)
+				}
+				rc.Close()
+				if err == nil && !bytes.Equal(got, a.data[:len(got)]) || err == nil && k%3 != 2 && len(got) != len(a.data) {
+					err = fmt.Errorf("%s: wrong bytes", a.name)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	checkNoReaderGoroutines(t)
+}
+
+// TestFetchErrorOrder damages chunks 3 and 5 of an artifact: whichever
+// fails first, the reader returns exactly chunks 0-2 and then chunk 3's
+// error; with only chunk 5 damaged and chunk 3 slow, chunks 0-4 and then
+// chunk 5's error.
+func TestFetchErrorOrder(t *testing.T) {
+	ctx := context.Background()
+	const chunks = 12
+	for _, text := range []bool{false, true} {
+		s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1})
+		data := genBytes(21, chunks*pipeChunk-100, text)
+		ref := put(t, s, asl.HashSHA256, asl.Untagged(data))
+		rec := indexOf(t, s, ref)
+		damage := func(i uint64) {
+			key, v := chunkValue(t, s, ref, i)
+			rawSet(t, s, key, flip(v, headLen(t, v)+7, 0x20))
+		}
+		deleteChunk := func(i uint64) {
+			key, _ := chunkValue(t, s, ref, i)
+			if err := s.db.Delete(key, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// read runs a reader whose chunk 3 waits until chunk 5 was read.
+		read := func(t *testing.T, step int, wantChunks int, wantErr string) {
+			t.Helper()
+			fiveDone := make(chan struct{})
+			readFn := func(rec indexRecord, i uint64, buf []byte) (chunkData, error) {
+				if i == 3 {
+					select {
+					case <-fiveDone:
+					case <-time.After(5 * time.Second):
+						t.Error("chunk 5 was not read while chunk 3 was in flight")
+					}
+				}
+				c, err := s.readChunk(rec, i, buf)
+				if i == 5 {
+					close(fiveDone)
+				}
+				return c, err
+			}
+			r := s.newChunkReader(ctx, ref, rec, readFn, 3)
+			defer r.Close()
+			got, err := readInPieces(r, step)
+			if !errors.Is(err, asl.ErrIntegrity) || !strings.Contains(err.Error(), wantErr) {
+				t.Fatalf("read ended with %v, want ErrIntegrity naming %q", err, wantErr)
+			}
+			if want := wantChunks * pipeChunk; len(got) != want || !bytes.Equal(got, data[:want]) {
+				t.Fatalf("read %d bytes before the error, want the %d bytes of chunks 0-%d", len(got), want, wantChunks-1)
+			}
+			if _, err2 := r.Read(make([]byte, 1)); err2 != err {
+				t.Fatalf("read after the error: %v, want %v again", err2, err)
+			}
+		}
+		damage(5)
+		t.Run(fmt.Sprintf("text %v/chunk 5", text), func(t *testing.T) {
+			read(t, 5000, 5, "chunk 5 of blob")
+		})
+		deleteChunk(5)
+		damage(3)
+		t.Run(fmt.Sprintf("text %v/chunks 3 and 5", text), func(t *testing.T) {
+			for _, step := range []int{1, 5000, pipeChunk, 4 * pipeChunk} {
+				read(t, step, 3, "chunk 3 of blob")
+			}
+		})
+		t.Run(fmt.Sprintf("text %v/Fetch", text), func(t *testing.T) {
+			for range 20 {
+				rc, _, err := s.Fetch(ctx, ref)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := readInPieces(rc, 7919)
+				rc.Close()
+				if !errors.Is(err, asl.ErrIntegrity) || !strings.Contains(err.Error(), "chunk 3 of blob") || !bytes.Equal(got, data[:3*pipeChunk]) {
+					t.Fatalf("%d bytes, then %v", len(got), err)
+				}
+			}
+		})
+	}
+	checkNoReaderGoroutines(t)
+}
+
+// TestFetchLastChunkWithheld forges the last chunk with a valid CRC: every
+// byte before it is returned, its own bytes never are.
+func TestFetchLastChunkWithheld(t *testing.T) {
+	ctx := context.Background()
+	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1})
+	data := genBytes(5, 10*pipeChunk+99, false)
+	ref := put(t, s, asl.HashSHA256, asl.Untagged(data))
+	rec := indexOf(t, s, ref)
+	last := rec.chunks() - 1
+	key, v := chunkValue(t, s, ref, last)
+	payload := bytes.Clone(v[headLen(t, v):])
+	payload[len(payload)-1] ^= 1
+	ch := chunkHeader{Codec: codecRaw, Raw: uint64(len(payload)), CRC: chunkCRC(rec.Blob, last, codecRaw, uint64(len(payload)), payload)}
+	rawSet(t, s, key, append(appendCBOR(nil, ch), payload...))
+	for _, step := range []int{1, 4096, 1 << 20} {
+		rc, _, err := s.Fetch(ctx, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := readInPieces(rc, step)
+		rc.Close()
+		if !errors.Is(err, asl.ErrIntegrity) || !bytes.Equal(got, data[:last*pipeChunk]) {
+			t.Fatalf("%d bytes, then %v; want the %d bytes before the last chunk, then ErrIntegrity", len(got), err, last*pipeChunk)
+		}
+	}
+	checkNoReaderGoroutines(t)
+}
+
+// TestFetchCancel cancels the context mid-read: the read ends with the
+// context's error, the bytes before it are the artifact's.
+func TestFetchCancel(t *testing.T) {
+	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1})
+	data := genBytes(9, 40*pipeChunk, true)
+	ref := put(t, s, asl.HashSHA256, asl.Untagged(data))
+	for _, at := range []int{0, 1, 2*pipeChunk + 5} {
+		ctx, cancel := context.WithCancel(context.Background())
+		rc, _, err := s.Fetch(ctx, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, at)
+		if _, err := io.ReadFull(rc, got); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		rest, err := readInPieces(rc, 3000)
+		got = append(got, rest...)
+		if !errors.Is(err, context.Canceled) || len(got) >= len(data) || !bytes.Equal(got, data[:len(got)]) {
+			t.Fatalf("after cancelling at %d: %d bytes, then %v", at, len(got), err)
+		}
+		rc.Close()
+	}
+	checkNoReaderGoroutines(t)
+}
+
+// TestFetchStoreClosed closes the store under an open reader: the read
+// fails with ErrClosed after a correct prefix, and Close of the reader
+// still returns.
+func TestFetchStoreClosed(t *testing.T) {
+	ctx := context.Background()
+	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1})
+	data := genBytes(11, 40*pipeChunk, false)
+	ref := put(t, s, asl.HashSHA256, asl.Untagged(data))
+	rc, _, err := s.Fetch(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, pipeChunk+3)
+	if _, err := io.ReadFull(rc, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rest, err := readInPieces(rc, 5000)
+	got = append(got, rest...)
+	if !errors.Is(err, ErrClosed) || !bytes.Equal(got, data[:len(got)]) {
+		t.Fatalf("%d bytes, then %v; want a prefix, then ErrClosed", len(got), err)
+	}
+	rc.Close()
+	checkNoReaderGoroutines(t)
+}
+
+// TestFetchWorkerCounts reads artifacts through pipelines of 1 to 9
+// workers: the bytes do not depend on how many read at once.
+func TestFetchWorkerCounts(t *testing.T) {
+	ctx := context.Background()
+	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1})
+	for _, a := range putPipeArtifacts(t, s) {
+		rec := indexOf(t, s, a.ref)
+		for _, workers := range []int{1, 2, 3, 9} {
+			r := s.newChunkReader(ctx, a.ref, rec, s.readChunk, workers)
+			got, err := readInPieces(r, 6000)
+			r.Close()
+			if err != nil || !bytes.Equal(got, a.data) {
+				t.Fatalf("%s, %d workers: %d of %d bytes, %v", a.name, workers, len(got), len(a.data), err)
+			}
+		}
+	}
+	checkNoReaderGoroutines(t)
+}
+
+// TestFetchWorkersExitWithoutClose: a reader read to its end, or to an
+// error, stops its goroutines even before Close.
+func TestFetchWorkersExitWithoutClose(t *testing.T) {
+	ctx := context.Background()
+	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1})
+	data := genBytes(13, 30*pipeChunk+1, true)
+	ref := put(t, s, asl.HashSHA256, asl.Untagged(data))
+	rc, _, err := s.Fetch(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := io.ReadAll(rc); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("%d bytes, %v", len(got), err)
+	}
+	checkNoReaderGoroutines(t)
+	rc.Close()
+
+	key, v := chunkValue(t, s, ref, 4)
+	rawSet(t, s, key, flip(v, headLen(t, v)+3, 1))
+	rc, _, err = s.Fetch(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadAll(rc); !errors.Is(err, asl.ErrIntegrity) {
+		t.Fatalf("read of a damaged artifact: %v", err)
+	}
+	checkNoReaderGoroutines(t)
+	rc.Close()
+}
