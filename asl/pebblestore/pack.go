@@ -134,15 +134,14 @@ func appendPackHead(dst []byte, ref asl.Reference, hdr asl.Header, stored int) [
 	if hdr.HasTag {
 		n++
 	}
-	rb := ref.AppendBytes(nil)
 	dst = append(dst, 0xa0+n, 0x01)
-	switch l := len(rb); {
+	switch l := 2 + len(ref.Digest()); { // ReferenceBytes: hash id, digest
 	case l < 24:
 		dst = append(dst, 0x40+byte(l))
 	default:
 		dst = append(dst, 0x58, byte(l)) // ReferenceBytes are under 256 bytes
 	}
-	dst = append(dst, rb...)
+	dst = ref.AppendBytes(dst)
 	if hdr.HasTag {
 		dst = appendUint(append(dst, 0x02), uint64(hdr.Tag))
 	}

@@ -200,10 +200,10 @@ const parallelHashMin = 64 << 10
 // the error reported is that of the lowest failing index.
 func hashBatch(id asl.HashID, arts []asl.Artifact, refs []asl.Reference, items []item) error {
 	hashRange := func(lo, hi int) (int, error) {
+		var h asl.Hasher
 		for i := lo; i < hi; i++ {
 			hdr := arts[i].Header()
-			h, err := asl.NewHasher(id, hdr)
-			if err != nil {
+			if err := h.Reset(id, hdr); err != nil {
 				return i, err
 			}
 			h.Write(arts[i].Bytes)
