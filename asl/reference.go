@@ -252,13 +252,11 @@ var _ io.Writer = (*Hasher)(nil)
 
 // NewHasher starts deriving the Reference of an artifact with header hdr.
 func NewHasher(id HashID, hdr Header) (*Hasher, error) {
-	alg, ok := LookupHash(id)
-	if !ok {
-		return nil, fmt.Errorf("hash id 0x%04x: %w", uint16(id), ErrUnsupported)
+	h := new(Hasher)
+	if err := h.Reset(id, hdr); err != nil {
+		return nil, err
 	}
-	h := alg.New()
-	h.Write(hdr.AppendHeader(make([]byte, 0, 13)))
-	return &Hasher{id: id, h: h, want: hdr.Size}, nil
+	return h, nil
 }
 
 // Reset restarts h for an artifact with header hdr under hash id, reusing

@@ -309,7 +309,7 @@ func (p *packs) read(id, offset, stored uint64) ([]byte, error) {
 		return nil, fmt.Errorf("reading pack %d at %d: %w", id, offset, err)
 	}
 	buf = buf[:n]
-	hl, err := chunkHeaderLen(buf)
+	_, hl, err := chunkHead(buf)
 	if err != nil {
 		return nil, err
 	}
@@ -341,17 +341,18 @@ func (p *packs) close() error {
 	return first
 }
 
-// chunkHeaderLen is the length of the chunk header at the start of b.
-func chunkHeaderLen(b []byte) (int, error) {
-	if _, rest, ok := parseChunkHeader(b); ok {
-		return len(b) - len(rest), nil
+// chunkHead decodes the chunk header at the start of b and returns it with
+// its encoded length.
+func chunkHead(b []byte) (chunkHeader, int, error) {
+	if h, rest, ok := parseChunkHeader(b); ok {
+		return h, len(b) - len(rest), nil
 	}
 	var h chunkHeader
-	rest, err := decMode.UnmarshalFirst(b, &h)
+	rest, err := decodeCanonical(b, &h, "chunk")
 	if err != nil {
-		return 0, damaged("chunk header: %v", err)
+		return chunkHeader{}, 0, err
 	}
-	return len(b) - len(rest), nil
+	return h, len(b) - len(rest), nil
 }
 
 // readPacked returns the raw payload of a pack record, its chunk value
@@ -362,6 +363,11 @@ func (s *Store) readPacked(rec indexRecord) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return decodePacked(rec, v)
+}
+
+// decodePacked decodes v, the chunk value rec names, into the raw payload.
+func decodePacked(rec indexRecord, v []byte) ([]byte, error) {
 	h, payload, err := decodeChunk(v, rec.Pack, rec.Offset, rec.Size)
 	if err != nil {
 		return nil, fmt.Errorf("pack %d at %d: %w", rec.Pack, rec.Offset, err)
@@ -497,16 +503,12 @@ func (s *Store) scanPackRecord(id, p uint64) (indexRecord, asl.Reference, uint64
 	if err != nil {
 		return indexRecord{}, asl.Reference{}, 0, err
 	}
-	hl, err := chunkHeaderLen(v)
+	ch, _, err := chunkHead(v)
 	if err != nil {
 		return indexRecord{}, asl.Reference{}, 0, err
 	}
-	var ch chunkHeader
-	if _, err := decodeCanonical(v[:hl], &ch, "chunk"); err != nil {
-		return indexRecord{}, asl.Reference{}, 0, err
-	}
 	rec := indexRecord{Size: ch.Raw, Tag: head.Tag, Stored: head.Stored, Compression: ch.Codec, Pack: id, Offset: c}
-	data, err := s.readPacked(rec)
+	data, err := decodePacked(rec, v)
 	if err != nil {
 		return indexRecord{}, asl.Reference{}, 0, err
 	}

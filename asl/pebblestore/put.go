@@ -454,7 +454,7 @@ func (s *Store) writeMine(ctx context.Context, items []item, extra *indexExtra) 
 	// A packed batch holds the pack lock from its append to its commit, so
 	// index commits reach the log in pack order (SPECS.md §6.4).
 	var pk packResult
-	if s.packable(items, mine) && !s.anyPresent(probe, present, order) {
+	if s.packable(items, mine) && !anyPresent(probe, present, order) {
 		// Probably a batch of new artifacts: probe the rest while the pack
 		// is written and synced. What turns out to be stored already is
 		// left unindexed in the pack.
@@ -590,7 +590,7 @@ func probeParallel(probe func([]int) error, order []int) error {
 const presenceSample = 16
 
 // anyPresent probes the first presenceSample keys of order.
-func (s *Store) anyPresent(probe func([]int) error, present []bool, order []int) bool {
+func anyPresent(probe func([]int) error, present []bool, order []int) bool {
 	sample := order[:min(len(order), presenceSample)]
 	if err := probe(sample); err != nil {
 		return true // let the full probe report it
