@@ -34,6 +34,9 @@
 //     holds only small index records. Those commits need no sync of their
 //     own: every pack record carries its reference, and Open rebuilds the
 //     index records above each pack's watermark from verified records.
+//     A batch of new artifacts returns once its pack is synced: its index
+//     commit is queued for one committer goroutine, and reads find its
+//     records in an in-memory pending set meanwhile.
 //   - Chunks are compressed with zstd only where it pays (at least 4 KiB and
 //     a saving of at least one eighth); the choice is recorded per chunk.
 //   - Store-internal records are deterministic CBOR (RFC 8949 core

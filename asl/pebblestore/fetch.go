@@ -26,6 +26,12 @@ func checkRef(ref asl.Reference) error {
 // getIndex reads the index value of ref and hands it to fn while the value
 // is valid.
 func (s *Store) getIndex(ref asl.Reference, fn func(v []byte) error) error {
+	if v, ok := s.idx.lookup(ref); ok {
+		if err := fn(v); err != nil {
+			return fmt.Errorf("%s: %w", ref, err)
+		}
+		return nil
+	}
 	var kb [64]byte
 	v, closer, err := s.db.Get(appendIndexKey(kb[:0], ref))
 	if errors.Is(err, pebble.ErrNotFound) {
@@ -547,6 +553,9 @@ func (s *Store) Enumerate(ctx context.Context, after asl.Reference, fn func(asl.
 		return fmt.Errorf("enumerate: %w", err)
 	}
 	defer s.release()
+	if err := s.idx.drain(); err != nil {
+		return fmt.Errorf("enumerate: %w", err)
+	}
 	lower := []byte{prefixIndex}
 	if !after.IsZero() {
 		lower = append(after.AppendBytes(lower), 0)

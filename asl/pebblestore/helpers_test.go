@@ -134,9 +134,19 @@ func readDamaged(t *testing.T, s *Store, ref asl.Reference, want []byte) {
 	}
 }
 
+// settleIndex waits until the queued index commits of packed batches are
+// in Pebble, so raw reads and writes see (and are not overwritten by) them.
+func settleIndex(t testing.TB, s *Store) {
+	t.Helper()
+	if err := s.idx.drain(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // rawKeys lists the keys with the given prefix byte.
 func rawKeys(t testing.TB, s *Store, prefix byte) [][]byte {
 	t.Helper()
+	settleIndex(t, s)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefix}, UpperBound: []byte{prefix + 1}})
 	if err != nil {
 		t.Fatal(err)
@@ -151,6 +161,7 @@ func rawKeys(t testing.TB, s *Store, prefix byte) [][]byte {
 
 func rawGet(t testing.TB, s *Store, key []byte) []byte {
 	t.Helper()
+	settleIndex(t, s)
 	v, closer, err := s.db.Get(key)
 	if err != nil {
 		t.Fatalf("raw get %x: %v", key, err)
@@ -161,6 +172,7 @@ func rawGet(t testing.TB, s *Store, key []byte) []byte {
 
 func rawSet(t testing.TB, s *Store, key, value []byte) {
 	t.Helper()
+	settleIndex(t, s)
 	if err := s.db.Set(key, value, pebble.Sync); err != nil {
 		t.Fatal(err)
 	}

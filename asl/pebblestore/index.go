@@ -136,6 +136,9 @@ func (s *Store) Corrupt(ref asl.Reference, b []byte) bool {
 		return false
 	}
 	defer s.release()
+	if s.idx.drain() != nil {
+		return false
+	}
 	key := appendIndexKey(nil, ref)
 	old, closer, err := s.db.Get(key)
 	if err != nil {

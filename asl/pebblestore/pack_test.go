@@ -183,6 +183,7 @@ func TestPackRePutWritesNothing(t *testing.T) {
 	if _, err := s.PutBatch(ctx, asl.HashSHA256, arts); err != nil {
 		t.Fatal(err)
 	}
+	settleIndex(t, s)
 	size, commits := packDirBytes(t, s), s.commits.Load()
 	if _, err := s.PutBatch(ctx, asl.HashSHA256, arts); err != nil {
 		t.Fatal(err)

@@ -417,20 +417,30 @@ func (s *Store) commitOnce(ctx context.Context, items []item, extra *indexExtra)
 	return true, nil
 }
 
-// writeMine writes the claimed items that are not yet in the index, in one
-// synced batch, and moves them to itemDone or itemPresent. Presence is
-// checked with one iterator, probed in key order (SeekPrefixGE uses the
-// bloom filters and keeps the per-file iterators of earlier probes).
+// writeMine writes the claimed items that are not yet in the index and
+// moves them to itemDone or itemPresent. A batch of new single-chunk
+// artifacts large enough to pack takes the packed path (packNew); anything
+// else is probed for presence and written in one synced batch.
 func (s *Store) writeMine(ctx context.Context, items []item, extra *indexExtra) error {
+	if err := s.idx.failed(); err != nil {
+		return err
+	}
 	mine := make([]int, 0, len(items))
-	keys := make([]byte, 0, len(items)*40)
-	offs := make([]int, 0, len(items)+1)
 	for i := range items {
 		if items[i].state == itemMine {
 			mine = append(mine, i)
-			offs = append(offs, len(keys))
-			keys = appendIndexKey(keys, items[i].ref)
 		}
+	}
+	if extra == nil && s.packable(items, mine) && allSingle(items, mine) {
+		if done, err := s.packNew(ctx, items, mine); done || err != nil {
+			return err
+		}
+	}
+	keys := make([]byte, 0, len(items)*40)
+	offs := make([]int, 0, len(items)+1)
+	for _, i := range mine {
+		offs = append(offs, len(keys))
+		keys = appendIndexKey(keys, items[i].ref)
 	}
 	offs = append(offs, len(keys))
 	key := func(j int) []byte { return keys[offs[j]:offs[j+1]] }
@@ -439,6 +449,9 @@ func (s *Store) writeMine(ctx context.Context, items []item, extra *indexExtra) 
 		order[j] = j
 	}
 	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(key(a), key(b)) })
+	// Presence is checked with one iterator per range, probed in key order
+	// (SeekPrefixGE uses the bloom filters and keeps the per-file iterators
+	// of earlier probes).
 	present := make([]bool, len(mine))
 	probe := func(js []int) error {
 		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixIndex}, UpperBound: []byte{prefixIndex + 1}, UseL6Filters: true})
@@ -446,31 +459,16 @@ func (s *Store) writeMine(ctx context.Context, items []item, extra *indexExtra) 
 			return ioErr(err)
 		}
 		for _, j := range js {
+			if _, ok := s.idx.lookup(items[mine[j]].ref); ok {
+				present[j] = true
+				continue
+			}
 			k := key(j)
 			present[j] = it.SeekPrefixGE(k) && bytes.Equal(it.Key(), k)
 		}
 		return ioErr(it.Close())
 	}
-	// A packed batch holds the pack lock from its append to its commit, so
-	// index commits reach the log in pack order (SPECS.md §6.4).
-	var pk packResult
-	if s.packable(items, mine) && !anyPresent(probe, present, order) {
-		// Probably a batch of new artifacts: probe the rest while the pack
-		// is written and synced. What turns out to be stored already is
-		// left unindexed in the pack.
-		probed := make(chan error, 1)
-		go func() { probed <- probeParallel(probe, order) }()
-		s.packs.mu.Lock()
-		defer s.packs.mu.Unlock()
-		var perr error
-		pk, perr = s.packSinglesLocked(items, mine)
-		if err := <-probed; err != nil {
-			return err
-		}
-		if perr != nil {
-			return perr
-		}
-	} else if err := probeParallel(probe, order); err != nil {
+	if err := probeParallel(probe, order); err != nil {
 		return err
 	}
 	for j, ok := range present {
@@ -478,11 +476,22 @@ func (s *Store) writeMine(ctx context.Context, items []item, extra *indexExtra) 
 			items[mine[j]].state = itemPresent
 		}
 	}
-	if pk.recs == nil && s.packable(items, mine) {
+	var (
+		pk     packResult
+		packed map[int][]byte
+	)
+	if s.packable(items, mine) {
+		// The pack lock is held from the append to the commit, and queued
+		// index commits go first: index commits follow the pack order
+		// (SPECS.md §6.4).
 		s.packs.mu.Lock()
 		defer s.packs.mu.Unlock()
 		var err error
 		if pk, err = s.packSinglesLocked(items, mine); err != nil {
+			return err
+		}
+		packed = pk.byJ()
+		if err := s.idx.drain(); err != nil {
 			return err
 		}
 	}
@@ -502,9 +511,8 @@ func (s *Store) writeMine(ctx context.Context, items []item, extra *indexExtra) 
 		if it.state != itemMine {
 			continue
 		}
-		if rec, ok := pk.recs[j]; ok {
-			var rb [80]byte
-			_ = b.Set(key(j), appendIndexRecord(rb[:0], rec), nil)
+		if v, ok := packed[j]; ok {
+			_ = b.Set(key(j), v, nil)
 			continue
 		}
 		if it.staged {
@@ -529,10 +537,10 @@ func (s *Store) writeMine(ctx context.Context, items []item, extra *indexExtra) 
 	// its own: Open rebuilds index records above the pack's watermark from
 	// the pack. Index entries (extra) have no such copy.
 	sync := pebble.Sync
-	if pk.recs != nil {
+	if packed != nil {
 		var vb [16]byte
 		_ = b.Set(watermarkKey(pk.pack), appendCBOR(vb[:0], pk.end), nil)
-		if extra == nil && allPacked(items, mine, pk.recs) {
+		if extra == nil && allPacked(items, mine, packed) {
 			sync = pebble.NoSync
 		}
 	}
@@ -557,6 +565,73 @@ func (s *Store) writeMine(ctx context.Context, items []item, extra *indexExtra) 
 		}
 	}
 	return nil
+}
+
+// packNew is the path of a batch of new small artifacts. A sample of
+// presenceSample references, spread over the batch, is probed; if none is
+// stored, the batch is taken to be new without probing the rest: its
+// payloads are appended to a pack and synced, and its index records are
+// queued for an unsynced commit (indexQueue), so the put returns once the
+// pack is durable. An artifact of the batch that was stored after all
+// gets a second copy in the pack, which its index record then names (the
+// old copy becomes unreferenced). It reports false, having written
+// nothing, when the sample finds a stored artifact: the batch is then
+// probed in full.
+func (s *Store) packNew(ctx context.Context, items []item, mine []int) (bool, error) {
+	stored, err := s.anyStored(items, mine)
+	if err != nil || stored {
+		return false, err
+	}
+	s.packs.mu.Lock()
+	defer s.packs.mu.Unlock()
+	pk, err := s.packSinglesLocked(items, mine)
+	if err != nil {
+		return true, err
+	}
+	if err := ctx.Err(); err != nil {
+		return true, err
+	}
+	job := &indexJob{refs: make([]asl.Reference, len(pk.js)), vals: pk.vals, pack: pk.pack, end: pk.end}
+	for k, j := range pk.js {
+		job.refs[k] = items[mine[j]].ref
+	}
+	if err := s.idx.enqueue(job); err != nil {
+		return true, err
+	}
+	for _, i := range mine {
+		items[i].state = itemDone
+	}
+	return true, nil
+}
+
+// anyStored probes presenceSample of the references of items[mine[j]],
+// evenly spread over the batch, and reports whether one is stored.
+func (s *Store) anyStored(items []item, mine []int) (bool, error) {
+	n := min(len(mine), presenceSample)
+	keys := make([][]byte, n)
+	for k := range n {
+		ref := items[mine[k*len(mine)/n]].ref
+		if _, ok := s.idx.lookup(ref); ok {
+			return true, nil
+		}
+		keys[k] = appendIndexKey(nil, ref)
+	}
+	slices.SortFunc(keys, bytes.Compare)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixIndex}, UpperBound: []byte{prefixIndex + 1}, UseL6Filters: true})
+	if err != nil {
+		return false, ioErr(err)
+	}
+	found := false
+	for _, k := range keys {
+		if it.SeekPrefixGE(k) && bytes.Equal(it.Key(), k) {
+			found = true
+			break
+		}
+	}
+	if err := it.Close(); err != nil {
+		return false, ioErr(err)
+	}
+	return found, nil
 }
 
 // parallelProbeMin is the number of keys from which probeParallel spreads
@@ -584,24 +659,11 @@ func probeParallel(probe func([]int) error, order []int) error {
 	return errors.Join(errs...)
 }
 
-// presenceSample is how many keys of a packable batch are probed before
-// the pack is written: when one of them is stored already the batch is
-// probably a re-put, and the rest is probed before anything is written.
+// presenceSample is how many references of a batch of new small artifacts
+// are probed before it is packed: when one of them is stored already the
+// batch is probably a re-put, and all of it is probed before anything is
+// written.
 const presenceSample = 16
-
-// anyPresent probes the first presenceSample keys of order.
-func anyPresent(probe func([]int) error, present []bool, order []int) bool {
-	sample := order[:min(len(order), presenceSample)]
-	if err := probe(sample); err != nil {
-		return true // let the full probe report it
-	}
-	for _, j := range sample {
-		if present[j] {
-			return true
-		}
-	}
-	return false
-}
 
 // singles lists the j of the single-chunk items among items[mine[j]] still
 // to be written, with their payload total.
@@ -625,20 +687,45 @@ func (s *Store) packable(items []item, mine []int) bool {
 
 // allPacked reports whether every item among items[mine[j]] still to be
 // written has its payload in the pack.
-func allPacked(items []item, mine []int, recs map[int]indexRecord) bool {
+func allPacked(items []item, mine []int, packed map[int][]byte) bool {
 	for j, i := range mine {
-		if _, ok := recs[j]; items[i].state == itemMine && !ok {
+		if _, ok := packed[j]; items[i].state == itemMine && !ok {
 			return false
 		}
 	}
 	return true
 }
 
-// packResult is what packSinglesLocked appended: the index records keyed by
-// j, and the pack's id and end offset after the append.
+// allSingle reports whether every item among items[mine[j]] is a
+// single-chunk artifact (not staged).
+func allSingle(items []item, mine []int) bool {
+	for _, i := range mine {
+		if items[i].staged {
+			return false
+		}
+	}
+	return true
+}
+
+// packResult is what packSinglesLocked appended: for each packed item its
+// j and its encoded index record, and the pack's id and end offset after
+// the append.
 type packResult struct {
-	recs      map[int]indexRecord
+	js        []int
+	vals      [][]byte
 	pack, end uint64
+}
+
+// byJ maps the j of each packed item to its encoded index record.
+func (pk packResult) byJ() map[int][]byte {
+	if pk.js == nil {
+		return nil
+	}
+	m := make(map[int][]byte, len(pk.js))
+	for k, j := range pk.js {
+		m[j] = pk.vals[k]
+	}
+	return m
 }
 
 // packSinglesLocked appends the payloads of the single-chunk items among
@@ -658,12 +745,17 @@ func (s *Store) packSinglesLocked(items []item, mine []int) (packResult, error) 
 	if err != nil {
 		return packResult{}, err
 	}
-	res := packResult{recs: make(map[int]indexRecord, len(js)), pack: pack, end: end}
-	for k, j := range js {
+	// One arena holds the encoded index records: they live on in the index
+	// queue's pending set until their commit.
+	res := packResult{js: js, vals: make([][]byte, len(js)), pack: pack, end: end}
+	arena := make([]byte, 0, len(js)*48)
+	for k := range js {
 		pi := &pis[k]
 		rec := indexRecord{Size: pi.hdr.Size, Stored: uint64(len(pi.stored)), Compression: uint64(pi.codec), Pack: pack, Offset: offs[k]}
 		setTag(&rec, pi.hdr)
-		res.recs[j] = rec
+		at := len(arena)
+		arena = appendIndexRecord(arena, rec)
+		res.vals[k] = arena[at:len(arena):len(arena)]
 	}
 	return res, nil
 }

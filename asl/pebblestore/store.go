@@ -104,6 +104,7 @@ type Store struct {
 	ingestMin  uint64 // artifacts at least this large are ingested
 	packMin    int64  // batches of at least this many payload bytes are packed
 	packs      *packs
+	idx        *indexQueue // index commits of packed batches
 	fs         vfs.FS
 	sstOpts    sstable.WriterOptions // for ingest SSTables
 	ingestSeq  atomic.Uint64         // names ingest SSTables
@@ -378,9 +379,11 @@ func start(db *pebble.DB, dir string, s settings) (*Store, error) {
 		st.claims[i].m = make(map[asl.Reference]*claim)
 	}
 	if err := st.recover(); err != nil {
+		st.packs.close()
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
+	st.startIndexQueue()
 	return st, nil
 }
 
@@ -497,11 +500,13 @@ func (s *Store) Close() error {
 	if old != 0 {
 		<-s.drained
 	}
-	var err error
+	err := s.idx.stop()
 	if s.unsynced.Load() {
 		// Index records committed without a sync: make them durable so the
 		// next Open has nothing to rebuild.
-		err = ioErr(s.db.LogData(nil, pebble.Sync))
+		if lerr := ioErr(s.db.LogData(nil, pebble.Sync)); err == nil {
+			err = lerr
+		}
 	}
 	if cerr := s.db.Close(); err == nil {
 		err = cerr

@@ -1,0 +1,132 @@
+package pebblestore
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// holdIndexQueue stops the index committer until the returned function is
+// called: jobs queued meanwhile stay pending.
+func holdIndexQueue(t *testing.T, s *Store) (release func()) {
+	t.Helper()
+	gate, held := make(chan struct{}), make(chan struct{})
+	s.idx.jobs <- &indexJob{call: func() { close(held); <-gate }}
+	<-held
+	return func() { close(gate) }
+}
+
+// TestIndexQueuePending: a packed batch is readable (Fetch, Stat, presence)
+// as soon as PutBatch returns, while its index commit is still queued;
+// Enumerate waits for the commit and lists every artifact once.
+func TestIndexQueuePending(t *testing.T) {
+	ctx := context.Background()
+	s := newMemStore(t, &Options{PackMin: 1})
+	release := holdIndexQueue(t, s)
+	var arts []asl.Artifact
+	for i := range 40 {
+		arts = append(arts, asl.Tagged(asl.TypeTag(i%3), genBytes(900+uint64(i), 700+i, i%2 == 0)))
+	}
+	refs, err := s.PutBatch(ctx, asl.HashSHA256, arts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range refs {
+		if _, ok := s.idx.lookup(ref); !ok {
+			t.Fatalf("%s is not pending while the committer is held", ref)
+		}
+		if _, closer, err := s.db.Get(appendIndexKey(nil, ref)); !errors.Is(err, pebble.ErrNotFound) {
+			if err == nil {
+				closer.Close()
+			}
+			t.Fatalf("%s reached Pebble while the committer is held: %v", ref, err)
+		}
+	}
+	for i, ref := range refs {
+		if got := get(t, s, ref); !sameArtifact(got, arts[i]) {
+			t.Fatalf("artifact %d differs", i)
+		}
+		info, err := s.Stat(ctx, ref)
+		if err != nil || info.Header != arts[i].Header() {
+			t.Fatalf("Stat(%d) = %+v, %v", i, info, err)
+		}
+	}
+	// A re-put sees the pending records: nothing is appended.
+	size := packDirBytes(t, s)
+	if _, err := s.PutBatch(ctx, asl.HashSHA256, arts); err != nil {
+		t.Fatal(err)
+	}
+	if got := packDirBytes(t, s); got != size {
+		t.Fatalf("re-put of pending artifacts grew the packs from %d to %d bytes", size, got)
+	}
+	release()
+	seen := map[asl.Reference]int{}
+	if err := s.Enumerate(ctx, asl.Reference{}, func(info asl.Info) error {
+		seen[info.Ref]++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != len(refs) {
+		t.Fatalf("Enumerate listed %d artifacts, want %d", len(seen), len(refs))
+	}
+	for _, ref := range refs {
+		if seen[ref] != 1 {
+			t.Fatalf("Enumerate listed %s %d times", ref, seen[ref])
+		}
+		if _, ok := s.idx.lookup(ref); ok {
+			t.Fatalf("%s still pending after the queue drained", ref)
+		}
+	}
+	checkNoOrphans(t, s)
+}
+
+// TestPackSampleMiss: a batch whose presence sample finds nothing is packed
+// whole, including artifacts stored already outside the sample (inline,
+// blob and packed ones); every artifact reads back, Enumerate lists each
+// once, and the re-stored ones are named by their new pack records.
+func TestPackSampleMiss(t *testing.T) {
+	ctx := context.Background()
+	s := newMemStore(t, &Options{PackMin: 64 << 10})
+	old := []asl.Artifact{
+		asl.Untagged(genBytes(950, 100, false)),    // inline
+		asl.Untagged(genBytes(951, 20<<10, false)), // blob (a single put, below PackMin)
+	}
+	var oldRefs []asl.Reference
+	for _, a := range old {
+		oldRefs = append(oldRefs, put(t, s, asl.HashSHA256, a))
+	}
+	var arts []asl.Artifact
+	for i := range 200 {
+		arts = append(arts, asl.Untagged(genBytes(1000+uint64(i), 1024, false)))
+	}
+	// Sampled positions are k*len/16; positions 1 and 2 are not sampled.
+	arts[1], arts[2] = old[0], old[1]
+	refs, err := s.PutBatch(ctx, asl.HashSHA256, arts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if refs[1] != oldRefs[0] || refs[2] != oldRefs[1] {
+		t.Fatal("references of the re-stored artifacts differ")
+	}
+	for i, ref := range refs {
+		if got := get(t, s, ref); !sameArtifact(got, arts[i]) {
+			t.Fatalf("artifact %d differs", i)
+		}
+	}
+	for _, ref := range oldRefs {
+		if rec := indexOf(t, s, ref); !rec.packed() {
+			t.Fatalf("re-stored %s is named by %+v, want its pack record", ref, rec)
+		}
+	}
+	n := 0
+	if err := s.Enumerate(ctx, asl.Reference{}, func(asl.Info) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if n != 200 {
+		t.Fatalf("Enumerate listed %d artifacts, want 200", n)
+	}
+}
