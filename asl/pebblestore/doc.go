@@ -37,6 +37,9 @@
 //     A batch of new artifacts returns once its pack is synced: its index
 //     commit is queued for one committer goroutine, and reads find its
 //     records in an in-memory pending set meanwhile.
+//     Packs are read through a read-only shared mapping where the file
+//     system has file descriptors (a read is a copy, not a system call); a
+//     pack shrunk behind the store's back gives ErrIntegrity, not a crash.
 //   - Chunks are compressed with zstd only where it pays (at least 4 KiB and
 //     a saving of at least one eighth); the choice is recorded per chunk.
 //   - Store-internal records are deterministic CBOR (RFC 8949 core

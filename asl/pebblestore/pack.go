@@ -67,7 +67,7 @@ type packs struct {
 	buf       []byte
 
 	rmu     sync.RWMutex
-	readers map[uint64]vfs.File
+	readers map[uint64]*packReader
 }
 
 func packName(id uint64) string {
@@ -108,7 +108,7 @@ func openPacks(fs vfs.FS, storeDir string) (*packs, error) {
 		next = max(next, id+1)
 	}
 	slices.Sort(ids)
-	return &packs{fs: fs, dir: dir, nextID: next, atOpen: ids, readers: map[uint64]vfs.File{}}, nil
+	return &packs{fs: fs, dir: dir, nextID: next, atOpen: ids, readers: map[uint64]*packReader{}}, nil
 }
 
 // packItem is one payload for append: its reference and header (for the
@@ -210,6 +210,7 @@ func (p *packs) appendLocked(items []packItem) (offs []uint64, pack, end uint64,
 		return nil, 0, 0, fmt.Errorf("syncing pack %d: %w", p.curID, err)
 	}
 	p.curSize = at
+	p.grew(p.curID, at)
 	return offs, p.curID, uint64(p.curSize), nil
 }
 
@@ -268,18 +269,18 @@ func (p *packs) abandonLocked() {
 	}
 }
 
-// reader returns a read handle of pack id, opened once and kept.
-func (p *packs) reader(id uint64) (vfs.File, error) {
+// reader returns the reader of pack id, opened once and kept.
+func (p *packs) reader(id uint64) (*packReader, error) {
 	p.rmu.RLock()
-	f := p.readers[id]
+	r := p.readers[id]
 	p.rmu.RUnlock()
-	if f != nil {
-		return f, nil
+	if r != nil {
+		return r, nil
 	}
 	p.rmu.Lock()
 	defer p.rmu.Unlock()
-	if f := p.readers[id]; f != nil {
-		return f, nil
+	if r := p.readers[id]; r != nil {
+		return r, nil
 	}
 	f, err := p.fs.Open(p.fs.PathJoin(p.dir, packName(id)))
 	if err != nil {
@@ -288,8 +289,19 @@ func (p *packs) reader(id uint64) (vfs.File, error) {
 		}
 		return nil, fmt.Errorf("opening pack %d: %w", id, err)
 	}
-	p.readers[id] = f
-	return f, nil
+	r = openPackReader(f)
+	p.readers[id] = r
+	return r, nil
+}
+
+// grew tells the reader of pack id, if open, that the pack is at least
+// size bytes long.
+func (p *packs) grew(id uint64, size int64) {
+	p.rmu.RLock()
+	if r := p.readers[id]; r != nil {
+		r.grew(size)
+	}
+	p.rmu.RUnlock()
 }
 
 // read returns the chunk value of stored payload length stored at
@@ -333,11 +345,11 @@ func (p *packs) close() error {
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		if err := p.readers[id].Close(); err != nil && first == nil {
+		if err := p.readers[id].close(); err != nil && first == nil {
 			first = fmt.Errorf("closing pack %d: %w", id, err)
 		}
 	}
-	p.readers = map[uint64]vfs.File{}
+	p.readers = map[uint64]*packReader{}
 	return first
 }
 
@@ -445,9 +457,9 @@ func (s *Store) recoverPacks() error {
 		if found > 0 {
 			// The records just found may not have been synced before the
 			// crash: sync them before any index record names them.
-			f, err := s.packs.reader(id)
+			r, err := s.packs.reader(id)
 			if err == nil {
-				err = f.Sync()
+				err = r.f.Sync()
 			}
 			if err != nil {
 				return fmt.Errorf("syncing pack %d: %w", id, err)
