@@ -24,8 +24,9 @@ const (
 	// appends and the next one is started.
 	packMaxBytes = 1 << 30
 	// packWriteBytes is the size of the writes an append gathers its
-	// records into.
-	packWriteBytes = 1 << 20
+	// records into: small enough that the first writes overlap the hashing
+	// of the rest of a streamed batch.
+	packWriteBytes = 256 << 10
 	// packDir is the subdirectory of the store that holds the pack files.
 	packDir = "packs"
 	// packSuffix ends every pack file name: the pack id in decimal, padded
@@ -148,18 +149,28 @@ func appendPackHead(dst []byte, ref asl.Reference, hdr asl.Header, stored int) [
 	return appendUint(append(dst, 0x03), uint64(stored))
 }
 
-// appendLocked writes the records of items to the current pack in one
-// write and syncs it. It returns the offset of each item's chunk value (what
-// its index record names) and the pack id and end offset. On any failure the
-// pack is abandoned: the next append starts a new one, so nothing is ever
-// written after bytes that may be torn. The caller holds mu and keeps it
-// until the index records are committed, so index commits follow the pack
-// order (the watermark rule of SPECS.md §6.4).
+// appendLocked writes the records of items to the current pack and syncs
+// it (appendEachLocked).
 func (p *packs) appendLocked(items []packItem) (offs []uint64, pack, end uint64, err error) {
-	total := 0
+	bound := 0
 	for _, it := range items {
-		total += maxPackHead + maxChunkHeader + len(it.stored)
+		bound += len(it.stored)
 	}
+	return p.appendEachLocked(len(items), bound, func(k int) (packItem, error) { return items[k], nil })
+}
+
+// appendEachLocked appends the records of n items, which item returns in
+// order (it may block until item k is ready), to the current pack, in writes
+// of about packWriteBytes, and syncs it; bound is at least the total of
+// their stored lengths. It returns the offset of each item's chunk value
+// (what its index record names) and the pack id and end offset. On any
+// failure (of item too) the pack is abandoned: the next append starts a new
+// one, so nothing is ever written after bytes that may be torn. The caller
+// holds mu and keeps it until the index records are committed or queued,
+// so index commits follow the pack order (the watermark rule of SPECS.md
+// §6.4).
+func (p *packs) appendEachLocked(n, bound int, item func(k int) (packItem, error)) (offs []uint64, pack, end uint64, err error) {
+	total := n*(maxPackHead+maxChunkHeader) + bound
 	if p.cur == nil && p.reuseID != 0 {
 		id, size := p.reuseID, p.reuseSize
 		p.reuseID = 0
@@ -172,7 +183,7 @@ func (p *packs) appendLocked(items []packItem) (offs []uint64, pack, end uint64,
 			return nil, 0, 0, err
 		}
 	}
-	offs = make([]uint64, len(items))
+	offs = make([]uint64, n)
 	// Records are gathered into writes of about packWriteBytes, so the
 	// buffer stays small whatever the batch size.
 	buf, at := p.buf[:0], p.curSize
@@ -185,7 +196,12 @@ func (p *packs) appendLocked(items []packItem) (offs []uint64, pack, end uint64,
 		buf = buf[:0]
 		return nil
 	}
-	for i, it := range items {
+	for i := range n {
+		it, err := item(i)
+		if err != nil {
+			p.abandonLocked()
+			return nil, 0, 0, err
+		}
 		buf = appendPackHead(buf, it.ref, it.hdr, len(it.stored))
 		off := uint64(at) + uint64(len(buf))
 		offs[i] = off

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/cockroachdb/pebble/v2"
@@ -150,6 +151,14 @@ func (s *Store) putBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact
 		return nil, fmt.Errorf("put batch: %w", err)
 	}
 	defer s.release()
+	if extra == nil {
+		if refs, done, err := s.packFresh(ctx, id, arts); done {
+			if err != nil {
+				return nil, fmt.Errorf("put batch: %w", err)
+			}
+			return refs, nil
+		}
+	}
 	refs := make([]asl.Reference, len(arts))
 	items := make([]item, len(arts))
 	if err := hashBatch(id, arts, refs, items); err != nil {
@@ -608,9 +617,17 @@ func (s *Store) packNew(ctx context.Context, items []item, mine []int) (bool, er
 // evenly spread over the batch, and reports whether one is stored.
 func (s *Store) anyStored(items []item, mine []int) (bool, error) {
 	n := min(len(mine), presenceSample)
-	keys := make([][]byte, n)
+	refs := make([]asl.Reference, n)
 	for k := range n {
-		ref := items[mine[k*len(mine)/n]].ref
+		refs[k] = items[mine[k*len(mine)/n]].ref
+	}
+	return s.anyStoredRefs(refs)
+}
+
+// anyStoredRefs reports whether one of refs is stored (or pending).
+func (s *Store) anyStoredRefs(refs []asl.Reference) (bool, error) {
+	keys := make([][]byte, len(refs))
+	for k, ref := range refs {
 		if _, ok := s.idx.lookup(ref); ok {
 			return true, nil
 		}
@@ -632,6 +649,137 @@ func (s *Store) anyStored(items []item, mine []int) (bool, error) {
 		return false, ioErr(err)
 	}
 	return found, nil
+}
+
+// freshSegment is how many artifacts packFresh hashes between two reports
+// to the pack writer (fewer when they are large: see freshSegmentBytes).
+const (
+	freshSegment      = 64
+	freshSegmentBytes = 256 << 10
+)
+
+// packFresh is PutBatch for a batch that is probably new: every artifact
+// fits in one chunk, they total at least PackMin bytes, and none of
+// presenceSample references spread over the batch (positions k·n/16) is
+// stored. Then the batch is hashed on one goroutine while the pack writer
+// appends the records of the artifacts hashed so far, so hashing overlaps
+// the writes; the pack is synced and the index commit queued (indexQueue),
+// as in packNew, whose rules apply: nothing else is probed, and an artifact
+// of the batch stored already (or repeated in it) gets another pack record,
+// which its index record then names. Concurrent puts of the same artifact
+// are not coordinated here (no claims): each writes a complete record, and
+// the last index record wins. It reports false, having written nothing,
+// when the batch does not qualify; the caller then takes the general path.
+func (s *Store) packFresh(ctx context.Context, id asl.HashID, arts []asl.Artifact) ([]asl.Reference, bool, error) {
+	if s.packMin < 0 || len(arts) == 0 {
+		return nil, false, nil
+	}
+	bound := 0
+	for _, a := range arts {
+		if len(a.Bytes) > s.chunkSize {
+			return nil, false, nil
+		}
+		bound += len(a.Bytes)
+	}
+	if int64(bound) < s.packMin {
+		return nil, false, nil
+	}
+	if err := s.idx.failed(); err != nil {
+		return nil, true, err
+	}
+	n := len(arts)
+	m := min(n, presenceSample)
+	sample := make([]asl.Reference, m)
+	var h asl.Hasher
+	for k := range m {
+		a := arts[k*n/m]
+		if err := h.Reset(id, a.Header()); err != nil {
+			return nil, false, nil // the general path reports it
+		}
+		h.Write(a.Bytes)
+		ref, err := h.Sum()
+		if err != nil {
+			return nil, false, nil
+		}
+		sample[k] = ref
+	}
+	if stored, err := s.anyStoredRefs(sample); err != nil || stored {
+		return nil, false, nil
+	}
+
+	refs := make([]asl.Reference, n)
+	ready := make(chan int, n/freshSegment+2) // counts of artifacts hashed
+	var (
+		hashErr error // set before ready is closed
+		stop    atomic.Bool
+	)
+	go func() {
+		defer close(ready)
+		var h asl.Hasher
+		seg := 0
+		for i, a := range arts {
+			if stop.Load() {
+				return
+			}
+			err := h.Reset(id, a.Header())
+			if err == nil {
+				h.Write(a.Bytes)
+				refs[i], err = h.Sum()
+			}
+			if err != nil {
+				hashErr = fmt.Errorf("artifact %d: %w", i, err)
+				return
+			}
+			if seg += len(a.Bytes); seg >= freshSegmentBytes || (i+1)%freshSegment == 0 || i == n-1 {
+				ready <- i + 1
+				seg = 0
+			}
+		}
+	}()
+	hashed := 0
+	codecs, stored := make([]uint8, n), make([]int, n)
+	next := func(k int) (packItem, error) {
+		for k >= hashed {
+			c, ok := <-ready
+			if !ok {
+				if hashErr == nil {
+					hashErr = errors.New("hashing stopped")
+				}
+				return packItem{}, hashErr
+			}
+			hashed = c
+		}
+		it := packItem{ref: refs[k], hdr: arts[k].Header()}
+		it.codec, it.stored = compressChunk(arts[k].Bytes, nil, s.minCompress)
+		codecs[k], stored[k] = it.codec, len(it.stored)
+		return it, nil
+	}
+	s.packs.mu.Lock()
+	defer s.packs.mu.Unlock()
+	offs, pack, end, err := s.packs.appendEachLocked(n, bound, next)
+	// The hasher reads arts, which are the caller's once this returns.
+	stop.Store(true)
+	for range ready {
+	}
+	if err != nil {
+		return nil, true, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, true, err
+	}
+	job := &indexJob{refs: slices.Clone(refs), vals: make([][]byte, n), pack: pack, end: end}
+	arena := make([]byte, 0, n*48)
+	for k, a := range arts {
+		rec := indexRecord{Size: uint64(len(a.Bytes)), Stored: uint64(stored[k]), Compression: uint64(codecs[k]), Pack: pack, Offset: offs[k]}
+		setTag(&rec, a.Header())
+		at := len(arena)
+		arena = appendIndexRecord(arena, rec)
+		job.vals[k] = arena[at:len(arena):len(arena)]
+	}
+	if err := s.idx.enqueue(job); err != nil {
+		return nil, true, err
+	}
+	return refs, true, nil
 }
 
 // parallelProbeMin is the number of keys from which probeParallel spreads
