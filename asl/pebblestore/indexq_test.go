@@ -130,3 +130,35 @@ func TestPackSampleMiss(t *testing.T) {
 		t.Fatalf("Enumerate listed %d artifacts, want 200", n)
 	}
 }
+
+// TestPackFreshRepeated: an artifact repeated within a fresh batch gets a
+// record per occurrence; both references are equal, it reads back, and
+// Enumerate lists it once.
+func TestPackFreshRepeated(t *testing.T) {
+	ctx := context.Background()
+	s := newMemStore(t, &Options{PackMin: 1})
+	var arts []asl.Artifact
+	for i := range 100 {
+		arts = append(arts, asl.Untagged(genBytes(3000+uint64(i), 512, false)))
+	}
+	arts[50] = arts[10]
+	refs, err := s.PutBatch(ctx, asl.HashSHA256, arts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if refs[50] != refs[10] {
+		t.Fatal("equal artifacts got different references")
+	}
+	for i, ref := range refs {
+		if got := get(t, s, ref); !sameArtifact(got, arts[i]) {
+			t.Fatalf("artifact %d differs", i)
+		}
+	}
+	n := 0
+	if err := s.Enumerate(ctx, asl.Reference{}, func(asl.Info) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if n != 99 {
+		t.Fatalf("Enumerate listed %d artifacts, want 99", n)
+	}
+}

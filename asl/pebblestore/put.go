@@ -133,9 +133,11 @@ func expectEOF(r io.Reader, size uint64) error {
 }
 
 // PutBatch implements asl.BatchReceiver: every artifact is hashed, those not
-// yet stored are written, and one synced Pebble batch makes them durable.
-// Artifacts larger than the chunk size are staged first (unsynced); their
-// index records join the same final batch.
+// yet stored are written, and one sync makes them durable: that of a pack
+// file when the batch's small artifacts are packed (packFresh, packNew),
+// otherwise that of one Pebble batch. Artifacts larger than the chunk size
+// are staged first (unsynced); their index records join the same final
+// batch (SPECS.md §6.4).
 func (s *Store) PutBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact) ([]asl.Reference, error) {
 	return s.putBatch(ctx, id, arts, nil)
 }
