@@ -285,8 +285,11 @@ func ioText(c IOCounters, size int64, dir string) string {
 // DiskWrite writes size bytes (a random chunk, repeated) sequentially to a
 // new file at path the way Pebble writes its tables (vfs.SyncingFile:
 // sync_file_range every MiB, so write-back overlaps the writes), fdatasyncs
-// it, removes it and returns the time from create to synced: what the disk
-// gives a well-behaved durable sequential writer here.
+// it and returns the time from create to synced: what the disk gives a
+// well-behaved durable sequential writer here. The file is left for the
+// caller to remove once nothing is measured any more: deleting it frees its
+// page cache and makes the file system discard its blocks, work that would
+// otherwise run beside the next measurement.
 func DiskWrite(path string, size int64) (time.Duration, error) {
 	buf := make([]byte, streamBuf)
 	FillRandom(buf, largeSeed, 0)
@@ -295,7 +298,6 @@ func DiskWrite(path string, size int64) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer os.Remove(path)
 	f := vfs.NewSyncingFile(raw, vfs.SyncingFileOptions{BytesPerSync: 1 << 20})
 	for left := size; left > 0; {
 		n := int(min(int64(len(buf)), left))
