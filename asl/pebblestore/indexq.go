@@ -32,8 +32,9 @@ type indexQueue struct {
 	pending map[asl.Reference]pendingRecord
 	err     error // the first failed commit; guarded by mu
 
-	jobs chan *indexJob
-	done chan struct{} // closed when the committer has stopped
+	jobs   chan *indexJob
+	done   chan struct{}          // closed when the committer has stopped
+	commit func(*indexJob) error // (*Store).commitIndexJob; tests replace it
 }
 
 type pendingRecord struct {
@@ -52,7 +53,7 @@ type indexJob struct {
 }
 
 func (s *Store) startIndexQueue() {
-	q := &indexQueue{pending: map[asl.Reference]pendingRecord{}, jobs: make(chan *indexJob, indexQueueDepth), done: make(chan struct{})}
+	q := &indexQueue{pending: map[asl.Reference]pendingRecord{}, jobs: make(chan *indexJob, indexQueueDepth), done: make(chan struct{}), commit: s.commitIndexJob}
 	s.idx = q
 	go func() {
 		defer close(q.done)
@@ -61,7 +62,7 @@ func (s *Store) startIndexQueue() {
 				job.call()
 				continue
 			}
-			err := s.commitIndexJob(job)
+			err := q.commit(job)
 			q.mu.Lock()
 			if err != nil {
 				if q.err == nil {

@@ -1,12 +1,14 @@
 package pebblestore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"testing"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // holdIndexQueue stops the index committer until the returned function is
@@ -160,5 +162,63 @@ func TestPackFreshRepeated(t *testing.T) {
 	}
 	if n != 99 {
 		t.Fatalf("Enumerate listed %d artifacts, want 99", n)
+	}
+}
+
+// TestIndexQueueFailure: a failed queued commit is sticky. The batch it
+// belonged to stays readable from the pending set, every later write and
+// Enumerate fail with the error, Close reports it, and the next Open indexes
+// the batch again from its pack.
+func TestIndexQueueFailure(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	s, err := Create("store", &Options{FS: fs, PackMin: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	settleIndex(t, s)
+	boom := errors.New("injected commit failure")
+	s.idx.commit = func(*indexJob) error { return boom }
+	var arts []asl.Artifact
+	for i := range 20 {
+		arts = append(arts, asl.Untagged(genBytes(5000+uint64(i), 900, false)))
+	}
+	refs, err := s.PutBatch(ctx, asl.HashSHA256, arts)
+	if err != nil {
+		t.Fatalf("PutBatch before the commit failed: %v", err)
+	}
+	if err := s.idx.drain(); !errors.Is(err, boom) {
+		t.Fatalf("drain = %v, want the commit failure", err)
+	}
+	for i, ref := range refs {
+		if got := get(t, s, ref); !sameArtifact(got, arts[i]) {
+			t.Fatalf("artifact %d differs after the failed commit", i)
+		}
+	}
+	more := []asl.Artifact{asl.Untagged(genBytes(5100, 70<<10, false))}
+	if _, err := s.PutBatch(ctx, asl.HashSHA256, more); !errors.Is(err, boom) {
+		t.Fatalf("PutBatch after the failure = %v, want the commit failure", err)
+	}
+	if _, err := s.Put(ctx, asl.HashSHA256, asl.Header{Size: 3}, bytes.NewReader([]byte("abc"))); !errors.Is(err, boom) {
+		t.Fatalf("Put after the failure = %v, want the commit failure", err)
+	}
+	if err := s.Enumerate(ctx, asl.Reference{}, func(asl.Info) error { return nil }); !errors.Is(err, boom) {
+		t.Fatalf("Enumerate after the failure = %v, want the commit failure", err)
+	}
+	if err := s.Close(); !errors.Is(err, boom) {
+		t.Fatalf("Close = %v, want the commit failure", err)
+	}
+	s, err = Open("store", &Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.packRecovered != len(refs) {
+		t.Fatalf("Open indexed %d records from the pack, want %d", s.packRecovered, len(refs))
+	}
+	for i, ref := range refs {
+		if got := get(t, s, ref); !sameArtifact(got, arts[i]) {
+			t.Fatalf("artifact %d differs after reopening", i)
+		}
 	}
 }
