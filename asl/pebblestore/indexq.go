@@ -33,7 +33,7 @@ type indexQueue struct {
 	err     error // the first failed commit; guarded by mu
 
 	jobs   chan *indexJob
-	done   chan struct{}          // closed when the committer has stopped
+	done   chan struct{}         // closed when the committer has stopped
 	commit func(*indexJob) error // (*Store).commitIndexJob; tests replace it
 }
 
