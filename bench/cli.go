@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -35,12 +34,7 @@ func timeCommand(cmd *exec.Cmd) (procRun, error) {
 	if err != nil {
 		return procRun{}, fmt.Errorf("%s: %w: %s", strings.Join(cmd.Args[:min(len(cmd.Args), 3)], " "), err, strings.TrimSpace(errb.String()))
 	}
-	r := procRun{d: d, stdout: out.Bytes()}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && ru.Maxrss > 0 {
-		v := ru.Maxrss << 10 // kilobytes on Linux
-		r.maxRSS = &v
-	}
-	return r, nil
+	return procRun{d: d, stdout: out.Bytes(), maxRSS: ChildMaxRSS(cmd.ProcessState)}, nil
 }
 
 // writeFiles writes n distinct random files of size bytes into dir and

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -157,12 +156,11 @@ func runBenchChild(ctx context.Context, a *app, exe, group string, quick bool, d
 		return childReport{}, fail(exitIO, group, fmt.Errorf("decoding the child's rows: %w", err))
 	}
 	if cr.RSSMethod == bench.RSSNone {
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && ru.Maxrss > 0 {
-			peak := ru.Maxrss << 10
+		if peak := bench.ChildMaxRSS(cmd.ProcessState); peak != nil {
 			cr.RSSMethod = "child-maxrss"
 			for i := range cr.Rows {
 				if cr.Rows[i].PeakRSS == nil {
-					cr.Rows[i].PeakRSS = &peak
+					cr.Rows[i].PeakRSS = peak
 				}
 			}
 		}

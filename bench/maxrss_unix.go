@@ -1,0 +1,23 @@
+//go:build unix
+
+package bench
+
+import (
+	"os"
+	"runtime"
+	"syscall"
+)
+
+// ChildMaxRSS is the peak resident memory of an exited child process, in
+// bytes, when the system reports it.
+func ChildMaxRSS(ps *os.ProcessState) *int64 {
+	ru, ok := ps.SysUsage().(*syscall.Rusage)
+	if !ok || ru.Maxrss <= 0 {
+		return nil
+	}
+	v := int64(ru.Maxrss)
+	if runtime.GOOS != "darwin" && runtime.GOOS != "ios" {
+		v <<= 10 // kilobytes elsewhere; bytes on Darwin
+	}
+	return &v
+}
