@@ -14,13 +14,20 @@ import (
 // TestConcurrent runs puts, batches and gets of overlapping artifact sets
 // from several goroutines: every artifact ends up stored exactly once (no
 // orphaned or doubly referenced blob) and every read verifies.
+// TestConcurrent runs puts (single and batched), overlapping in content, and
+// gets on one store from 8 goroutines. With packs on and every artifact
+// within one chunk ("small"), the batches take the streamed fresh path,
+// which takes no claims, beside puts that do.
 func TestConcurrent(t *testing.T) {
-	for _, packMin := range []int64{-1, 1} {
-		t.Run(fmt.Sprintf("packmin %d", packMin), func(t *testing.T) { testConcurrent(t, packMin) })
+	for _, c := range []struct {
+		packMin int64
+		small   bool
+	}{{-1, false}, {1, false}, {1, true}} {
+		t.Run(fmt.Sprintf("packmin %d small %v", c.packMin, c.small), func(t *testing.T) { testConcurrent(t, c.packMin, c.small) })
 	}
 }
 
-func testConcurrent(t *testing.T, packMin int64) {
+func testConcurrent(t *testing.T, packMin int64, small bool) {
 	ctx := context.Background()
 	s := newMemStore(t, &Options{ChunkSize: 32 << 10, InlineMax: 1024, PackMin: packMin})
 	var pool []asl.Artifact
@@ -31,7 +38,11 @@ func testConcurrent(t *testing.T, packMin int64) {
 		case 1:
 			pool = append(pool, asl.Tagged(asl.TypeTag(i), genBytes(uint64(i), 20<<10, i%2 == 0)))
 		default:
-			pool = append(pool, asl.Untagged(genBytes(uint64(i), 100<<10+i, i%4 == 0)))
+			size := 100<<10 + i // chunked
+			if small {
+				size = 30<<10 + i
+			}
+			pool = append(pool, asl.Untagged(genBytes(uint64(i), size, i%4 == 0)))
 		}
 	}
 	const workers = 8
@@ -51,7 +62,29 @@ func testConcurrent(t *testing.T, packMin int64) {
 						}
 					}
 				case 1:
-					_, err = s.PutBatch(ctx, asl.HashSHA256, slices.Concat(pool[w%5:], pool[:w%5]))
+					batch := slices.Concat(pool[w%5:], pool[:w%5])
+					if small {
+						// Mostly new artifacts, with shared ones where the
+						// presence sample does not look (it probes positions
+						// k*43/16), so the batch takes the fresh path while
+						// other goroutines put the shared ones.
+						batch = nil
+						for i := range 38 {
+							batch = append(batch, asl.Untagged(genBytes(uint64(10000+w*1000+round*100+i), 600+i, false)))
+						}
+						for j, pos := range []int{1, 3, 4, 6, 7} {
+							batch = slices.Insert(batch, pos, pool[(w+j)%len(pool)])
+						}
+					}
+					var refs []asl.Reference
+					if refs, err = s.PutBatch(ctx, asl.HashSHA256, batch); err == nil {
+						for i, ref := range refs {
+							if got, gerr := asl.Get(ctx, s, ref, 0); gerr != nil || !sameArtifact(got, batch[i]) {
+								err = fmt.Errorf("artifact %d of a batch just put: %v", i, gerr)
+								break
+							}
+						}
+					}
 				default:
 					for _, a := range pool {
 						ref := asl.MustDerive(asl.HashSHA256, a)
