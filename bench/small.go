@@ -75,6 +75,12 @@ const (
 	smallGroupBatches = 4
 )
 
+// groupBatches is how many batches of batch artifacts of size bytes
+// putSmall times as one group.
+func groupBatches(batch, size int) int {
+	return max(smallGroupBatches, smallGroupBytes/(batch*size))
+}
+
 // syncer is a store that can wait for work its puts left in the background
 // (pebblestore.Store.Sync).
 type syncer interface{ Sync() error }
@@ -90,7 +96,7 @@ type syncer interface{ Sync() error }
 // fdatasynced, after). Every returned reference is checked against the
 // hash.
 func putSmall(ctx context.Context, s asl.BatchReceiver, n, size, batch int, plain *os.File) (smallPut, error) {
-	group := max(smallGroupBatches, smallGroupBytes/(batch*size))
+	group := groupBatches(batch, size)
 	buf := make([]byte, group*batch*size)
 	arts := make([]asl.Artifact, group*batch)
 	rh := newRefHasher()
@@ -230,7 +236,7 @@ func runSmall(ctx context.Context, e *Env) ([]Row, error) {
 			Target:   &Target{">= 250,000/s", OnFigure, AtLeast, 250_000},
 			PeakRSS:  p.rss,
 			Note: fmt.Sprintf("%s random (incompressible) artifacts, PutBatch of %d each (one sync per batch, %d batches: the pack file's fdatasync), fresh store; timed: back-to-back PutBatch calls in groups of %d batches, each group ending with Sync (queued index commits applied and made durable): %s; %s",
-				label, batch, p.batches, max(smallGroupBatches, smallGroupBytes/(batch*size)), p.put.Round(time.Millisecond), ioText(p.io, int64(n*size), "written")),
+				label, batch, p.batches, groupBatches(batch, size), p.put.Round(time.Millisecond), ioText(p.io, int64(n*size), "written")),
 		}
 	}
 	return []Row{
@@ -242,7 +248,7 @@ func runSmall(ctx context.Context, e *Env) ([]Row, error) {
 			Baseline: &Baseline{perSec(n, p1.plain), "artifacts/s", "plain file append+fdatasync per batch"},
 			PeakRSS:  p1.rss,
 			Note: fmt.Sprintf("the batches-of-%d PutBatch calls against appending each batch's payload bytes to a plain file and fdatasyncing it, alternating by groups of %d batches (%s)",
-				e.Sizes.SmallBatch, max(smallGroupBatches, smallGroupBytes/(e.Sizes.SmallBatch*size)), p1.plain.Round(time.Millisecond)),
+				e.Sizes.SmallBatch, groupBatches(e.Sizes.SmallBatch, size), p1.plain.Round(time.Millisecond)),
 		},
 		{
 			Name:     "small/get-random",

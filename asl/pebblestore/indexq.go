@@ -1,9 +1,7 @@
 package pebblestore
 
 import (
-	"bytes"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/amduat/amduat/asl"
@@ -84,19 +82,7 @@ func (s *Store) startIndexQueue() {
 // unsynced batch, in key order (each memtable insert starts from the
 // previous one's position).
 func (s *Store) commitIndexJob(job *indexJob) error {
-	keys := make([]byte, 0, len(job.refs)*40)
-	offs := make([]int, 0, len(job.refs)+1)
-	for _, ref := range job.refs {
-		offs = append(offs, len(keys))
-		keys = appendIndexKey(keys, ref)
-	}
-	offs = append(offs, len(keys))
-	key := func(j int) []byte { return keys[offs[j]:offs[j+1]] }
-	order := make([]int, len(job.refs))
-	for j := range order {
-		order[j] = j
-	}
-	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(key(a), key(b)) })
+	key, order := indexKeys(len(job.refs), func(j int) asl.Reference { return job.refs[j] })
 	b := s.db.NewBatch()
 	defer b.Close()
 	for _, j := range order {

@@ -213,17 +213,12 @@ func hashBatch(id asl.HashID, arts []asl.Artifact, refs []asl.Reference, items [
 	hashRange := func(lo, hi int) (int, error) {
 		var h asl.Hasher
 		for i := lo; i < hi; i++ {
-			hdr := arts[i].Header()
-			if err := h.Reset(id, hdr); err != nil {
-				return i, err
-			}
-			h.Write(arts[i].Bytes)
-			ref, err := h.Sum()
+			ref, err := deriveRef(&h, id, arts[i])
 			if err != nil {
 				return i, err
 			}
 			refs[i] = ref
-			items[i] = item{ref: ref, hdr: hdr, payload: arts[i].Bytes}
+			items[i] = item{ref: ref, hdr: arts[i].Header(), payload: arts[i].Bytes}
 		}
 		return hi, nil
 	}
@@ -267,6 +262,15 @@ func hashBatch(id asl.HashID, arts []asl.Artifact, refs []asl.Reference, items [
 		}
 	}
 	return nil
+}
+
+// deriveRef derives the Reference of a, reusing h.
+func deriveRef(h *asl.Hasher, id asl.HashID, a asl.Artifact) (asl.Reference, error) {
+	if err := h.Reset(id, a.Header()); err != nil {
+		return asl.Reference{}, err
+	}
+	h.Write(a.Bytes)
+	return h.Sum()
 }
 
 // stage writes the payload of an in-memory artifact larger than a chunk
@@ -447,19 +451,7 @@ func (s *Store) writeMine(ctx context.Context, items []item, extra *indexExtra) 
 			return err
 		}
 	}
-	keys := make([]byte, 0, len(items)*40)
-	offs := make([]int, 0, len(items)+1)
-	for _, i := range mine {
-		offs = append(offs, len(keys))
-		keys = appendIndexKey(keys, items[i].ref)
-	}
-	offs = append(offs, len(keys))
-	key := func(j int) []byte { return keys[offs[j]:offs[j+1]] }
-	order := make([]int, len(mine))
-	for j := range order {
-		order[j] = j
-	}
-	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(key(a), key(b)) })
+	key, order := indexKeys(len(mine), func(j int) asl.Reference { return items[mine[j]].ref })
 	// Presence is checked with one iterator per range, probed in key order
 	// (SeekPrefixGE uses the bloom filters and keeps the per-file iterators
 	// of earlier probes).
@@ -694,14 +686,9 @@ func (s *Store) packFresh(ctx context.Context, id asl.HashID, arts []asl.Artifac
 	sample := make([]asl.Reference, m)
 	var h asl.Hasher
 	for k := range m {
-		a := arts[k*n/m]
-		if err := h.Reset(id, a.Header()); err != nil {
-			return nil, false, nil // the general path reports it
-		}
-		h.Write(a.Bytes)
-		ref, err := h.Sum()
+		ref, err := deriveRef(&h, id, arts[k*n/m])
 		if err != nil {
-			return nil, false, nil
+			return nil, false, nil // the general path reports it
 		}
 		sample[k] = ref
 	}
@@ -723,12 +710,8 @@ func (s *Store) packFresh(ctx context.Context, id asl.HashID, arts []asl.Artifac
 			if stop.Load() {
 				return
 			}
-			err := h.Reset(id, a.Header())
-			if err == nil {
-				h.Write(a.Bytes)
-				refs[i], err = h.Sum()
-			}
-			if err != nil {
+			var err error
+			if refs[i], err = deriveRef(&h, id, a); err != nil {
 				hashErr = fmt.Errorf("artifact %d: %w", i, err)
 				return
 			}
@@ -739,7 +722,7 @@ func (s *Store) packFresh(ctx context.Context, id asl.HashID, arts []asl.Artifac
 		}
 	}()
 	hashed := 0
-	codecs, stored := make([]uint8, n), make([]int, n)
+	pis := make([]packItem, n)
 	next := func(k int) (packItem, error) {
 		for k >= hashed {
 			c, ok := <-ready
@@ -751,10 +734,9 @@ func (s *Store) packFresh(ctx context.Context, id asl.HashID, arts []asl.Artifac
 			}
 			hashed = c
 		}
-		it := packItem{ref: refs[k], hdr: arts[k].Header()}
-		it.codec, it.stored = compressChunk(arts[k].Bytes, nil, s.minCompress)
-		codecs[k], stored[k] = it.codec, len(it.stored)
-		return it, nil
+		pis[k] = packItem{ref: refs[k], hdr: arts[k].Header()}
+		pis[k].codec, pis[k].stored = compressChunk(arts[k].Bytes, nil, s.minCompress)
+		return pis[k], nil
 	}
 	s.packs.mu.Lock()
 	defer s.packs.mu.Unlock()
@@ -769,19 +751,30 @@ func (s *Store) packFresh(ctx context.Context, id asl.HashID, arts []asl.Artifac
 	if err := ctx.Err(); err != nil {
 		return nil, true, err
 	}
-	job := &indexJob{refs: slices.Clone(refs), vals: make([][]byte, n), pack: pack, end: end}
-	arena := make([]byte, 0, n*48)
-	for k, a := range arts {
-		rec := indexRecord{Size: uint64(len(a.Bytes)), Stored: uint64(stored[k]), Compression: uint64(codecs[k]), Pack: pack, Offset: offs[k]}
-		setTag(&rec, a.Header())
-		at := len(arena)
-		arena = appendIndexRecord(arena, rec)
-		job.vals[k] = arena[at:len(arena):len(arena)]
-	}
+	job := &indexJob{refs: slices.Clone(refs), vals: packedVals(pis, offs, pack), pack: pack, end: end}
 	if err := s.idx.enqueue(job); err != nil {
 		return nil, true, err
 	}
 	return refs, true, nil
+}
+
+// indexKeys encodes the index keys of n references (ref(j) for j < n) into
+// one buffer and returns them by j, with the js in key order.
+func indexKeys(n int, ref func(j int) asl.Reference) (key func(j int) []byte, order []int) {
+	keys := make([]byte, 0, n*40)
+	offs := make([]int, 0, n+1)
+	for j := range n {
+		offs = append(offs, len(keys))
+		keys = appendIndexKey(keys, ref(j))
+	}
+	offs = append(offs, len(keys))
+	key = func(j int) []byte { return keys[offs[j]:offs[j+1]] }
+	order = make([]int, n)
+	for j := range order {
+		order[j] = j
+	}
+	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(key(a), key(b)) })
+	return key, order
 }
 
 // parallelProbeMin is the number of keys from which probeParallel spreads
@@ -895,19 +888,24 @@ func (s *Store) packSinglesLocked(items []item, mine []int) (packResult, error) 
 	if err != nil {
 		return packResult{}, err
 	}
-	// One arena holds the encoded index records: they live on in the index
-	// queue's pending set until their commit.
-	res := packResult{js: js, vals: make([][]byte, len(js)), pack: pack, end: end}
-	arena := make([]byte, 0, len(js)*48)
-	for k := range js {
+	return packResult{js: js, vals: packedVals(pis, offs, pack), pack: pack, end: end}, nil
+}
+
+// packedVals encodes the index records of pis, appended to pack with their
+// chunk values at offs. One arena holds them: they live on in the index
+// queue's pending set until their commit.
+func packedVals(pis []packItem, offs []uint64, pack uint64) [][]byte {
+	vals := make([][]byte, len(pis))
+	arena := make([]byte, 0, len(pis)*48)
+	for k := range pis {
 		pi := &pis[k]
 		rec := indexRecord{Size: pi.hdr.Size, Stored: uint64(len(pi.stored)), Compression: uint64(pi.codec), Pack: pack, Offset: offs[k]}
 		setTag(&rec, pi.hdr)
 		at := len(arena)
 		arena = appendIndexRecord(arena, rec)
-		res.vals[k] = arena[at:len(arena):len(arena)]
+		vals[k] = arena[at:len(arena):len(arena)]
 	}
-	return res, nil
+	return vals
 }
 
 func setTag(rec *indexRecord, hdr asl.Header) {

@@ -501,12 +501,10 @@ func (s *Store) Close() error {
 		<-s.drained
 	}
 	err := s.idx.stop()
-	if s.unsynced.Load() {
-		// Index records committed without a sync: make them durable so the
-		// next Open has nothing to rebuild.
-		if lerr := ioErr(s.db.LogData(nil, pebble.Sync)); err == nil {
-			err = lerr
-		}
+	// Index records committed without a sync: make them durable so the next
+	// Open has nothing to rebuild.
+	if lerr := s.syncLog(); err == nil {
+		err = lerr
 	}
 	if cerr := s.db.Close(); err == nil {
 		err = cerr
@@ -533,11 +531,21 @@ func (s *Store) Sync() error {
 	if err := s.idx.drain(); err != nil {
 		return fmt.Errorf("sync: %w", err)
 	}
-	if s.unsynced.Swap(false) {
-		if err := s.db.LogData(nil, pebble.Sync); err != nil {
-			s.unsynced.Store(true)
-			return fmt.Errorf("sync: %w", ioErr(err))
-		}
+	if err := s.syncLog(); err != nil {
+		return fmt.Errorf("sync: %w", err)
+	}
+	return nil
+}
+
+// syncLog makes Pebble's log durable (one synced empty write) if a commit
+// relied on a pack's sync since the last time.
+func (s *Store) syncLog() error {
+	if !s.unsynced.Swap(false) {
+		return nil
+	}
+	if err := s.db.LogData(nil, pebble.Sync); err != nil {
+		s.unsynced.Store(true)
+		return ioErr(err)
 	}
 	return nil
 }
