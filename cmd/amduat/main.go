@@ -24,6 +24,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/httpstore"
 	"github.com/amduat/amduat/asl/pebblestore"
 )
 
@@ -41,6 +43,8 @@ type app struct {
 	// started is set once flags and arguments have been accepted; an error
 	// before that is a usage error.
 	started bool
+	// ctx is the running command's context, set before RunE.
+	ctx context.Context
 }
 
 var commandFactories []func(*app) *cobra.Command
@@ -72,6 +76,10 @@ A reference is printed and parsed as lowercase hex of its ReferenceBytes, e.g.
 00011f1d4ea728bc4c10bbc8211c7644aa950b6296c9b3e70d263e4ae6fc83e895e4.
 
 The store is the directory given by --store, else $AMDUAT_STORE, else ./.amduat.
+--store http://HOST:PORT (or https://) uses the store of a running
+` + "`amduat serve`" + ` instead, with the bearer token in $AMDUAT_TOKEN: every
+command works the same, every byte read is re-hashed by the client, and
+pel run executes on the server.
 
 With --json every command prints exactly one JSON object on stdout: its result,
 or {"error":"...","code":N,"command":"..."} when it fails (the error line also
@@ -82,6 +90,7 @@ goes to stderr).
 		SilenceUsage:  true,
 		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
 			a.started = true
+			a.ctx = c.Context()
 			a.cmdName = strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")
 			return nil
 		},
@@ -90,7 +99,7 @@ goes to stderr).
 	if def == "" {
 		def = defaultStoreDir
 	}
-	root.PersistentFlags().StringVar(&a.storeDir, "store", def, "store directory (env AMDUAT_STORE)")
+	root.PersistentFlags().StringVar(&a.storeDir, "store", def, "store directory, or http(s)://HOST:PORT of an `amduat serve` (env AMDUAT_STORE; token in AMDUAT_TOKEN)")
 	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "print one JSON object on stdout")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
 	root.CompletionOptions.DisableDefaultCmd = true
@@ -194,9 +203,32 @@ func (a *app) stderrIsTerminal() bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// openStore opens the store named by --store. A missing store is exit code 7
-// with a hint to run `amduat init`.
-func (a *app) openStore() (*pebblestore.Store, error) {
+// backend is what commands need of a store: the asl.Store interfaces, the
+// index capability, the hash for new puts, and Close. The embedded store
+// and the HTTP client (SPECS.md §18) both provide it.
+type backend interface {
+	asl.Store
+	asl.Indexer
+	DefaultHash() asl.HashID
+	Close() error
+}
+
+// isRemote reports whether a --store value names a server, not a directory.
+func isRemote(store string) bool {
+	return strings.HasPrefix(store, "http://") || strings.HasPrefix(store, "https://")
+}
+
+// openStore opens the store named by --store: a server when it is an
+// http(s) URL (token from AMDUAT_TOKEN), else a directory. A missing store
+// is exit code 7 with a hint to run `amduat init`.
+func (a *app) openStore() (backend, error) {
+	if isRemote(a.storeDir) {
+		c, err := httpstore.Open(a.context(), a.storeDir, httpstore.Options{Token: os.Getenv("AMDUAT_TOKEN")})
+		if err != nil {
+			return nil, failAuto(a.storeDir, err)
+		}
+		return c, nil
+	}
 	s, err := pebblestore.Open(a.storeDir, nil)
 	if errors.Is(err, pebblestore.ErrNoStore) {
 		return nil, fail(exitStore, a.storeDir, fmt.Errorf("no store here (create one with `amduat init`, or point --store or AMDUAT_STORE at one): %w", pebblestore.ErrNoStore))
@@ -207,9 +239,17 @@ func (a *app) openStore() (*pebblestore.Store, error) {
 	return s, nil
 }
 
+// context is the running command's context.
+func (a *app) context() context.Context {
+	if a.ctx != nil {
+		return a.ctx
+	}
+	return context.Background()
+}
+
 // closeStore closes s and turns a close failure into the command's error
 // when the command itself succeeded.
-func closeStore(s *pebblestore.Store, dir string, err *error) {
+func closeStore(s backend, dir string, err *error) {
 	if cerr := s.Close(); cerr != nil && *err == nil {
 		*err = failAuto(dir, fmt.Errorf("closing store: %w", cerr))
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -82,53 +81,6 @@ const pelExitCodeHelp = `Exit codes:
        6 I/O failure or --timeout exceeded, 7 no store: nothing was stored
 Exit codes 11-14 mean the run is complete: its result and trace are stored.`
 
-// refPtr returns &r, or nil when present is false.
-func refPtr(r asl.Reference, present bool) *asl.Reference {
-	if !present {
-		return nil
-	}
-	return &r
-}
-
-// refList never returns nil, so JSON shows [] rather than null.
-func refList(refs []asl.Reference) []asl.Reference {
-	if refs == nil {
-		return []asl.Reference{}
-	}
-	return refs
-}
-
-// pelDiagJSON is a DiagnosticEntry in JSON output. Messages that are not
-// valid UTF-8 have the bad bytes replaced by U+FFFD.
-type pelDiagJSON struct {
-	Code    uint32 `json:"code"`
-	Message string `json:"message"`
-}
-
-func diagsJSON(ds []pel.DiagnosticEntry) []pelDiagJSON {
-	out := make([]pelDiagJSON, len(ds))
-	for i, d := range ds {
-		out[i] = pelDiagJSON{Code: d.Code, Message: strings.ToValidUTF8(string(d.Message), "\uFFFD")}
-	}
-	return out
-}
-
-// pelStoreFailureJSON is a surface store failure in JSON output.
-type pelStoreFailureJSON struct {
-	Phase      string        `json:"phase"`
-	InputIndex uint32        `json:"input_index"`
-	Ref        asl.Reference `json:"ref"`
-	Error      string        `json:"error"`
-}
-
-func storeFailureJSON(r surf.Result) *pelStoreFailureJSON {
-	if !r.HasStoreFailure {
-		return nil
-	}
-	f := r.StoreFailure
-	return &pelStoreFailureJSON{Phase: f.Phase.String(), InputIndex: f.InputIndex, Ref: f.Ref, Error: f.Error.String()}
-}
-
 // printableText returns b as text when it is valid UTF-8 without control
 // characters, and Go-quoted otherwise, so one diagnostic stays one line.
 func printableText(b []byte) string {
@@ -171,6 +123,3 @@ func optionalRefText(r asl.Reference, present bool) string {
 	}
 	return r.String()
 }
-
-// tagText renders a type tag as 0x%08x.
-func tagText(t asl.TypeTag) string { return fmt.Sprintf("0x%08x", uint32(t)) }

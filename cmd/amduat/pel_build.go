@@ -13,24 +13,13 @@ import (
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/pel"
+	"github.com/amduat/amduat/report"
 )
 
 func init() { addPELCommand(newPELBuildCmd) }
 
 // maxProgramJSON bounds the JSON program text pel build reads.
 const maxProgramJSON = 256 << 20
-
-type pelBuildResult struct {
-	Ref     asl.Reference `json:"ref"`
-	Size    uint64        `json:"size"`
-	TypeTag uint32        `json:"type_tag"`
-	Nodes   int           `json:"nodes"`
-	Roots   int           `json:"roots"`
-	Valid   bool          `json:"valid"`
-	// Problem is why the program is not valid against the kernel registry
-	// (the diagnostic Exec_DAG would report); empty when valid.
-	Problem string `json:"problem,omitempty"`
-}
 
 func newPELBuildCmd(a *app) *cobra.Command {
 	var hashName string
@@ -73,10 +62,8 @@ on stderr, and --json reports "valid":false and the "problem".`,
 			if err != nil {
 				return err
 			}
-			res := pelBuildResult{Ref: ref, Size: uint64(len(art.Bytes)), TypeTag: uint32(art.Tag),
-				Nodes: len(p.Nodes), Roots: len(p.Roots), Valid: true}
-			if _, perr := pel.Prepare(p, nil); perr != nil {
-				res.Valid, res.Problem = false, oneLine(perr.Error())
+			res := report.NewBuild(ref, art, p)
+			if !res.Valid {
 				a.warnf(src, fmt.Errorf("warning: stored, but Exec_DAG will report INVALID_PROGRAM: %s", res.Problem))
 			}
 			if a.jsonOut {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/amduat/amduat/internal/golden"
+	"github.com/amduat/amduat/report"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/pel"
@@ -138,7 +139,7 @@ func TestPELSeedsRun(t *testing.T) {
 			if got := c.must(0, append(args, "--quiet")...).stdout; got != m["output_ref[0]"]+"\n" {
 				t.Fatalf("--quiet = %q", got)
 			}
-			var j pelRunJSON
+			var j report.Run
 			oneJSON(t, c.must(0, append([]string{"--json"}, args...)...).stdout, &j)
 			if j.Status != "OK" || j.StatusCode != 0 || j.ResultRef.String() != m["result_ref"] || j.TraceRef.String() != m["trace_ref"] ||
 				len(j.OutputRefs) != 1 || j.OutputRefs[0].String() != m["output_ref[0]"] || len(j.Diagnostics) != 0 || j.StoreFailure != nil ||
@@ -190,16 +191,16 @@ func TestPELRunFailures(t *testing.T) {
 		code      int
 		status    string
 		diagCodes []uint32
-		failure   *pelStoreFailureJSON
+		failure   *report.StoreFailure
 	}{
 		{"missing input", []string{"--program", concat, "--input", hello, "--input", absent}, exitPELInvalidInputs,
 			"INVALID_INPUTS status_code 3", []uint32{surf.DiagStoreInput},
-			&pelStoreFailureJSON{Phase: "input", InputIndex: 1, Ref: asl.MustParseReference(absent), Error: "ERR_NOT_FOUND"}},
+			&report.StoreFailure{Phase: "input", InputIndex: 1, Ref: asl.MustParseReference(absent), Error: "ERR_NOT_FOUND"}},
 		{"input index out of range", []string{"--program", concat, "--input", hello}, exitPELInvalidInputs,
 			"INVALID_INPUTS status_code 3", []uint32{pel.DiagMissingInput}, nil},
 		{"missing program", []string{"--program", absent}, exitPELInvalidProgram,
 			"INVALID_PROGRAM status_code 2", []uint32{surf.DiagStoreProgram},
-			&pelStoreFailureJSON{Phase: "program", Ref: asl.MustParseReference(absent), Error: "ERR_NOT_FOUND"}},
+			&report.StoreFailure{Phase: "program", Ref: asl.MustParseReference(absent), Error: "ERR_NOT_FOUND"}},
 		{"unknown op", []string{"--program", unknownProg, "--input", hello}, exitPELInvalidProgram,
 			"INVALID_PROGRAM status_code 2", []uint32{pel.DiagUnknownOperation}, nil},
 		{"not a program", []string{"--program", hello}, exitPELInvalidProgram,
@@ -210,7 +211,7 @@ func TestPELRunFailures(t *testing.T) {
 			"INVALID_INPUTS status_code 3", []uint32{pel.DiagMissingGlobal}, nil},
 		{"params not stored", []string{"--program", paramsProg, "--params", absent}, exitPELInvalidInputs,
 			"INVALID_INPUTS status_code 3", []uint32{surf.DiagStoreParams},
-			&pelStoreFailureJSON{Phase: "params", Ref: asl.MustParseReference(absent), Error: "ERR_NOT_FOUND"}},
+			&report.StoreFailure{Phase: "params", Ref: asl.MustParseReference(absent), Error: "ERR_NOT_FOUND"}},
 		{"scheme unsupported", []string{"--program", concat, "--scheme", otherScheme}, exitPELSchemeUnsupported,
 			"SCHEME_UNSUPPORTED status_code 1", []uint32{surf.DiagSchemeUnsupported}, nil},
 	}
@@ -239,7 +240,7 @@ func TestPELRunFailures(t *testing.T) {
 				t.Fatalf("store_failure line %q, want %v", m["store_failure"], tt.failure)
 			}
 
-			var j pelRunJSON
+			var j report.Run
 			rj := c.must(tt.code, append([]string{"--json"}, args...)...)
 			oneJSON(t, rj.stdout, &j)
 			if j.Status+" status_code "+fmt.Sprint(j.StatusCode) != tt.status || j.ResultRef.String() != m["result_ref"] ||
@@ -289,9 +290,9 @@ func TestPELRunDamagedInput(t *testing.T) {
 	if n := corrupt(t, c.store, data[500:564]); n != 1 {
 		t.Fatalf("input found in %d values", n)
 	}
-	var j pelRunJSON
+	var j report.Run
 	oneJSON(t, c.must(exitPELInvalidInputs, "--json", "pel", "run", "--program", prog, "--input", in).stdout, &j)
-	want := pelStoreFailureJSON{Phase: "input", InputIndex: 0, Ref: asl.MustParseReference(in), Error: "ERR_INTEGRITY"}
+	want := report.StoreFailure{Phase: "input", InputIndex: 0, Ref: asl.MustParseReference(in), Error: "ERR_INTEGRITY"}
 	if j.Status != "INVALID_INPUTS" || j.StoreFailure == nil || *j.StoreFailure != want {
 		t.Fatalf("run on a damaged input: %+v", j)
 	}
@@ -355,7 +356,7 @@ func TestPELBuild(t *testing.T) {
 	if r := c.runIn(bytes.NewReader(src), "pel", "build", "-"); r.code != 0 || strings.TrimSpace(r.stdout) != want || r.stderr != "" {
 		t.Fatalf("build - : %d %q %q", r.code, r.stdout, r.stderr)
 	}
-	var br pelBuildResult
+	var br report.Build
 	oneJSON(t, c.must(0, "--json", "pel", "build", file).stdout, &br)
 	if br.Ref.String() != want || br.Nodes != 2 || br.Roots != 1 || !br.Valid || br.Problem != "" || br.TypeTag != 0x101 || br.Size != uint64(len(art.Bytes)) {
 		t.Fatalf("build --json %+v", br)
@@ -541,9 +542,9 @@ func TestPELRunCacheMemoLimitsVerify(t *testing.T) {
 	c := newCLI(t)
 	c.must(0, "init")
 	constHash := strings.TrimSpace(c.must(0, "pel", "seed", "const-hash").stdout)
-	run := func(code int, args ...string) pelRunJSON {
+	run := func(code int, args ...string) report.Run {
 		t.Helper()
-		var j pelRunJSON
+		var j report.Run
 		oneJSON(t, c.must(code, append([]string{"--json", "pel", "run", "--program", constHash}, args...)...).stdout, &j)
 		return j
 	}
@@ -560,7 +561,7 @@ func TestPELRunCacheMemoLimitsVerify(t *testing.T) {
 		t.Fatalf("first memo run %+v", m)
 	}
 	constProg := strings.TrimSpace(c.must(0, "pel", "seed", "const").stdout)
-	var mj pelRunJSON
+	var mj report.Run
 	oneJSON(t, c.must(0, "--json", "pel", "run", "--program", constProg, "--memo-nodes").stdout, &mj)
 	if mj.NodesReused != 1 || mj.Status != "OK" {
 		t.Fatalf("const run with the memo of const-hash: %+v, want 1 node reused", mj)
@@ -591,7 +592,7 @@ func TestPELRunCacheMemoLimitsVerify(t *testing.T) {
 	}
 
 	// Replay verification: OK, then a damaged output is the first mismatch.
-	var vj pelVerifyJSON
+	var vj report.Verification
 	oneJSON(t, c.must(0, "--json", "pel", "verify", first.ResultRef.String()).stdout, &vj)
 	if !vj.Verified || vj.Mismatch != nil || vj.TraceRef == nil || *vj.TraceRef != first.TraceRef {
 		t.Fatalf("verify --json %+v", vj)

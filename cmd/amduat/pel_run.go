@@ -11,46 +11,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/httpstore"
 	"github.com/amduat/amduat/pel"
+	"github.com/amduat/amduat/report"
 	"github.com/amduat/amduat/surf"
 )
 
 func init() { addPELCommand(newPELRunCmd) }
-
-// pelRunJSON is the --json output of `pel run` (SPECS.md §16).
-type pelRunJSON struct {
-	Status       string               `json:"status"`
-	StatusCode   uint32               `json:"status_code"`
-	ResultRef    asl.Reference        `json:"result_ref"`
-	TraceRef     asl.Reference        `json:"trace_ref"`
-	OutputRefs   []asl.Reference      `json:"output_refs"`
-	Diagnostics  []pelDiagJSON        `json:"diagnostics"`
-	StoreFailure *pelStoreFailureJSON `json:"store_failure"`
-	// Cache: "hit" when the action cache answered the request and nothing
-	// executed, "miss" when the run executed, "off" under --no-cache.
-	Cache string `json:"cache"`
-	// NodesReused: nodes answered by the node memo (--memo-nodes).
-	NodesReused int `json:"nodes_reused"`
-	// EdgeRef: the run's TGK/1 provenance edge.
-	EdgeRef asl.Reference `json:"edge_ref"`
-}
-
-func runJSON(r *surf.Run, noCache bool) pelRunJSON {
-	v := r.Result.Value
-	cache := "miss"
-	switch {
-	case noCache:
-		cache = "off"
-	case r.CacheHit:
-		cache = "hit"
-	}
-	return pelRunJSON{
-		Status: v.Status.String(), StatusCode: v.Summary.StatusCode,
-		ResultRef: r.ResultRef, TraceRef: r.TraceRef, OutputRefs: refList(r.OutputRefs),
-		Diagnostics: diagsJSON(v.Diagnostics), StoreFailure: storeFailureJSON(r.Result),
-		Cache: cache, NodesReused: r.NodesReused, EdgeRef: r.EdgeRef,
-	}
-}
 
 // writeRunText writes the default output of `pel run`: result_ref,
 // trace_ref, output_ref[N], the status line, then diagnostics and the store
@@ -186,7 +153,22 @@ write per node. Neither changes any output, result or trace byte.
 				ctx, cancel = context.WithTimeout(ctx, timeout)
 				defer cancel()
 			}
-			run, err := surf.New(s, surf.Options{Hash: id, NoCache: noCache, NodeMemo: memoNodes}).Run(ctx, req)
+			var run *surf.Run
+			if c, remote := s.(*httpstore.Client); remote {
+				alg, _ := asl.LookupHash(id)
+				rr := report.RunRequest{ProgramRef: req.ProgramRef, InputRefs: req.InputRefs, Hash: alg.Name,
+					MaxNodes: limits.MaxNodes, MaxOutputBytes: limits.MaxOutputBytes, NoCache: noCache, MemoNodes: memoNodes,
+					TimeoutMillis: timeout.Milliseconds()}
+				if req.HasParams {
+					rr.ParamsRef = &req.ParamsRef
+				}
+				if !req.SchemeRef.IsZero() {
+					rr.SchemeRef = &req.SchemeRef
+				}
+				run, err = runRemote(ctx, c, rr)
+			} else {
+				run, err = surf.New(s, surf.Options{Hash: id, NoCache: noCache, NodeMemo: memoNodes}).Run(ctx, req)
+			}
 			if errors.Is(err, context.DeadlineExceeded) {
 				return fail(exitIO, programArg, fmt.Errorf("wall-time bound --timeout %s exceeded; nothing stored: %w", timeout, err))
 			}
@@ -220,7 +202,7 @@ func (a *app) reportRun(ctx context.Context, s asl.Fetcher, run *surf.Run, outpu
 	ok := status == pel.StatusOK
 	switch {
 	case a.jsonOut:
-		if err := a.printJSON(runJSON(run, noCache)); err != nil {
+		if err := a.printJSON(report.NewRun(run, noCache)); err != nil {
 			return fail(exitIO, "stdout", err)
 		}
 	case outputRaw:

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,29 +13,12 @@ import (
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/opreg"
 	"github.com/amduat/amduat/pel"
+	"github.com/amduat/amduat/report"
 	"github.com/amduat/amduat/surf"
 	"github.com/amduat/amduat/trace"
 )
 
 func init() { addPELCommand(newPELShowCmd) }
-
-// pelArtifactKind names the PEL artifact types show recognises by type tag.
-func pelArtifactKind(a asl.Artifact) string {
-	if !a.HasTag {
-		return ""
-	}
-	switch a.Tag {
-	case asl.TagPELProgramDAG1:
-		return "program"
-	case asl.TagPELTraceDAG1:
-		return "trace"
-	case asl.TagPEL1Result1:
-		return "result"
-	case pel.TagSchemeDescriptor:
-		return "scheme_descriptor"
-	}
-	return ""
-}
 
 func newPELShowCmd(a *app) *cobra.Command {
 	var dot bool
@@ -78,7 +60,7 @@ usage error (exit 2).`,
 			if err != nil {
 				return refErr(args[0], err)
 			}
-			kind := pelArtifactKind(art)
+			kind := report.Kind(art)
 			if kind == "" {
 				return fail(exitUsage, args[0], fmt.Errorf("not a PEL program, result, trace or scheme descriptor (type tag %s)", art.Header().TagString()))
 			}
@@ -109,13 +91,11 @@ usage error (exit 2).`,
 
 // jsonLine encodes v as one line of JSON without HTML escaping.
 func jsonLine(v any) ([]byte, error) {
-	var b bytes.Buffer
-	e := json.NewEncoder(&b)
-	e.SetEscapeHTML(false)
-	if err := e.Encode(v); err != nil {
+	b, err := report.Line(v)
+	if err != nil {
 		return nil, fail(exitIO, "", err)
 	}
-	return b.Bytes(), nil
+	return b, nil
 }
 
 // undecodable reports an artifact whose bytes do not decode as its tag says.
@@ -123,16 +103,30 @@ func undecodable(ref asl.Reference, kind string, err error) error {
 	return fail(exitUsage, ref.String(), fmt.Errorf("%s artifact does not decode: %w", kind, err))
 }
 
+// showErr turns report.ShowJSON's errors into the command's: bytes that do
+// not decode are a usage error (exit 2), store errors keep their class.
+func showErr(ref asl.Reference, err error) error {
+	var ue *report.UndecodableError
+	if errors.As(err, &ue) {
+		return undecodable(ue.Ref, ue.Kind, ue.Err)
+	}
+	return failAuto(ref.String(), err)
+}
+
 func pelShow(ctx context.Context, s asl.Store, ref asl.Reference, art asl.Artifact, kind string, asJSON bool) ([]byte, error) {
+	if asJSON {
+		out, err := report.ShowJSON(ctx, s, ref, art)
+		if err != nil {
+			return nil, showErr(ref, err)
+		}
+		return out, nil
+	}
 	var b bytes.Buffer
 	switch kind {
 	case "program":
 		p, err := pel.DecodeProgramArtifact(art)
 		if err != nil {
 			return nil, undecodable(ref, kind, err)
-		}
-		if asJSON {
-			return programJSONLine(p)
 		}
 		writeProgramText(&b, ref, art, p, nil)
 	case "result":
@@ -144,17 +138,11 @@ func pelShow(ctx context.Context, s asl.Store, ref asl.Reference, art asl.Artifa
 		if err != nil {
 			return nil, err
 		}
-		if asJSON {
-			return jsonLine(resultShowJSON(ref, res, refPtr(tref, found)))
-		}
-		writeResultText(&b, ref, res, refPtr(tref, found))
+		writeResultText(&b, ref, res, report.RefPtr(tref, found))
 	case "trace":
 		t, err := trace.DecodeArtifact(art)
 		if err != nil {
 			return nil, undecodable(ref, kind, err)
-		}
-		if asJSON {
-			return jsonLine(traceShowJSON(ref, t))
 		}
 		writeTraceText(&b, ref, t)
 	case "scheme_descriptor":
@@ -162,40 +150,18 @@ func pelShow(ctx context.Context, s asl.Store, ref asl.Reference, art asl.Artifa
 		if err != nil {
 			return nil, undecodable(ref, kind, err)
 		}
-		if asJSON {
-			return jsonLine(descriptorShowJSON(ref, d))
-		}
 		writeDescriptorText(&b, ref, d)
 	}
 	return b.Bytes(), nil
 }
 
-// programJSONLine renders p in the JSON program format (§15) on one line,
-// as every --json output is: ProgramToJSON's text without its line breaks.
-func programJSONLine(p pel.Program) ([]byte, error) {
-	j, err := pel.ProgramToJSON(p, nil)
-	if err != nil {
-		return nil, err
-	}
-	var b bytes.Buffer
-	if err := json.Compact(&b, j); err != nil {
-		return nil, err
-	}
-	b.WriteByte('\n')
-	return b.Bytes(), nil
-}
-
-// findTrace looks up the trace of a result; found is false when no stored
-// trace names it.
+// findTrace is report.FindTrace with the command's error classes.
 func findTrace(ctx context.Context, s asl.Store, resultRef asl.Reference) (asl.Reference, bool, error) {
-	tref, err := surf.FindTrace(ctx, s, resultRef)
-	switch {
-	case errors.Is(err, surf.ErrNoTrace):
-		return asl.Reference{}, false, nil
-	case err != nil:
+	tref, found, err := report.FindTrace(ctx, s, resultRef)
+	if err != nil {
 		return asl.Reference{}, false, failAuto(resultRef.String(), err)
 	}
-	return tref, true, nil
+	return tref, found, nil
 }
 
 func pelShowDOT(ctx context.Context, s asl.Store, ref asl.Reference, art asl.Artifact, kind string) ([]byte, error) {
@@ -271,7 +237,7 @@ func writeProgramText(w io.Writer, ref asl.Reference, art asl.Artifact, p pel.Pr
 		reg = opreg.Kernel()
 	}
 	fmt.Fprintf(w, "program %s\n", ref)
-	fmt.Fprintf(w, "type_tag %s size %d\n", tagText(art.Tag), len(art.Bytes))
+	fmt.Fprintf(w, "type_tag %s size %d\n", report.TagText(art.Tag), len(art.Bytes))
 	fmt.Fprintf(w, "nodes %d roots %d\n", len(p.Nodes), len(p.Roots))
 	for _, n := range p.Nodes {
 		fmt.Fprintf(w, "node %d %s\n", n.ID, printableText([]byte(n.Op.String())))
@@ -348,131 +314,20 @@ func writeTraceText(w io.Writer, ref asl.Reference, t trace.Trace) {
 	}
 }
 
-func globalParamsName(v uint8) string {
-	switch v {
-	case pel.GlobalParamsIgnored:
-		return "ignored"
-	case pel.GlobalParamsExposed:
-		return "exposed"
-	}
-	return fmt.Sprintf("0x%02x", v)
-}
-
 func writeDescriptorText(w io.Writer, ref asl.Reference, d pel.Descriptor) {
 	fmt.Fprintf(w, "scheme_descriptor %s\n", ref)
 	fmt.Fprintf(w, "descriptor_id %s\n", printableText([]byte(d.DescriptorID)))
 	fmt.Fprintf(w, "scheme_id %s\n", printableText([]byte(d.SchemeID)))
 	fmt.Fprintf(w, "pel1_version %d\n", d.PEL1Version)
-	fmt.Fprintf(w, "program_type_tag %s\n", tagText(d.ProgramTag))
-	fmt.Fprintf(w, "trace_type_tag %s\n", tagText(d.TraceTag))
-	fmt.Fprintf(w, "result_type_tag %s\n", tagText(d.ResultTag))
+	fmt.Fprintf(w, "program_type_tag %s\n", report.TagText(d.ProgramTag))
+	fmt.Fprintf(w, "trace_type_tag %s\n", report.TagText(d.TraceTag))
+	fmt.Fprintf(w, "result_type_tag %s\n", report.TagText(d.ResultTag))
 	fmt.Fprintf(w, "op_registry %s\n", printableText([]byte(d.OpRegistry)))
 	fmt.Fprintf(w, "params_profile %s\n", printableText([]byte(d.ParamsProfile)))
-	fmt.Fprintf(w, "global_params %s\n", globalParamsName(d.GlobalParams))
+	fmt.Fprintf(w, "global_params %s\n", report.GlobalParamsName(d.GlobalParams))
 	yes := "no"
 	if ref == pel.SchemeRefDAG1 {
 		yes = "yes"
 	}
 	fmt.Fprintf(w, "scheme_ref_dag_1 %s\n", yes)
-}
-
-type pelResultShowJSON struct {
-	Type         string               `json:"type"`
-	Ref          asl.Reference        `json:"ref"`
-	ProgramRef   asl.Reference        `json:"program_ref"`
-	InputRefs    []asl.Reference      `json:"input_refs"`
-	ParamsRef    *asl.Reference       `json:"params_ref"`
-	Limits       *pelLimitsJSON       `json:"limits"`
-	SchemeRef    asl.Reference        `json:"scheme_ref"`
-	PEL1Version  uint16               `json:"pel1_version"`
-	Status       string               `json:"status"`
-	StatusCode   uint32               `json:"status_code"`
-	ErrorKind    string               `json:"error_kind"`
-	OutputRefs   []asl.Reference      `json:"output_refs"`
-	Diagnostics  []pelDiagJSON        `json:"diagnostics"`
-	StoreFailure *pelStoreFailureJSON `json:"store_failure"`
-	TraceRef     *asl.Reference       `json:"trace_ref"`
-}
-
-// pelLimitsJSON is a result's deterministic bounds; null when unbounded.
-type pelLimitsJSON struct {
-	MaxNodes       uint64 `json:"max_nodes"`
-	MaxOutputBytes uint64 `json:"max_output_bytes"`
-}
-
-func resultShowJSON(ref asl.Reference, r surf.Result, traceRef *asl.Reference) pelResultShowJSON {
-	v := r.Value
-	var lim *pelLimitsJSON
-	if r.Limits != (pel.Limits{}) {
-		lim = &pelLimitsJSON{MaxNodes: r.Limits.MaxNodes, MaxOutputBytes: r.Limits.MaxOutputBytes}
-	}
-	return pelResultShowJSON{
-		Limits: lim,
-		Type:   "result", Ref: ref, ProgramRef: r.ProgramRef, InputRefs: refList(r.InputRefs),
-		ParamsRef: refPtr(r.ParamsRef, r.HasParams), SchemeRef: v.SchemeRef, PEL1Version: v.PEL1Version,
-		Status: v.Status.String(), StatusCode: v.Summary.StatusCode, ErrorKind: v.Summary.Kind.String(),
-		OutputRefs: refList(r.OutputRefs), Diagnostics: diagsJSON(v.Diagnostics),
-		StoreFailure: storeFailureJSON(r), TraceRef: traceRef,
-	}
-}
-
-type pelTraceNodeJSON struct {
-	NodeID      uint32          `json:"node_id"`
-	Op          string          `json:"op"`
-	Version     uint32          `json:"version"`
-	Status      string          `json:"status"`
-	StatusCode  uint32          `json:"status_code"`
-	OutputRefs  []asl.Reference `json:"output_refs"`
-	Diagnostics []pelDiagJSON   `json:"diagnostics"`
-}
-
-type pelTraceShowJSON struct {
-	Type          string             `json:"type"`
-	Ref           asl.Reference      `json:"ref"`
-	SchemeRef     asl.Reference      `json:"scheme_ref"`
-	ProgramRef    asl.Reference      `json:"program_ref"`
-	InputRefs     []asl.Reference    `json:"input_refs"`
-	ParamsRef     *asl.Reference     `json:"params_ref"`
-	ExecResultRef asl.Reference      `json:"exec_result_ref"`
-	Status        string             `json:"status"`
-	StatusCode    uint32             `json:"status_code"`
-	Nodes         []pelTraceNodeJSON `json:"nodes"`
-}
-
-func traceShowJSON(ref asl.Reference, t trace.Trace) pelTraceShowJSON {
-	j := pelTraceShowJSON{
-		Type: "trace", Ref: ref, SchemeRef: t.SchemeRef, ProgramRef: t.ProgramRef, InputRefs: refList(t.InputRefs),
-		ParamsRef: refPtr(t.ParamsRef, t.HasParams), ExecResultRef: t.ExecResultRef,
-		Status: t.Status.String(), StatusCode: t.StatusCode, Nodes: make([]pelTraceNodeJSON, len(t.Nodes)),
-	}
-	for i, n := range t.Nodes {
-		j.Nodes[i] = pelTraceNodeJSON{NodeID: uint32(n.NodeID), Op: n.Op.Name, Version: n.Op.Version,
-			Status: n.Status.String(), StatusCode: n.StatusCode, OutputRefs: refList(n.OutputRefs),
-			Diagnostics: diagsJSON(n.Diagnostics)}
-	}
-	return j
-}
-
-type pelDescriptorShowJSON struct {
-	Type           string        `json:"type"`
-	Ref            asl.Reference `json:"ref"`
-	DescriptorID   string        `json:"descriptor_id"`
-	SchemeID       string        `json:"scheme_id"`
-	PEL1Version    uint16        `json:"pel1_version"`
-	ProgramTypeTag string        `json:"program_type_tag"`
-	TraceTypeTag   string        `json:"trace_type_tag"`
-	ResultTypeTag  string        `json:"result_type_tag"`
-	OpRegistry     string        `json:"op_registry"`
-	ParamsProfile  string        `json:"params_profile"`
-	GlobalParams   string        `json:"global_params"`
-	SchemeRefDAG1  bool          `json:"scheme_ref_dag_1"`
-}
-
-func descriptorShowJSON(ref asl.Reference, d pel.Descriptor) pelDescriptorShowJSON {
-	return pelDescriptorShowJSON{
-		Type: "scheme_descriptor", Ref: ref, DescriptorID: d.DescriptorID, SchemeID: d.SchemeID,
-		PEL1Version: d.PEL1Version, ProgramTypeTag: tagText(d.ProgramTag), TraceTypeTag: tagText(d.TraceTag),
-		ResultTypeTag: tagText(d.ResultTag), OpRegistry: d.OpRegistry, ParamsProfile: d.ParamsProfile,
-		GlobalParams: globalParamsName(d.GlobalParams), SchemeRefDAG1: ref == pel.SchemeRefDAG1,
-	}
 }

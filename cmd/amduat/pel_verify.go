@@ -6,24 +6,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/report"
 	"github.com/amduat/amduat/surf"
 )
 
 func init() { addPELCommand(newPELVerifyCmd) }
-
-type pelMismatchJSON struct {
-	Artifact string         `json:"artifact"`
-	Stored   *asl.Reference `json:"stored"`
-	Replayed *asl.Reference `json:"replayed"`
-	Detail   string         `json:"detail"`
-}
-
-type pelVerifyJSON struct {
-	ResultRef asl.Reference    `json:"result_ref"`
-	TraceRef  *asl.Reference   `json:"trace_ref"`
-	Verified  bool             `json:"verified"`
-	Mismatch  *pelMismatchJSON `json:"mismatch"`
-}
 
 func newPELVerifyCmd(a *app) *cobra.Command {
 	return &cobra.Command{
@@ -63,11 +50,7 @@ JSON: {"result_ref","trace_ref","verified":bool,
 			if err != nil {
 				return refErr(args[0], err)
 			}
-			j := pelVerifyJSON{ResultRef: ref, TraceRef: refPtr(v.TraceRef, !v.TraceRef.IsZero()), Verified: v.Mismatch == nil}
-			if m := v.Mismatch; m != nil {
-				j.Mismatch = &pelMismatchJSON{Artifact: m.Artifact, Stored: refPtr(m.Stored, !m.Stored.IsZero()),
-					Replayed: refPtr(m.Replayed, !m.Replayed.IsZero()), Detail: m.Detail}
-			}
+			j := report.NewVerification(ref, v)
 			if a.jsonOut {
 				if err := a.printJSON(j); err != nil {
 					return fail(exitIO, "stdout", err)

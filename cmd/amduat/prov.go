@@ -3,12 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/report"
 	"github.com/amduat/amduat/tgk"
 )
 
@@ -55,7 +55,7 @@ indexes edges by both ends, so these questions are answered without scanning.`,
 				}
 				switch {
 				case a.jsonOut:
-					return a.printJSON(graphJSON(g))
+					return a.printJSON(report.NewGraph(g))
 				case dot:
 					writeGraphDOT(a.stdout, g, use == "why")
 				default:
@@ -97,64 +97,6 @@ indexes edges by both ends, so these questions are answered without scanning.`,
 		},
 	)
 	return cmd
-}
-
-type endpointJSON struct {
-	Role string        `json:"role"`
-	Ref  asl.Reference `json:"ref"`
-}
-
-type edgeJSON struct {
-	Ref  asl.Reference  `json:"ref"`
-	Type uint32         `json:"type"`
-	From []endpointJSON `json:"from"`
-	To   []endpointJSON `json:"to"`
-}
-
-type provArtifactJSON struct {
-	Ref   asl.Reference   `json:"ref"`
-	Depth int             `json:"depth"`
-	Via   []asl.Reference `json:"edges"`
-}
-
-type provJSON struct {
-	Root       asl.Reference      `json:"root"`
-	Artifacts  []provArtifactJSON `json:"artifacts"`
-	Edges      []edgeJSON         `json:"edges"`
-	Truncated  bool               `json:"truncated"`
-	Unreadable []asl.Reference    `json:"unreadable_edges"`
-}
-
-func endpointsJSON(eps []tgk.Endpoint) []endpointJSON {
-	out := make([]endpointJSON, len(eps))
-	for i, ep := range eps {
-		out[i] = endpointJSON{ep.Role.String(), ep.Ref}
-	}
-	return out
-}
-
-// sortedEdgeRefs lists g's edges in ascending ReferenceBytes order, so every
-// rendering is deterministic.
-func sortedEdgeRefs(g *tgk.Graph) []asl.Reference {
-	refs := make([]asl.Reference, 0, len(g.Edges))
-	for r := range g.Edges {
-		refs = append(refs, r)
-	}
-	slices.SortFunc(refs, func(x, y asl.Reference) int { return strings.Compare(string(x.Bytes()), string(y.Bytes())) })
-	return refs
-}
-
-func graphJSON(g *tgk.Graph) provJSON {
-	out := provJSON{Root: g.Root, Truncated: g.Truncated, Artifacts: []provArtifactJSON{}, Edges: []edgeJSON{},
-		Unreadable: append([]asl.Reference{}, g.Unreadable...)}
-	for _, r := range g.Order {
-		out.Artifacts = append(out.Artifacts, provArtifactJSON{r, g.Depth[r], append([]asl.Reference{}, g.Via[r]...)})
-	}
-	for _, r := range sortedEdgeRefs(g) {
-		e := g.Edges[r]
-		out.Edges = append(out.Edges, edgeJSON{r, uint32(e.Type), endpointsJSON(e.From), endpointsJSON(e.To)})
-	}
-	return out
 }
 
 func endpointsText(eps []tgk.Endpoint) string {
@@ -213,7 +155,7 @@ func writeGraphDOT(w io.Writer, g *tgk.Graph, why bool) {
 	for _, r := range g.Order {
 		node(r)
 	}
-	for _, e := range sortedEdgeRefs(g) {
+	for _, e := range report.SortedEdgeRefs(g) {
 		edge := g.Edges[e]
 		fmt.Fprintf(w, "  %q [shape=box,label=%q];\n", e.String(), "run "+short(e))
 		for _, ep := range edge.From {

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/amduat/amduat/report"
 )
 
 func TestProvWhyAndUses(t *testing.T) {
@@ -14,7 +16,7 @@ func TestProvWhyAndUses(t *testing.T) {
 	first := strings.TrimSpace(c.must(0, "pel", "run", "-q", "--program", prog, "--input", a, "--input", b).stdout)
 	second := strings.TrimSpace(c.must(0, "pel", "run", "-q", "--program", prog, "--input", first, "--input", a).stdout)
 
-	var why provJSON
+	var why report.Graph
 	oneJSON(t, c.must(0, "--json", "prov", "why", second).stdout, &why)
 	if why.Root.String() != second || len(why.Edges) != 2 || why.Truncated {
 		t.Fatalf("why = %+v", why)
@@ -42,7 +44,7 @@ func TestProvWhyAndUses(t *testing.T) {
 		t.Fatal("prov why --dot is not deterministic")
 	}
 
-	var uses provJSON
+	var uses report.Graph
 	oneJSON(t, c.must(0, "--json", "prov", "uses", a).stdout, &uses)
 	if len(uses.Edges) != 2 {
 		t.Fatalf("uses(a) = %d edges, want both runs", len(uses.Edges))
@@ -63,7 +65,7 @@ func TestPELCacheSalt(t *testing.T) {
 	c.must(0, "init")
 	prog := strings.TrimSpace(c.must(0, "pel", "seed", "const").stdout)
 	cacheOf := func() string {
-		var j pelRunJSON
+		var j report.Run
 		oneJSON(t, c.must(0, "--json", "pel", "run", "--program", prog).stdout, &j)
 		return j.Cache
 	}
@@ -85,7 +87,7 @@ func TestPELVerifyCatchesAlteredTrace(t *testing.T) {
 	c.must(0, "init")
 	prog := strings.TrimSpace(c.must(0, "pel", "seed", "slice").stdout)
 	in := c.putData([]byte("abcdef"))
-	var run pelRunJSON
+	var run report.Run
 	oneJSON(t, c.must(0, "--json", "pel", "run", "--program", prog, "--input", in).stdout, &run)
 	c.must(0, "pel", "verify", run.ResultRef.String())
 

@@ -23,11 +23,7 @@ func newVersionCmd(a *app) *cobra.Command {
 		Short: "Print the version of amduat",
 		Args:  rangeArgs(0, 0),
 		RunE: func(*cobra.Command, []string) error {
-			v := "(devel)"
-			if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-				v = bi.Main.Version
-			}
-			res := versionResult{Version: v, Go: runtime.Version(), VectorsFormat: conformance.Format}
+			res := versionResult{Version: moduleVersion(), Go: runtime.Version(), VectorsFormat: conformance.Format}
 			if a.jsonOut {
 				return a.printJSON(res)
 			}
@@ -35,4 +31,12 @@ func newVersionCmd(a *app) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// moduleVersion is the main module's version, "(devel)" in a work tree.
+func moduleVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
 }

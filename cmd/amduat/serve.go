@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/net/netutil"
+
+	"github.com/amduat/amduat/asl/pebblestore"
+	"github.com/amduat/amduat/server"
+)
+
+func init() { addCommand(newServeCmd) }
+
+// serveJSON is the object `serve --json` prints once it listens.
+type serveJSON struct {
+	Store  string `json:"store"`
+	URL    string `json:"url"`
+	Listen string `json:"listen"`
+	Auth   bool   `json:"auth"`
+	TLS    bool   `json:"tls"`
+}
+
+func newServeCmd(a *app) *cobra.Command {
+	var (
+		listen, unixPath, authFile, tlsCert, tlsKey, logFormat string
+		insecure                                               bool
+		limits                                                 server.Limits
+		maxConns                                               int
+		headerTimeout, shutdownTimeout                         time.Duration
+	)
+	c := &cobra.Command{
+		Use:   "serve [--listen ADDR | --unix PATH] [--auth-file FILE]",
+		Short: "Serve the store and the surface over HTTP (API v1)",
+		Long: `Serve the store in --store to many clients over HTTP API v1 (SPECS.md §18):
+artifacts (put, batch put, missing, get with Range, stat, list), program
+build, run and replay, pel show, provenance queries, a web view at /ui/,
+GET /healthz and Prometheus metrics at GET /metrics. This process owns the
+store; other commands use it with --store http://ADDR (token in
+AMDUAT_TOKEN).
+
+Without --auth-file the server has no authentication, so it listens only on
+a loopback address or a unix socket; another address needs --auth-file, or
+--insecure-no-auth to serve without tokens anyway. Tokens carry the scopes
+read, write and run (amduat token --help).
+
+One log line per request goes to stderr (--log-format text or json). On
+SIGINT or SIGTERM the server stops accepting connections, lets requests in
+flight finish (up to --shutdown-timeout), and closes the store: nothing
+acknowledged is lost. With --json, one object is printed on stdout once the
+server listens: {"store","url","listen","auth","tls"}.
+
+Limits (0 takes the default shown): a request beyond a size limit gets 413,
+a run beyond the concurrent-run limit 429, a run beyond its wall time 504,
+and a body or response that makes no progress within --idle-timeout is
+cut off.`,
+		Example: `  amduat serve --store /srv/amduat                  # http://127.0.0.1:8080
+  amduat --store http://127.0.0.1:8080 put notes.txt  # from another shell
+  amduat token add ci --scope read,write,run --auth-file /srv/tokens.json
+  amduat serve --listen :8443 --auth-file /srv/tokens.json --tls-cert c.pem --tls-key k.pem`,
+		Args: rangeArgs(0, 0),
+		RunE: func(c *cobra.Command, _ []string) (err error) {
+			if isRemote(a.storeDir) {
+				return usagef("--store %s is a server; serve needs a store directory", a.storeDir)
+			}
+			if unixPath != "" && c.Flags().Changed("listen") {
+				return usagef("--listen and --unix are exclusive")
+			}
+			if (tlsCert == "") != (tlsKey == "") {
+				return usagef("--tls-cert and --tls-key go together")
+			}
+			var logger *slog.Logger
+			switch logFormat {
+			case "text":
+				logger = slog.New(slog.NewTextHandler(a.stderr, nil))
+			case "json":
+				logger = slog.New(slog.NewJSONHandler(a.stderr, nil))
+			default:
+				return usagef("--log-format %q: want text or json", logFormat)
+			}
+			var auth *server.Auth
+			if authFile != "" {
+				if auth, err = server.LoadAuth(authFile); err != nil {
+					return fail(exitIO, authFile, err)
+				}
+			}
+			network, addr := "tcp", listen
+			if unixPath != "" {
+				network, addr = "unix", unixPath
+			}
+			if auth == nil && !insecure && network == "tcp" && !loopbackAddr(addr) {
+				return usagef("--listen %s is not a loopback address: give --auth-file FILE (see amduat token), or --insecure-no-auth to serve without tokens", addr)
+			}
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			store := s.(*pebblestore.Store)
+			defer closeStore(s, a.storeDir, &err)
+			srv, err := server.New(server.Config{Store: store, Auth: auth, Logger: logger, Limits: limits, Version: moduleVersion()})
+			if err != nil {
+				return fail(exitIO, a.storeDir, err)
+			}
+			if network == "unix" {
+				// A socket left by a server that died would refuse the bind.
+				if fi, serr := os.Lstat(addr); serr == nil && fi.Mode()&os.ModeSocket != 0 {
+					os.Remove(addr)
+				}
+			}
+			ln, err := net.Listen(network, addr)
+			if err != nil {
+				return fail(exitIO, addr, err)
+			}
+			if maxConns > 0 {
+				ln = netutil.LimitListener(ln, maxConns)
+			}
+			hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: headerTimeout, IdleTimeout: 2 * time.Minute,
+				ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+			scheme := "http"
+			if tlsCert != "" {
+				cert, err := tls.LoadX509KeyPair(tlsCert, tlsKey)
+				if err != nil {
+					ln.Close()
+					return fail(exitIO, tlsCert, err)
+				}
+				hs.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+				ln = tls.NewListener(ln, hs.TLSConfig)
+				scheme = "https"
+			}
+			url := scheme + "://" + ln.Addr().String()
+			if network == "unix" {
+				url = "unix:" + addr
+			}
+			info := serveJSON{Store: a.storeDir, URL: url, Listen: ln.Addr().String(), Auth: auth != nil, TLS: tlsCert != ""}
+			if a.jsonOut {
+				if err := a.printJSON(info); err != nil {
+					ln.Close()
+					return fail(exitIO, "stdout", err)
+				}
+			}
+			logger.Info("serving", "store", a.storeDir, "url", url, "auth", auth != nil, "tls", tlsCert != "")
+			errc := make(chan error, 1)
+			go func() { errc <- hs.Serve(ln) }()
+			select {
+			case err := <-errc:
+				return fail(exitIO, addr, err)
+			case <-c.Context().Done():
+			}
+			logger.Info("shutting down", "in_flight", srv.InFlight())
+			ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+			defer cancel()
+			if err := hs.Shutdown(ctx); err != nil {
+				logger.Warn("shutdown: requests still in flight were cut off", "error", err.Error())
+				hs.Close()
+			}
+			if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return fail(exitIO, addr, err)
+			}
+			if network == "unix" {
+				os.Remove(addr)
+			}
+			logger.Info("stopped")
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&listen, "listen", "127.0.0.1:8080", "TCP address to listen on (port 0 picks one; --json prints it)")
+	f.StringVar(&unixPath, "unix", "", "listen on this unix socket instead")
+	f.StringVar(&authFile, "auth-file", "", "token file (amduat token add); requests need a bearer token with the route's scope")
+	f.BoolVar(&insecure, "insecure-no-auth", false, "allow a non-loopback --listen without --auth-file")
+	f.StringVar(&tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate (with --tls-key)")
+	f.StringVar(&tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	f.StringVar(&logFormat, "log-format", "text", "request log format on stderr: text or json")
+	d := server.DefaultLimits
+	f.Int64Var(&limits.MaxArtifactBytes, "max-artifact-bytes", d.MaxArtifactBytes, "largest artifact one put may send (413 beyond)")
+	f.Int64Var(&limits.MaxBatchBytes, "max-batch-bytes", d.MaxBatchBytes, "largest total ArtifactBytes of one batch put (413 beyond)")
+	f.IntVar(&limits.MaxBatchCount, "max-batch-count", d.MaxBatchCount, "most artifacts in one batch put (413 beyond)")
+	f.Int64Var(&limits.MaxJSONBytes, "max-json-bytes", d.MaxJSONBytes, "largest JSON request body (413 beyond)")
+	f.IntVar(&limits.MaxConcurrentRuns, "max-concurrent-runs", d.MaxConcurrentRuns, "runs and replays at once (429 beyond)")
+	f.DurationVar(&limits.RunTimeout, "run-timeout", d.RunTimeout, "wall-time bound of one run or replay (504 beyond)")
+	f.DurationVar(&limits.IdleTimeout, "idle-timeout", d.IdleTimeout, "longest a request body or response may make no progress")
+	f.DurationVar(&headerTimeout, "read-header-timeout", 10*time.Second, "longest a client may take to send request headers")
+	f.IntVar(&maxConns, "max-connections", 1024, "most simultaneous connections (0: no bound); more wait to be accepted")
+	f.DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long requests in flight may finish")
+	return c
+}
+
+// loopbackAddr reports whether a --listen address binds only loopback.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

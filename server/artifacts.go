@@ -1,0 +1,542 @@
+package server
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/httpstore"
+	"github.com/amduat/amduat/pel"
+)
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
+	return writeJSON(w, struct {
+		Status string `json:"status"`
+	}{"ok"})
+}
+
+func (s *Server) meta(w http.ResponseWriter, r *http.Request) error {
+	m := httpstore.Meta{API: httpstore.APIName, Version: s.version, SchemeRef: pel.SchemeRefDAG1.String(),
+		Limits: httpstore.Limits{
+			MaxArtifactBytes: s.limits.MaxArtifactBytes, MaxBatchBytes: s.limits.MaxBatchBytes,
+			MaxBatchCount: s.limits.MaxBatchCount, MaxJSONBytes: s.limits.MaxJSONBytes,
+			MaxConcurrentRuns: s.limits.MaxConcurrentRuns, RunTimeoutMillis: s.limits.RunTimeout.Milliseconds(),
+			MaxListLimit: s.limits.MaxListLimit,
+		}}
+	for _, h := range asl.Hashes() {
+		m.Hashes = append(m.Hashes, httpstore.HashJSON{ID: uint16(h.ID), Name: h.Name, DigestLen: h.DigestLen})
+		if h.ID == s.store.DefaultHash() {
+			m.DefaultHash = h.Name
+		}
+	}
+	m.Scopes = []string{}
+	if s.auth == nil {
+		m.Scopes = []string{"read", "write", "run"}
+	} else if _, sc, err := s.auth.Check(r.Header.Get("Authorization")); err == nil {
+		m.Scopes = sc.names()
+	}
+	return writeJSON(w, m)
+}
+
+// parseRefParam parses the {ref} path segment; malformed text is 400.
+func parseRefParam(r *http.Request) (asl.Reference, error) {
+	text := r.PathValue("ref")
+	ref, err := asl.ParseReference(text)
+	if err != nil {
+		return asl.Reference{}, &httpError{http.StatusBadRequest, httpstore.CodeBadReference, err.Error()}
+	}
+	return ref, nil
+}
+
+// hashParam resolves the ?hash= query parameter; empty means def.
+func hashParam(r *http.Request, def asl.HashID) (asl.HashID, error) {
+	name := r.URL.Query().Get("hash")
+	if name == "" {
+		return def, nil
+	}
+	alg, err := asl.HashByName(name)
+	if err != nil {
+		return 0, &httpError{http.StatusBadRequest, httpstore.CodeUnsupported, fmt.Sprintf("hash %q: %v", name, err)}
+	}
+	return alg.ID, nil
+}
+
+// errDigestMismatch: the bytes of a put do not hash to X-Amduat-Expect-Ref.
+var errDigestMismatch = errors.New("digest mismatch")
+
+// expectReader hashes a put body as the store reads it, and turns the end
+// of a body that does not hash to the expected reference into an error, so
+// the store's Put fails and nothing is stored.
+type expectReader struct {
+	r      io.Reader
+	h      *asl.Hasher
+	expect asl.Reference
+}
+
+func (e *expectReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	e.h.Write(p[:n])
+	if err == io.EOF {
+		if got, serr := e.h.Sum(); serr != nil || got != e.expect {
+			return n, fmt.Errorf("body hashes to %s, not to %s %s: %w", got, httpstore.HeaderExpectRef, e.expect, errDigestMismatch)
+		}
+	}
+	return n, err
+}
+
+// bodyReader reads a request body and marks its failures as the client's.
+// Each read extends the connection's read deadline by the idle timeout, so
+// a body that keeps flowing may take as long as it needs and a stalled one
+// is cut off.
+type bodyReader struct {
+	r    io.Reader
+	rc   *http.ResponseController
+	idle time.Duration
+}
+
+// errIdle marks a body that made no progress within the idle timeout.
+var errIdle = errors.New("no progress within the idle timeout")
+
+func (s *Server) body(w http.ResponseWriter, r *http.Request, limit int64) *bodyReader {
+	return &bodyReader{r: http.MaxBytesReader(w, r.Body, limit), rc: http.NewResponseController(w), idle: s.limits.IdleTimeout}
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	b.rc.SetReadDeadline(time.Now().Add(b.idle))
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		var me *http.MaxBytesError
+		if errors.As(err, &me) {
+			return n, err
+		}
+		if isTimeout(err) {
+			err = fmt.Errorf("%w: %w", errIdle, err)
+		}
+		return n, &bodyError{err}
+	}
+	return n, err
+}
+
+func isTimeout(err error) bool {
+	var te interface{ Timeout() bool }
+	return errors.As(err, &te) && te.Timeout()
+}
+
+// idleWriter extends the connection's write deadline before each write.
+type idleWriter struct {
+	w    io.Writer
+	rc   *http.ResponseController
+	idle time.Duration
+}
+
+func (s *Server) writer(w http.ResponseWriter) *idleWriter {
+	return &idleWriter{w: w, rc: http.NewResponseController(w), idle: s.limits.IdleTimeout}
+}
+
+func (iw *idleWriter) Write(p []byte) (int, error) {
+	iw.rc.SetWriteDeadline(time.Now().Add(iw.idle))
+	return iw.w.Write(p)
+}
+
+// putArtifact is POST /v1/artifacts (SPECS.md §18.4).
+func (s *Server) putArtifact(w http.ResponseWriter, r *http.Request) error {
+	if r.ContentLength < 0 {
+		return &httpError{http.StatusLengthRequired, httpstore.CodeLengthRequired, "POST /v1/artifacts needs Content-Length (the artifact's size)"}
+	}
+	if r.ContentLength > s.limits.MaxArtifactBytes {
+		return &httpError{http.StatusRequestEntityTooLarge, httpstore.CodeTooLarge,
+			fmt.Sprintf("artifact of %d bytes is above the server's limit of %d", r.ContentLength, s.limits.MaxArtifactBytes)}
+	}
+	tag, hasTag, err := httpstore.ParseTypeTag(r.Header.Get(httpstore.HeaderTypeTag))
+	if err != nil {
+		return badRequest("%v", err)
+	}
+	hdr := asl.Header{Size: uint64(r.ContentLength), Tag: tag, HasTag: hasTag}
+	var expect asl.Reference
+	if t := r.Header.Get(httpstore.HeaderExpectRef); t != "" {
+		if expect, err = asl.ParseReference(t); err != nil {
+			return &httpError{http.StatusBadRequest, httpstore.CodeBadReference, fmt.Sprintf("%s: %v", httpstore.HeaderExpectRef, err)}
+		}
+	}
+	def := s.store.DefaultHash()
+	if !expect.IsZero() {
+		def = expect.HashID()
+	}
+	id, err := hashParam(r, def)
+	if err != nil {
+		return err
+	}
+	if !expect.IsZero() && expect.HashID() != id {
+		return badRequest("%s %s uses hash id 0x%04x, but hash=%s asks for 0x%04x", httpstore.HeaderExpectRef, expect, uint16(expect.HashID()), r.URL.Query().Get("hash"), uint16(id))
+	}
+	var body io.Reader = s.body(w, r, r.ContentLength)
+	if !expect.IsZero() {
+		h, err := asl.NewHasher(id, hdr)
+		if err != nil {
+			return err
+		}
+		body = &expectReader{r: body, h: h, expect: expect}
+	}
+	ref, err := s.store.Put(r.Context(), id, hdr, body)
+	if err != nil {
+		return err
+	}
+	s.metrics.puts.Add(1)
+	s.metrics.putBytes.Add(float64(hdr.Size))
+	w.Header().Set(httpstore.HeaderRef, ref.String())
+	return writeJSON(w, httpstore.PutResponse{Ref: ref, Size: hdr.Size})
+}
+
+// putBatch is POST /v1/artifacts/batch: frames in, one durable PutBatch.
+func (s *Server) putBatch(w http.ResponseWriter, r *http.Request) error {
+	// Frames add 4 bytes each to the ArtifactBytes MaxBatchBytes bounds.
+	limit := s.limits.MaxBatchBytes + 4*int64(s.limits.MaxBatchCount) + 1
+	if r.ContentLength > limit {
+		return &httpError{http.StatusRequestEntityTooLarge, httpstore.CodeTooLarge,
+			fmt.Sprintf("batch body of %d bytes is above the server's limit of %d ArtifactBytes in %d frames", r.ContentLength, s.limits.MaxBatchBytes, s.limits.MaxBatchCount)}
+	}
+	id, err := hashParam(r, s.store.DefaultHash())
+	if err != nil {
+		return err
+	}
+	arts, err := httpstore.ReadFrames(s.body(w, r, limit), s.limits.MaxBatchCount, s.limits.MaxBatchBytes)
+	switch {
+	case errors.Is(err, httpstore.ErrBatchTooLarge):
+		return &httpError{http.StatusRequestEntityTooLarge, httpstore.CodeTooLarge, err.Error()}
+	case errors.Is(err, httpstore.ErrFrame):
+		return badRequest("%v", err)
+	case err != nil:
+		return err
+	}
+	refs, err := s.store.PutBatch(r.Context(), id, arts)
+	if err != nil {
+		return err
+	}
+	var n int64
+	for _, a := range arts {
+		n += int64(len(a.Bytes))
+	}
+	s.metrics.puts.Add(float64(len(arts)))
+	s.metrics.putBytes.Add(float64(n))
+	return writeJSON(w, httpstore.RefsBody{Refs: asRefList(refs)})
+}
+
+func asRefList(refs []asl.Reference) []asl.Reference {
+	if refs == nil {
+		return []asl.Reference{}
+	}
+	return refs
+}
+
+// decodeJSON reads a bounded JSON body strictly into v: unknown fields,
+// trailing data and malformed references are 400.
+func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	d := json.NewDecoder(s.body(w, r, s.limits.MaxJSONBytes))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		var me *http.MaxBytesError
+		var be *bodyError
+		if errors.As(err, &me) || errors.As(err, &be) {
+			return err
+		}
+		if errors.Is(err, asl.ErrIntegrity) {
+			return &httpError{http.StatusBadRequest, httpstore.CodeBadReference, "JSON body: " + err.Error()}
+		}
+		return badRequest("JSON body: %v", err)
+	}
+	if d.More() {
+		return badRequest("JSON body: data after the object")
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return badRequest("JSON body: data after the object")
+	}
+	return nil
+}
+
+// missing is POST /v1/artifacts/missing.
+func (s *Server) missing(w http.ResponseWriter, r *http.Request) error {
+	var req httpstore.RefsBody
+	if err := s.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	out := httpstore.MissingResponse{Missing: []asl.Reference{}}
+	for _, ref := range req.Refs {
+		ok, err := asl.Has(r.Context(), s.store, ref)
+		if err != nil {
+			return fmt.Errorf("%s: %w", ref, err)
+		}
+		if !ok {
+			out.Missing = append(out.Missing, ref)
+		}
+	}
+	return writeJSON(w, out)
+}
+
+// listArtifacts is GET /v1/artifacts?after=REF&limit=N.
+func (s *Server) listArtifacts(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	var after asl.Reference
+	if t := q.Get("after"); t != "" {
+		var err error
+		if after, err = asl.ParseReference(t); err != nil {
+			return &httpError{http.StatusBadRequest, httpstore.CodeBadReference, "after: " + err.Error()}
+		}
+	}
+	limit, err := s.limitParam(r)
+	if err != nil {
+		return err
+	}
+	out := httpstore.ListResponse{Artifacts: []httpstore.InfoJSON{}}
+	err = s.store.Enumerate(r.Context(), after, func(in asl.Info) error {
+		if len(out.Artifacts) == limit {
+			last := out.Artifacts[limit-1].Ref
+			out.Next = &last
+			return errPageFull
+		}
+		out.Artifacts = append(out.Artifacts, httpstore.NewInfoJSON(in))
+		return nil
+	})
+	if err != nil && !errors.Is(err, errPageFull) {
+		return err
+	}
+	return writeJSON(w, out)
+}
+
+var errPageFull = errors.New("page full")
+
+func (s *Server) limitParam(r *http.Request) (int, error) {
+	t := r.URL.Query().Get("limit")
+	if t == "" {
+		return min(1000, s.limits.MaxListLimit), nil
+	}
+	n, err := strconv.Atoi(t)
+	if err != nil || n < 1 || n > s.limits.MaxListLimit {
+		return 0, badRequest("limit %q: want an integer from 1 to %d", t, s.limits.MaxListLimit)
+	}
+	return n, nil
+}
+
+// getArtifact is GET and HEAD /v1/artifacts/REF[?format=raw|artifact|info].
+func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) error {
+	ref, err := parseRefParam(r)
+	if err != nil {
+		return err
+	}
+	format := r.URL.Query().Get("format")
+	switch format {
+	case "", "raw", "artifact", "info":
+	default:
+		return badRequest("format %q: want raw, artifact or info", format)
+	}
+	h := w.Header()
+	etag := `"` + ref.String() + `"`
+	if format == "info" || r.Method == http.MethodHead {
+		in, err := s.store.Stat(r.Context(), ref)
+		if err != nil {
+			return err
+		}
+		if format == "info" {
+			return writeJSON(w, httpstore.NewInfoJSON(in))
+		}
+		setArtifactHeaders(h, ref, in.Header, etag, format)
+		size := in.Size
+		if format == "artifact" {
+			size += uint64(len(in.Header.AppendHeader(nil)))
+		} else {
+			h.Set("Accept-Ranges", "bytes")
+		}
+		h.Set("Content-Length", strconv.FormatUint(size, 10))
+		w.WriteHeader(http.StatusOK)
+		return nil
+	}
+	if inm := r.Header.Get("If-None-Match"); inm != "" && (inm == etag || inm == "*") {
+		if _, err := s.store.Stat(r.Context(), ref); err != nil {
+			return err
+		}
+		h.Set("ETag", etag)
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	rc, hdr, err := s.store.Fetch(r.Context(), ref)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	setArtifactHeaders(h, ref, hdr, etag, format)
+	out := s.writer(w)
+	if format == "artifact" {
+		head := hdr.AppendHeader(nil)
+		h.Set("Content-Length", strconv.FormatUint(uint64(len(head))+hdr.Size, 10))
+		w.WriteHeader(http.StatusOK)
+		if _, err := out.Write(head); err != nil {
+			return err
+		}
+		return s.copyOut(out, rc, int64(hdr.Size), true)
+	}
+	h.Set("Accept-Ranges", "bytes")
+	start, n, partial, err := parseRange(r.Header.Get("Range"), hdr.Size)
+	if err != nil {
+		h.Set("Content-Range", fmt.Sprintf("bytes */%d", hdr.Size))
+		return err
+	}
+	h.Set("Content-Length", strconv.FormatInt(n, 10))
+	if !partial {
+		w.WriteHeader(http.StatusOK)
+		return s.copyOut(out, rc, n, true)
+	}
+	h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, start+n-1, hdr.Size))
+	if _, err := io.CopyN(io.Discard, rc, start); err != nil {
+		return fmt.Errorf("%s: skipping to byte %d: %w", ref, start, err)
+	}
+	w.WriteHeader(http.StatusPartialContent)
+	return s.copyOut(out, rc, n, start+n == int64(hdr.Size))
+}
+
+// copyOut streams exactly n verified bytes of rc to w; toEnd says they are
+// the last bytes of the artifact, whose digest is then checked before the
+// response counts as complete.
+func (s *Server) copyOut(w io.Writer, rc io.Reader, n int64, toEnd bool) error {
+	buf := make([]byte, 256<<10)
+	m, err := io.CopyBuffer(w, io.LimitReader(rc, n), buf)
+	s.metrics.gets.Add(1)
+	s.metrics.getBytes.Add(float64(m))
+	if err == nil && m < n {
+		err = fmt.Errorf("artifact ended after %d of %d bytes: %w", m, n, asl.ErrIntegrity)
+	}
+	if err == nil && toEnd {
+		// Reach the reader's end so the digest of the whole payload is
+		// checked: a full response is complete only when its bytes verify.
+		var one [1]byte
+		if k, rerr := rc.Read(one[:]); k > 0 || (rerr != nil && rerr != io.EOF) {
+			if rerr == nil {
+				rerr = fmt.Errorf("artifact is longer than its header says: %w", asl.ErrIntegrity)
+			}
+			err = rerr
+		}
+	}
+	return err
+}
+
+func setArtifactHeaders(h http.Header, ref asl.Reference, hdr asl.Header, etag, format string) {
+	h.Set("ETag", etag)
+	h.Set("Cache-Control", "public, max-age=31536000, immutable")
+	h.Set(httpstore.HeaderRef, ref.String())
+	if t := httpstore.FormatTypeTag(hdr); t != "" {
+		h.Set(httpstore.HeaderTypeTag, t)
+	}
+	if format == "artifact" {
+		h.Set("Content-Type", httpstore.ContentTypeArtifact)
+	} else {
+		h.Set("Content-Type", httpstore.ContentTypeOctets)
+	}
+	h.Set("X-Content-Type-Options", "nosniff")
+}
+
+// parseRange reads a Range header for an artifact of size bytes (SPECS.md
+// §18.4): one range "bytes=A-B", "bytes=A-" or "bytes=-N". An absent
+// header, another unit or several ranges give the whole artifact (RFC 9110
+// lets a server ignore Range); a range that starts past the end is 416.
+func parseRange(v string, size uint64) (start, n int64, partial bool, err error) {
+	whole := int64(size)
+	spec, ok := strings.CutPrefix(v, "bytes=")
+	if v == "" || !ok || strings.Contains(spec, ",") {
+		return 0, whole, false, nil
+	}
+	a, b, ok := strings.Cut(strings.TrimSpace(spec), "-")
+	if !ok {
+		return 0, whole, false, nil
+	}
+	unsat := &httpError{http.StatusRequestedRangeNotSatisfiable, httpstore.CodeRangeNotSatisf, fmt.Sprintf("range %q: artifact has %d bytes", v, size)}
+	if a == "" {
+		k, err := strconv.ParseInt(b, 10, 64)
+		if err != nil || k < 0 {
+			return 0, whole, false, nil
+		}
+		if k == 0 {
+			return 0, 0, false, unsat
+		}
+		k = min(k, whole)
+		return whole - k, k, true, nil
+	}
+	first, err := strconv.ParseInt(a, 10, 64)
+	if err != nil || first < 0 {
+		return 0, whole, false, nil
+	}
+	last := whole - 1
+	if b != "" {
+		if last, err = strconv.ParseInt(b, 10, 64); err != nil || last < first {
+			return 0, whole, false, nil
+		}
+		last = min(last, whole-1)
+	}
+	if first >= whole {
+		return 0, 0, false, unsat
+	}
+	return first, last - first + 1, true, nil
+}
+
+// lookupIndex is GET /v1/index/SPACE/KEYHEX.
+func (s *Server) lookupIndex(w http.ResponseWriter, r *http.Request) error {
+	space := r.PathValue("space")
+	if !httpstore.ValidSpace(space) {
+		return badRequest("index space %q: want 1 to 64 characters of [a-z0-9._-]", space)
+	}
+	key, err := hex.DecodeString(r.PathValue("key"))
+	if err != nil {
+		return badRequest("index key %q: not hex: %v", r.PathValue("key"), err)
+	}
+	v, ok, err := s.store.LookupIndex(r.Context(), space, key)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("index %s key %x: %w", space, key, asl.ErrNotFound)
+	}
+	return writeJSON(w, httpstore.IndexValue{Value: hex.EncodeToString(v)})
+}
+
+// scanIndex is GET /v1/index/SPACE?prefix=HEX&after=HEX&limit=N.
+func (s *Server) scanIndex(w http.ResponseWriter, r *http.Request) error {
+	space := r.PathValue("space")
+	if !httpstore.ValidSpace(space) {
+		return badRequest("index space %q: want 1 to 64 characters of [a-z0-9._-]", space)
+	}
+	q := r.URL.Query()
+	prefix, err := hex.DecodeString(q.Get("prefix"))
+	if err != nil {
+		return badRequest("prefix %q: not hex: %v", q.Get("prefix"), err)
+	}
+	after, err := hex.DecodeString(q.Get("after"))
+	if err != nil {
+		return badRequest("after %q: not hex: %v", q.Get("after"), err)
+	}
+	hasAfter := q.Has("after")
+	limit, err := s.limitParam(r)
+	if err != nil {
+		return err
+	}
+	out := httpstore.IndexScan{Entries: []httpstore.IndexEntryJSON{}}
+	err = s.store.ScanIndex(r.Context(), space, prefix, func(k, v []byte) error {
+		if hasAfter && bytes.Compare(k, after) <= 0 {
+			return nil
+		}
+		if len(out.Entries) == limit {
+			out.Next = out.Entries[limit-1].Key
+			return errPageFull
+		}
+		out.Entries = append(out.Entries, httpstore.IndexEntryJSON{Key: hex.EncodeToString(k), Value: hex.EncodeToString(v)})
+		return nil
+	})
+	if err != nil && !errors.Is(err, errPageFull) {
+		return err
+	}
+	return writeJSON(w, out)
+}

@@ -1,0 +1,197 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/httpstore"
+	"github.com/amduat/amduat/pel"
+	"github.com/amduat/amduat/report"
+	"github.com/amduat/amduat/surf"
+	"github.com/amduat/amduat/tgk"
+)
+
+// maxShowArtifact bounds the PEL artifact GET /v1/pel/show reads into
+// memory.
+const maxShowArtifact = 256 << 20
+
+// buildProgram is POST /v1/pel/programs: a JSON program (SPECS.md §15) in,
+// the stored program's `pel build --json` object out.
+func (s *Server) buildProgram(w http.ResponseWriter, r *http.Request) error {
+	id, err := hashParam(r, s.store.DefaultHash())
+	if err != nil {
+		return err
+	}
+	data, err := io.ReadAll(s.body(w, r, s.limits.MaxJSONBytes))
+	if err != nil {
+		return err
+	}
+	p, err := pel.ProgramFromJSON(data, nil)
+	if err != nil {
+		return badRequest("JSON program: %v", err)
+	}
+	art, err := pel.ProgramArtifact(p)
+	if err != nil {
+		return badRequest("JSON program: %v", err)
+	}
+	ref, err := asl.PutArtifact(r.Context(), s.store, id, art)
+	if err != nil {
+		return err
+	}
+	s.metrics.puts.Add(1)
+	s.metrics.putBytes.Add(float64(len(art.Bytes)))
+	return writeJSON(w, report.NewBuild(ref, art, p))
+}
+
+// acquireRun takes a run slot, or refuses with 429 when all are busy.
+func (s *Server) acquireRun() (release func(), err error) {
+	select {
+	case s.runs <- struct{}{}:
+		return func() { <-s.runs }, nil
+	default:
+		return nil, &httpError{http.StatusTooManyRequests, httpstore.CodeTooManyRequests,
+			fmt.Sprintf("all %d run slots are busy; retry later", cap(s.runs))}
+	}
+}
+
+// runContext bounds a run by the request's timeout, capped by the server's.
+func (s *Server) runContext(ctx context.Context, millis int64) (context.Context, context.CancelFunc, time.Duration) {
+	d := s.limits.RunTimeout
+	if millis > 0 && time.Duration(millis)*time.Millisecond < d {
+		d = time.Duration(millis) * time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	return ctx, cancel, d
+}
+
+// run is POST /v1/pel/run: the surface run of `pel run`, on the server, so
+// its action cache, node memo and provenance are the store's.
+func (s *Server) run(w http.ResponseWriter, r *http.Request) error {
+	var req report.RunRequest
+	if err := s.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if req.ProgramRef.IsZero() {
+		return badRequest("program_ref is required")
+	}
+	if req.TimeoutMillis < 0 {
+		return badRequest("timeout_ms %d: want 0 (the server's bound) or more", req.TimeoutMillis)
+	}
+	id := s.store.DefaultHash()
+	if req.Hash != "" {
+		alg, err := asl.HashByName(req.Hash)
+		if err != nil {
+			return &httpError{http.StatusBadRequest, httpstore.CodeUnsupported, fmt.Sprintf("hash %q: %v", req.Hash, err)}
+		}
+		id = alg.ID
+	}
+	release, err := s.acquireRun()
+	if err != nil {
+		return err
+	}
+	defer release()
+	ctx, cancel, bound := s.runContext(r.Context(), req.TimeoutMillis)
+	defer cancel()
+	run, err := surf.New(s.store, surf.Options{Hash: id, NoCache: req.NoCache, NodeMemo: req.MemoNodes}).Run(ctx, req.Surface())
+	if err != nil {
+		s.metrics.runs.WithLabelValues("error").Inc()
+		if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil {
+			return &httpError{http.StatusGatewayTimeout, httpstore.CodeTimeout,
+				fmt.Sprintf("program %s: wall-time bound %s exceeded; nothing stored", req.ProgramRef, bound)}
+		}
+		return fmt.Errorf("program %s: %w", req.ProgramRef, err)
+	}
+	rep := report.NewRun(run, req.NoCache)
+	s.metrics.runs.WithLabelValues(rep.Status).Inc()
+	s.metrics.cache.WithLabelValues(rep.Cache).Inc()
+	return writeJSON(w, rep)
+}
+
+// verify is POST /v1/pel/verify: replay a stored run (SPECS.md §14.8).
+func (s *Server) verify(w http.ResponseWriter, r *http.Request) error {
+	var req report.VerifyRequest
+	if err := s.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if req.ResultRef.IsZero() {
+		return badRequest("result_ref is required")
+	}
+	art, err := asl.Get(r.Context(), s.store, req.ResultRef, maxShowArtifact)
+	if err != nil {
+		return err
+	}
+	if _, err := surf.DecodeResultArtifact(art); err != nil {
+		return &httpError{http.StatusUnprocessableEntity, httpstore.CodeBadRequest, fmt.Sprintf("%s: result artifact does not decode: %v", req.ResultRef, err)}
+	}
+	release, err := s.acquireRun()
+	if err != nil {
+		return err
+	}
+	defer release()
+	ctx, cancel, bound := s.runContext(r.Context(), 0)
+	defer cancel()
+	v, err := surf.New(s.store, surf.Options{}).Verify(ctx, req.ResultRef)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil {
+			return &httpError{http.StatusGatewayTimeout, httpstore.CodeTimeout,
+				fmt.Sprintf("replay of %s: wall-time bound %s exceeded", req.ResultRef, bound)}
+		}
+		return fmt.Errorf("%s: %w", req.ResultRef, err)
+	}
+	return writeJSON(w, report.NewVerification(req.ResultRef, v))
+}
+
+// show is GET /v1/pel/show/REF: the `pel show --json` object.
+func (s *Server) show(w http.ResponseWriter, r *http.Request) error {
+	ref, err := parseRefParam(r)
+	if err != nil {
+		return err
+	}
+	art, err := asl.Get(r.Context(), s.store, ref, maxShowArtifact)
+	if err != nil {
+		return err
+	}
+	out, err := report.ShowJSON(r.Context(), s.store, ref, art)
+	var ue *report.UndecodableError
+	switch {
+	case errors.Is(err, report.ErrNotPEL), errors.As(err, &ue):
+		return &httpError{http.StatusUnprocessableEntity, httpstore.CodeBadRequest, err.Error()}
+	case err != nil:
+		return err
+	}
+	return writeJSONBytes(w, out)
+}
+
+func (s *Server) provWhy(w http.ResponseWriter, r *http.Request) error {
+	return s.prov(w, r, tgk.Why)
+}
+
+func (s *Server) provUses(w http.ResponseWriter, r *http.Request) error {
+	return s.prov(w, r, tgk.Uses)
+}
+
+// prov is GET /v1/prov/why|uses/REF?depth=N: the `prov why|uses --json`
+// object.
+func (s *Server) prov(w http.ResponseWriter, r *http.Request, walk func(context.Context, asl.Store, asl.Reference, int) (*tgk.Graph, error)) error {
+	ref, err := parseRefParam(r)
+	if err != nil {
+		return err
+	}
+	depth := 0
+	if t := r.URL.Query().Get("depth"); t != "" {
+		if depth, err = strconv.Atoi(t); err != nil || depth < 0 {
+			return badRequest("depth %q: want an integer of 0 (no bound) or more", t)
+		}
+	}
+	g, err := walk(r.Context(), s.store, ref, depth)
+	if err != nil {
+		return fmt.Errorf("%s: %w", ref, err)
+	}
+	return writeJSON(w, report.NewGraph(g))
+}

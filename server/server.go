@@ -1,0 +1,410 @@
+// Package server is HTTP API v1 (SPECS.md §18): the store, the surface and
+// the provenance queries of one process, served to many clients. It is a
+// thin adapter: every handler calls the Go API the command line calls
+// (asl.Store, surf.Surface, tgk, report) and holds no store or surface
+// logic of its own.
+//
+// Invariants:
+//   - A put is acknowledged (200) only after the backend's Put or PutBatch
+//     returned, so an acknowledged artifact is durable (SPECS.md §6.1).
+//   - Bytes are served only through the backend's verifying reader; damage
+//     found after the headers were sent aborts the connection, so a client
+//     never sees a complete response with wrong bytes.
+//   - Memory per request is bounded by the configured limits, whatever the
+//     size of an artifact: single puts and gets stream.
+//   - Every error is a JSON body {"error","code"} with a status from §18.2;
+//     a panic in a handler is a 500, never a crashed process.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/httpstore"
+)
+
+// Backend is what the server needs from a store: the asl.Store interfaces,
+// the index capability behind the action cache, node memo and provenance,
+// and the hash for new puts.
+type Backend interface {
+	asl.Store
+	asl.Indexer
+	DefaultHash() asl.HashID
+}
+
+// Limits bound what one request may cost (SPECS.md §18.3). Zero fields take
+// the defaults of DefaultLimits.
+type Limits struct {
+	MaxArtifactBytes  int64         // one POST /v1/artifacts body
+	MaxBatchBytes     int64         // the ArtifactBytes of one batch
+	MaxBatchCount     int           // artifacts in one batch
+	MaxJSONBytes      int64         // one JSON request body
+	MaxConcurrentRuns int           // runs and replays at once; more get 429
+	RunTimeout        time.Duration // wall time of one run or replay
+	MaxListLimit      int           // entries of one list or index page
+	// IdleTimeout bounds how long a request body read or a response write
+	// may make no progress; a slow client is cut off after it.
+	IdleTimeout time.Duration
+}
+
+// DefaultLimits are the limits of a zero Limits field.
+var DefaultLimits = Limits{
+	MaxArtifactBytes:  64 << 30,
+	MaxBatchBytes:     64 << 20,
+	MaxBatchCount:     16384,
+	MaxJSONBytes:      16 << 20,
+	MaxConcurrentRuns: max(2, runtime.GOMAXPROCS(0)),
+	RunTimeout:        10 * time.Minute,
+	MaxListLimit:      10000,
+	IdleTimeout:       60 * time.Second,
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits
+	if l.MaxArtifactBytes > 0 {
+		d.MaxArtifactBytes = l.MaxArtifactBytes
+	}
+	if l.MaxBatchBytes > 0 {
+		d.MaxBatchBytes = l.MaxBatchBytes
+	}
+	if l.MaxBatchCount > 0 {
+		d.MaxBatchCount = l.MaxBatchCount
+	}
+	if l.MaxJSONBytes > 0 {
+		d.MaxJSONBytes = l.MaxJSONBytes
+	}
+	if l.MaxConcurrentRuns > 0 {
+		d.MaxConcurrentRuns = l.MaxConcurrentRuns
+	}
+	if l.RunTimeout > 0 {
+		d.RunTimeout = l.RunTimeout
+	}
+	if l.MaxListLimit > 0 {
+		d.MaxListLimit = l.MaxListLimit
+	}
+	if l.IdleTimeout > 0 {
+		d.IdleTimeout = l.IdleTimeout
+	}
+	return d
+}
+
+// Config configures New.
+type Config struct {
+	Store Backend
+	// Auth checks bearer tokens; nil serves every request with every scope
+	// (only safe on loopback or a unix socket: cmd/amduat enforces that).
+	Auth *Auth
+	// Logger receives one line per request; nil discards them.
+	Logger *slog.Logger
+	// Registerer receives the server's metrics; nil uses a new registry,
+	// served at /metrics either way.
+	Registry *prometheus.Registry
+	Limits   Limits
+	// Version is reported by /v1/meta.
+	Version string
+	// UI, when set, is mounted at /ui/ and / redirects to it.
+	UI http.Handler
+}
+
+// Server serves HTTP API v1. It is safe for concurrent use.
+type Server struct {
+	store   Backend
+	auth    *Auth
+	log     *slog.Logger
+	limits  Limits
+	version string
+	metrics *metrics
+	runs    chan struct{} // run slots
+	mux     *http.ServeMux
+	handler http.Handler
+
+	inFlight atomic.Int64
+}
+
+// New returns a server over cfg.Store.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("server: no store")
+	}
+	lim := cfg.Limits.withDefaults()
+	reg := cfg.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{store: cfg.Store, auth: cfg.Auth, log: log, limits: lim, version: cfg.Version,
+		runs: make(chan struct{}, lim.MaxConcurrentRuns), mux: http.NewServeMux()}
+	m, err := newMetrics(reg, func() float64 { return float64(len(s.runs)) })
+	if err != nil {
+		return nil, err
+	}
+	s.metrics = m
+	s.routes(reg, cfg.UI)
+	s.handler = http.HandlerFunc(s.serve)
+	return s, nil
+}
+
+// Handler returns the server's root handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Limits returns the limits in force.
+func (s *Server) Limits() Limits { return s.limits }
+
+// InFlight is the number of requests being served.
+func (s *Server) InFlight() int64 { return s.inFlight.Load() }
+
+// scope is what a route needs of the caller's token.
+type scope uint8
+
+const (
+	scopeNone  scope = iota // open: health, metadata
+	scopeRead               // reads
+	scopeWrite              // puts
+	scopeRun                // runs and replays
+)
+
+func (sc scope) String() string {
+	switch sc {
+	case scopeRead:
+		return "read"
+	case scopeWrite:
+		return "write"
+	case scopeRun:
+		return "run"
+	}
+	return "none"
+}
+
+// route is one registered handler with what it needs.
+type route struct {
+	pattern string
+	scope   scope
+	h       func(w http.ResponseWriter, r *http.Request) error
+}
+
+func (s *Server) routes(reg *prometheus.Registry, ui http.Handler) {
+	rs := []route{
+		{"GET /healthz", scopeNone, s.healthz},
+		{"GET /v1/meta", scopeNone, s.meta},
+		{"POST " + httpstore.PathArtifacts, scopeWrite, s.putArtifact},
+		{"GET " + httpstore.PathArtifacts, scopeRead, s.listArtifacts},
+		{"POST " + httpstore.PathBatch, scopeWrite, s.putBatch},
+		{"POST " + httpstore.PathMissing, scopeRead, s.missing},
+		{"GET " + httpstore.PathArtifact + "{ref}", scopeRead, s.getArtifact},
+		{"HEAD " + httpstore.PathArtifact + "{ref}", scopeRead, s.getArtifact},
+		{"GET " + httpstore.PathIndex + "{space}", scopeRead, s.scanIndex},
+		{"GET " + httpstore.PathIndex + "{space}/{key}", scopeRead, s.lookupIndex},
+		{"POST /v1/pel/programs", scopeWrite, s.buildProgram},
+		{"POST /v1/pel/run", scopeRun, s.run},
+		{"POST /v1/pel/verify", scopeRun, s.verify},
+		{"GET /v1/pel/show/{ref}", scopeRead, s.show},
+		{"GET /v1/prov/why/{ref}", scopeRead, s.provWhy},
+		{"GET /v1/prov/uses/{ref}", scopeRead, s.provUses},
+	}
+	for _, rt := range rs {
+		s.mux.Handle(rt.pattern, s.wrap(rt))
+	}
+	metricsH := promHandler(reg)
+	s.mux.Handle("GET /metrics", s.wrap(route{"GET /metrics", scopeRead, func(w http.ResponseWriter, r *http.Request) error {
+		metricsH.ServeHTTP(w, r)
+		return nil
+	}}))
+	if ui != nil {
+		s.mux.Handle("GET /ui/", s.wrap(route{"GET /ui/", scopeRead, func(w http.ResponseWriter, r *http.Request) error {
+			ui.ServeHTTP(w, r)
+			return nil
+		}}))
+		s.mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
+	}
+}
+
+// serve dispatches a request: a route's handler, or a JSON 404/405.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := s.mux.Handler(r); pattern != "" {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	rec := s.begin(w, r, "unmatched")
+	defer rec.end(r)
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, p := s.mux.Handler(probe); p != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		rec.err = &httpError{http.StatusMethodNotAllowed, httpstore.CodeMethod, fmt.Sprintf("%s %s: method not allowed (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", "))}
+	} else {
+		rec.err = &httpError{http.StatusNotFound, httpstore.CodeNoRoute, fmt.Sprintf("%s %s: no such route in API v1", r.Method, r.URL.Path)}
+	}
+	writeError(rec, r, rec.err)
+}
+
+// wrap applies authentication, metrics, logging and panic recovery to a
+// route.
+func (s *Server) wrap(rt route) http.Handler {
+	label := rt.pattern
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := s.begin(w, r, label)
+		defer rec.end(r)
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					rec.aborted = true
+					panic(p)
+				}
+				buf := make([]byte, 4096)
+				buf = buf[:runtime.Stack(buf, false)]
+				s.log.Error("handler panic", "route", label, "panic", fmt.Sprint(p), "stack", string(buf))
+				rec.err = &httpError{http.StatusInternalServerError, httpstore.CodeIO, "internal error (logged by the server)"}
+				if !rec.wroteHeader {
+					writeError(rec, r, rec.err)
+				}
+			}
+		}()
+		tok, err := s.authorize(r, rt.scope)
+		rec.token = tok
+		if err != nil {
+			rec.err = err
+			writeError(rec, r, err)
+			return
+		}
+		if err := rt.h(rec, r); err != nil {
+			rec.err = err
+			if rec.wroteHeader {
+				// Headers and part of the body are out: abort the
+				// connection so the client sees a broken response, not a
+				// complete wrong one.
+				rec.aborted = true
+				panic(http.ErrAbortHandler)
+			}
+			writeError(rec, r, err)
+		}
+	})
+}
+
+// authorize checks the bearer token against the route's scope.
+func (s *Server) authorize(r *http.Request, need scope) (string, error) {
+	if s.auth == nil {
+		return "", nil
+	}
+	name, scopes, err := s.auth.Check(r.Header.Get("Authorization"))
+	if err != nil {
+		if need == scopeNone && errors.Is(err, errNoToken) {
+			return "", nil
+		}
+		return "", &httpError{http.StatusUnauthorized, httpstore.CodeUnauthorized, err.Error()}
+	}
+	if need != scopeNone && !scopes.has(need) {
+		return name, &httpError{http.StatusForbidden, httpstore.CodeForbidden,
+			fmt.Sprintf("token %q lacks the %s scope this route needs", name, need)}
+	}
+	return name, nil
+}
+
+// recorder observes a response for logging and metrics.
+type recorder struct {
+	http.ResponseWriter
+	s           *Server
+	route       string
+	start       time.Time
+	status      int
+	wroteHeader bool
+	bytesOut    int64
+	bytesIn     *countingBody
+	token       string
+	err         error
+	aborted     bool
+}
+
+func (s *Server) begin(w http.ResponseWriter, r *http.Request, route string) *recorder {
+	s.inFlight.Add(1)
+	rec := &recorder{ResponseWriter: w, s: s, route: route, start: time.Now(), status: http.StatusOK}
+	rec.bytesIn = &countingBody{r: r.Body}
+	r.Body = rec.bytesIn
+	return rec
+}
+
+func (rec *recorder) WriteHeader(code int) {
+	if !rec.wroteHeader {
+		rec.status, rec.wroteHeader = code, true
+	}
+	rec.ResponseWriter.WriteHeader(code)
+}
+
+func (rec *recorder) Write(p []byte) (int, error) {
+	rec.wroteHeader = true
+	n, err := rec.ResponseWriter.Write(p)
+	rec.bytesOut += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the connection's deadlines.
+func (rec *recorder) Unwrap() http.ResponseWriter { return rec.ResponseWriter }
+
+func (rec *recorder) end(r *http.Request) {
+	s := rec.s
+	s.inFlight.Add(-1)
+	d := time.Since(rec.start)
+	status := rec.status
+	if rec.aborted {
+		status = 0 // the connection was cut
+	}
+	code := strconv.Itoa(status)
+	s.metrics.observe(rec.route, r.Method, code, d, rec.bytesIn.n, rec.bytesOut)
+	attrs := []slog.Attr{
+		slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("route", rec.route),
+		slog.Int("status", status), slog.Int64("bytes_in", rec.bytesIn.n), slog.Int64("bytes_out", rec.bytesOut),
+		slog.Float64("ms", float64(d.Microseconds())/1000), slog.String("remote", r.RemoteAddr),
+	}
+	if rec.token != "" {
+		attrs = append(attrs, slog.String("token", rec.token))
+	}
+	level := slog.LevelInfo
+	if rec.err != nil {
+		attrs = append(attrs, slog.String("error", oneLine(rec.err.Error())))
+		if status >= 500 || status == 0 {
+			level = slog.LevelError
+		}
+	}
+	s.log.LogAttrs(context.Background(), level, "request", attrs...)
+}
+
+// countingBody counts the request bytes a handler read.
+type countingBody struct {
+	r interface {
+		Read([]byte) (int, error)
+		Close() error
+	}
+	n int64
+}
+
+func (c *countingBody) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *countingBody) Close() error { return c.r.Close() }
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
