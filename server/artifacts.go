@@ -32,9 +32,9 @@ func (s *Server) meta(w http.ResponseWriter, r *http.Request) error {
 			MaxListLimit: s.limits.MaxListLimit,
 		}}
 	for _, h := range asl.Hashes() {
-		m.Hashes = append(m.Hashes, httpstore.HashJSON{ID: uint16(h.ID), Name: h.Name, DigestLen: h.DigestLen})
+		m.Hashes = append(m.Hashes, httpstore.HashJSON{ID: uint16(h.ID), Name: h.Short, DigestLen: h.DigestLen})
 		if h.ID == s.store.DefaultHash() {
-			m.DefaultHash = h.Name
+			m.DefaultHash = h.Short
 		}
 	}
 	m.Scopes = []string{}

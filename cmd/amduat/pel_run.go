@@ -156,7 +156,7 @@ write per node. Neither changes any output, result or trace byte.
 			var run *surf.Run
 			if c, remote := s.(*httpstore.Client); remote {
 				alg, _ := asl.LookupHash(id)
-				rr := report.RunRequest{ProgramRef: req.ProgramRef, InputRefs: req.InputRefs, Hash: alg.Name,
+				rr := report.RunRequest{ProgramRef: req.ProgramRef, InputRefs: req.InputRefs, Hash: alg.Short,
 					MaxNodes: limits.MaxNodes, MaxOutputBytes: limits.MaxOutputBytes, NoCache: noCache, MemoNodes: memoNodes,
 					TimeoutMillis: timeout.Milliseconds()}
 				if req.HasParams {
