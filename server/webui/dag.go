@@ -40,7 +40,7 @@ const (
 	dagDummyH    = 6
 	dagOpRunes   = 22 // op@version longer than this is abbreviated
 	dagSubRunes  = 26
-	dagLineFirst = 19
+	dagBaseline  = 4 // from a line's middle to its baseline
 	dagLineStep  = 16
 	dagTextX     = 10
 )
@@ -94,10 +94,21 @@ type vertex struct {
 	rank  int // position in its column
 	seq   int // initial order in its column: the tie-break
 	cycle bool
-	preds []int
-	succs []int
+	preds []adj // what enters it, from the left
+	succs []adj // what leaves it, to the right
+
 	y, h  int
 }
+
+// adj is one neighbour of a vertex in the column next to it, and where the
+// edge meets the right-hand vertex: slot in [0, slotScale).
+type adj struct {
+	v, slot int
+}
+
+// slotScale subdivides a rank into positions of edge ends, so the ordering
+// sees which input port an edge enters.
+const slotScale = 1024
 
 // dagEdgeSpec is one drawn edge: from vertex u to vertex v entering v at
 // port (of ports), through the placeholders via.
@@ -312,13 +323,14 @@ func (h *handler) layoutDAG(p pel.Program, rc *runContext) (*dagView, string) {
 		for c := cu + 1; c < cv; c++ {
 			d := add(vertex{kind: vDummy, col: c})
 			e.via = append(e.via, d)
-			vs[d].preds = append(vs[d].preds, prev)
-			vs[prev].succs = append(vs[prev].succs, d)
+			vs[d].preds = append(vs[d].preds, adj{prev, slotScale / 2})
+			vs[prev].succs = append(vs[prev].succs, adj{d, slotScale / 2})
 			prev = d
 		}
 		if cv > cu {
-			vs[e.v].preds = append(vs[e.v].preds, prev)
-			vs[prev].succs = append(vs[prev].succs, e.v)
+			slot := (2*e.port + 1) * slotScale / (2 * e.ports)
+			vs[e.v].preds = append(vs[e.v].preds, adj{prev, slot})
+			vs[prev].succs = append(vs[prev].succs, adj{e.v, slot})
 		}
 		if len(vs) > MaxDAGVertices {
 			return nil, fmt.Sprintf("The program is too large to draw (more than %d boxes and edge bends).", MaxDAGVertices)
@@ -334,6 +346,10 @@ func (h *handler) layoutDAG(p pel.Program, rc *runContext) (*dagView, string) {
 		vs[i].rank = vs[i].seq
 		cols[c] = append(cols[c], i)
 	}
+	// A sweep orders column c by the mean position of each vertex's
+	// neighbours in the previous column (forward) or the next one
+	// (backward), where an edge's position is its neighbour's rank refined
+	// by the input port it enters on the right-hand side.
 	sweep := func(c int, forward bool) {
 		type key struct {
 			sum, n int
@@ -341,18 +357,22 @@ func (h *handler) layoutDAG(p pel.Program, rc *runContext) (*dagView, string) {
 		}
 		keys := make([]key, len(cols[c]))
 		for k, v := range cols[c] {
-			nb := vs[v].preds
-			if !forward {
-				nb = vs[v].succs
+			s, n := 0, 0
+			if forward {
+				for _, a := range vs[v].preds {
+					s += vs[a.v].rank*slotScale + slotScale/2
+					n++
+				}
+			} else {
+				for _, a := range vs[v].succs {
+					s += vs[a.v].rank*slotScale + a.slot
+					n++
+				}
 			}
-			s := 0
-			for _, u := range nb {
-				s += vs[u].rank
+			if n == 0 {
+				s, n = vs[v].rank*slotScale+slotScale/2, 1
 			}
-			keys[k] = key{s, len(nb), v}
-			if len(nb) == 0 {
-				keys[k] = key{vs[v].rank, 1, v}
-			}
+			keys[k] = key{s, n, v}
 		}
 		// Compare sum/n exactly by cross-multiplying; ties keep the
 		// initial order.
@@ -483,11 +503,13 @@ func curve(d *strings.Builder, x1, y1, x2, y2 int) {
 
 func (h *handler) dagBox(v *vertex, x int, p pel.Program, rc *runContext) dagBox {
 	b := dagBox{X: x, Y: v.y, W: dagBoxW, H: v.h}
-	line := func(k int, class, text string) {
-		b.Lines = append(b.Lines, dagText{X: x + dagTextX, Y: v.y + dagLineFirst + k*dagLineStep, Class: class, Text: text})
+	// Lines are appended in order and centred
+	// vertically at the end.
+	line := func(class, text string) {
+		b.Lines = append(b.Lines, dagText{X: x + dagTextX, Class: class, Text: text})
 	}
 	ref := func(r asl.Reference) {
-		line(1, "sub ref", shortRef(r.String()))
+		line("sub ref", shortRef(r.String()))
 		b.Href = h.artifactURL(r)
 		b.Title += "\n" + r.String()
 	}
@@ -495,26 +517,26 @@ func (h *handler) dagBox(v *vertex, x int, p pel.Program, rc *runContext) dagBox
 	case vExt:
 		b.Class = "term ext"
 		b.Title = fmt.Sprintf("external input %d", v.id)
-		line(0, "name", fmt.Sprintf("input %d", v.id))
+		line("name", fmt.Sprintf("input %d", v.id))
 		if rc != nil && rc.hasInputs {
 			if int64(v.id) < int64(len(rc.inputs)) {
 				ref(rc.inputs[v.id])
 			} else {
 				b.Class += " absent"
-				line(1, "sub", "not given")
+				line("sub", "not given")
 				b.Title += ": not given"
 			}
 		}
 	case vParams:
 		b.Class = "term params"
 		b.Title = "global params"
-		line(0, "name", "params")
+		line("name", "params")
 		if rc != nil && rc.hasInputs {
 			if rc.params != nil {
 				ref(*rc.params)
 			} else {
 				b.Class += " absent"
-				line(1, "sub", "not given")
+				line("sub", "not given")
 				b.Title += ": not given"
 			}
 		}
@@ -522,17 +544,17 @@ func (h *handler) dagBox(v *vertex, x int, p pel.Program, rc *runContext) dagBox
 		r := p.Roots[v.id]
 		b.Class = "term out"
 		b.Title = fmt.Sprintf("output %d: node %d output %d", v.id, r.NodeID, r.OutputIndex)
-		line(0, "name", fmt.Sprintf("output %d", v.id))
+		line("name", fmt.Sprintf("output %d", v.id))
 		if rc != nil && int(v.id) < len(rc.outputs) {
 			ref(rc.outputs[v.id])
 		} else {
-			line(1, "sub", fmt.Sprintf("node %d output %d", r.NodeID, r.OutputIndex))
+			line("sub", fmt.Sprintf("node %d output %d", r.NodeID, r.OutputIndex))
 		}
 	case vMissing:
 		b.Class = "term missing"
 		b.Title = fmt.Sprintf("node %d is named but not in the program", v.id)
-		line(0, "name", fmt.Sprintf("missing node %d", v.id))
-		line(1, "sub", "not in the program")
+		line("name", fmt.Sprintf("missing node %d", v.id))
+		line("sub", "not in the program")
 	case vNode:
 		n := v.node
 		op := printable([]byte(n.Op.String()))
@@ -540,7 +562,7 @@ func (h *handler) dagBox(v *vertex, x int, p pel.Program, rc *runContext) dagBox
 		b.NodeID = fmt.Sprintf("%d", n.ID)
 		b.Href = fmt.Sprintf("#node-%d", n.ID)
 		b.Title = fmt.Sprintf("node %d: %s", n.ID, op)
-		line(0, "op", truncateRunes(op, dagOpRunes))
+		line("op", truncateRunes(op, dagOpRunes))
 		sub := fmt.Sprintf("node %d", n.ID)
 		var roots []string
 		for k, r := range p.Roots {
@@ -552,16 +574,20 @@ func (h *handler) dagBox(v *vertex, x int, p pel.Program, rc *runContext) dagBox
 			b.Class += " root"
 			sub += " · root " + strings.Join(roots, ",")
 		}
-		line(1, "sub", truncateRunes(sub, dagSubRunes))
+		line("sub", truncateRunes(sub, dagSubRunes))
 		if v.cycle {
 			b.Class += " cycle"
 			b.Title += " (in a cycle)"
 		}
 		if class, text, _ := rc.nodeState(n.ID); class != "" {
 			b.Class += " " + class
-			line(2, "st", truncateRunes(text, dagSubRunes))
+			line("st", truncateRunes(text, dagSubRunes))
 			b.Title += ": " + text
 		}
+	}
+	y := v.y + (v.h-(len(b.Lines)-1)*dagLineStep)/2 + dagBaseline
+	for k := range b.Lines {
+		b.Lines[k].Y = y + k*dagLineStep
 	}
 	return b
 }
