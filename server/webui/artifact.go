@@ -519,6 +519,7 @@ type provView struct {
 	Error      string
 	Items      []provItem
 	Truncated  bool
+	Omitted    int // runs met but not listed (MaxProvRuns)
 	Unreadable []refView
 }
 
@@ -552,6 +553,8 @@ func (h *handler) provView(ctx context.Context, ref asl.Reference, why bool) pro
 		pv.Error = "The provenance index cannot be read: " + errText(err)
 		return pv
 	}
+	listed := make(map[asl.Reference]bool)
+	full := false
 	for _, r := range g.Order {
 		via := g.Via[r]
 		if len(via) == 0 && r != ref {
@@ -559,6 +562,11 @@ func (h *handler) provView(ctx context.Context, ref asl.Reference, why bool) pro
 		}
 		it := provItem{Depth: g.Depth[r], Self: r == ref, Ref: h.refView(r)}
 		for _, e := range via {
+			if len(listed) == MaxProvRuns && !listed[e] {
+				full = true
+				break
+			}
+			listed[e] = true
 			edge := g.Edges[e]
 			eps := edge.From
 			if !why {
@@ -566,7 +574,13 @@ func (h *handler) provView(ctx context.Context, ref asl.Reference, why bool) pro
 			}
 			it.Runs = append(it.Runs, provRun{Edge: h.refView(e), Ends: h.endpoints(eps)})
 		}
-		pv.Items = append(pv.Items, it)
+		if it.Self || len(it.Runs) > 0 {
+			pv.Items = append(pv.Items, it)
+		}
+		if full {
+			pv.Omitted = len(g.Edges) - len(listed)
+			break
+		}
 	}
 	pv.Truncated = g.Truncated
 	pv.Unreadable = h.refViews(g.Unreadable)

@@ -574,11 +574,12 @@ func (h *handler) dagBox(v *vertex, x int, p pel.Program, rc *runContext) dagBox
 			b.Class += " root"
 			sub += " · root " + strings.Join(roots, ",")
 		}
-		line("sub", truncateRunes(sub, dagSubRunes))
 		if v.cycle {
 			b.Class += " cycle"
 			b.Title += " (in a cycle)"
+			sub += " · in a cycle"
 		}
+		line("sub", truncateRunes(sub, dagSubRunes))
 		if class, text, _ := rc.nodeState(n.ID); class != "" {
 			b.Class += " " + class
 			line("st", truncateRunes(text, dagSubRunes))

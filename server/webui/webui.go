@@ -70,6 +70,9 @@ const (
 	// ProvDepth bounds the provenance walks ("why" and "uses") of a page,
 	// in edges.
 	ProvDepth = 2
+	// MaxProvRuns bounds the runs listed in each direction of a page's
+	// provenance.
+	MaxProvRuns = 100
 	// MaxTableNodes bounds the rows of a program's node table.
 	MaxTableNodes = 1000
 	// MaxDAGVertices bounds the boxes and edge bends of a drawn DAG; a

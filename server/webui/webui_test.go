@@ -3,6 +3,7 @@ package webui_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"maps"
 	"net/http"
 	"regexp"
@@ -374,5 +375,80 @@ func TestNoIndex(t *testing.T) {
 	}
 	if _, _, err := tgk.EdgesTo(context.Background(), noIndex{f.s}, f.a); err == nil {
 		t.Fatal("noIndex still has an index")
+	}
+}
+
+// TestOddPrograms draws programs a store may hold although they cannot
+// run: a cycle, a missing node, a program too large to draw, and one using
+// the global params.
+func TestOddPrograms(t *testing.T) {
+	s := memstore.New()
+	h := newHandler(s)
+	store := func(p pel.Program) asl.Reference {
+		t.Helper()
+		a, err := pel.ProgramArtifact(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return put(t, s, a)
+	}
+	concat := pel.OperationID{Name: "pel.bytes.concat", Version: 1}
+
+	cyclic := store(pel.Program{
+		Nodes: []pel.Node{
+			{ID: 1, Op: concat, Inputs: []pel.DagInput{pel.FromNode(2, 0)}},
+			{ID: 2, Op: concat, Inputs: []pel.DagInput{pel.FromNode(1, 0)}},
+			{ID: 3, Op: concat, Inputs: []pel.DagInput{pel.FromNode(9, 0), pel.External(0)}},
+		},
+		Roots: []pel.RootRef{{NodeID: 3}, {NodeID: 8}},
+	})
+	body := expect(t, h, page(cyclic), http.StatusOK, "not valid", "missing node 8", "missing node 9", `class="edge back"`)
+	if n := strings.Count(body, `class="node cycle"`); n != 2 {
+		t.Errorf("%d nodes marked as in a cycle, want 2", n)
+	}
+	if again := expect(t, h, page(cyclic), http.StatusOK); again != body {
+		t.Error("the same program rendered twice differs")
+	}
+
+	// A chain too long to draw: a table of the first MaxTableNodes nodes.
+	var chain pel.Program
+	chain.Nodes = append(chain.Nodes, pel.Node{ID: 1, Op: pel.OperationID{Name: "pel.bytes.const", Version: 1}, Params: []byte{0, 0, 0, 0, 0}})
+	for i := 2; i <= webui.MaxDAGVertices+10; i++ {
+		chain.Nodes = append(chain.Nodes, pel.Node{ID: pel.NodeID(i), Op: concat, Inputs: []pel.DagInput{pel.FromNode(pel.NodeID(i-1), 0)}})
+	}
+	chain.Roots = []pel.RootRef{{NodeID: pel.NodeID(len(chain.Nodes))}}
+	body = expect(t, h, page(store(chain)), http.StatusOK, "too many nodes to draw", "more nodes are not listed")
+	if strings.Contains(body, "<svg") {
+		t.Error("a program above MaxDAGVertices is drawn")
+	}
+	if n := strings.Count(body, `<tr id="node-`); n != webui.MaxTableNodes {
+		t.Errorf("%d node rows, want %d", n, webui.MaxTableNodes)
+	}
+
+	// pel.bytes.params reads the global params: a params box feeds it.
+	params := store(pel.Program{
+		Nodes: []pel.Node{{ID: 1, Op: pel.OperationID{Name: "pel.bytes.params", Version: 1}}},
+		Roots: []pel.RootRef{{NodeID: 1}},
+	})
+	gp := put(t, s, asl.Untagged([]byte("global")))
+	r := run(t, s, surf.Request{ProgramRef: params, ParamsRef: gp, HasParams: true})
+	expect(t, h, page(params), http.StatusOK, `<g class="term params">`)
+	expect(t, h, page(r.ResultRef), http.StatusOK, `<g class="term params"><a href="`+page(gp)+`">`, "global")
+}
+
+// TestManyRuns: an input used by more runs than a page lists.
+func TestManyRuns(t *testing.T) {
+	s := memstore.New()
+	h := newHandler(s)
+	in := put(t, s, asl.Untagged([]byte("shared input")))
+	prog := put(t, s, mustSeed(t, pel.SeedConcat))
+	n := webui.MaxProvRuns + 5
+	for i := 0; i < n; i++ {
+		other := put(t, s, asl.Untagged([]byte(fmt.Sprintf("other %d", i))))
+		run(t, s, surf.Request{ProgramRef: prog, InputRefs: []asl.Reference{in, other}})
+	}
+	body := expect(t, h, page(in), http.StatusOK, "5 more runs are not listed.")
+	if got := strings.Count(body, "used by run"); got != webui.MaxProvRuns {
+		t.Errorf("%d runs listed, want %d", got, webui.MaxProvRuns)
 	}
 }
