@@ -30,19 +30,19 @@ import (
 
 // Layout constants, in SVG user units (CSS pixels).
 const (
-	dagMargin    = 16
-	dagBoxW      = 184
-	dagColGap    = 56
-	dagRowGap    = 18
-	dagNodeH     = 48
-	dagNodeHRun  = 64 // with a status line
-	dagTermH     = 44 // inputs, params, outputs, missing nodes
-	dagDummyH    = 6
-	dagOpRunes   = 22 // op@version longer than this is abbreviated
-	dagSubRunes  = 26
-	dagBaseline  = 4 // from a line's middle to its baseline
-	dagLineStep  = 16
-	dagTextX     = 10
+	dagMargin   = 16
+	dagBoxW     = 184
+	dagColGap   = 56
+	dagRowGap   = 18
+	dagNodeH    = 48
+	dagNodeHRun = 64 // with a status line
+	dagTermH    = 44 // inputs, params, outputs, missing nodes
+	dagDummyH   = 6
+	dagOpRunes  = 22 // op@version longer than this is abbreviated
+	dagSubRunes = 26
+	dagBaseline = 4 // from a line's middle to its baseline
+	dagLineStep = 16
+	dagTextX    = 10
 )
 
 type dagView struct {
@@ -97,7 +97,7 @@ type vertex struct {
 	preds []adj // what enters it, from the left
 	succs []adj // what leaves it, to the right
 
-	y, h  int
+	y, h int
 }
 
 // adj is one neighbour of a vertex in the column next to it, and where the
