@@ -159,6 +159,16 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("failing run page: status %q", st)
 	}
 	expectNodes("failing run", "pel.bytes.const@1 st-ok", "pel.bytes.concat@1 st-ok", "pel.bytes.slice@1 st-failed", "pel.bytes.hash.asl1@1 st-skipped")
+	// The style sheet applies under the page's Content-Security-Policy:
+	// each status has its own fill.
+	fills, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](
+		`["st-ok", "st-failed", "st-skipped"].map(c => getComputedStyle(document.querySelector("svg.dag g.node." + c + " rect")).fill)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"rgb(220, 245, 230)", "rgb(253, 226, 225)", "rgb(236, 238, 242)"}; strings.Join(fills, "; ") != strings.Join(want, "; ") {
+		t.Fatalf("node fills %q, want %q (is the style sheet applied?)", fills, want)
+	}
 	shoot("result-failed.png")
 
 	// Follow the result's link to its program: the same DAG, uncoloured.

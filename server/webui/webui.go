@@ -18,7 +18,12 @@
 //   - Reading never loads more than it needs: PEL artifacts (programs,
 //     traces, results, edges, scheme descriptors) are read whole only up to
 //     MaxDecode bytes; anything else is previewed through Fetch and a read
-//     bounded by the preview size.
+//     bounded by the preview size. (surf.FindTrace, which locates a
+//     result's trace, checks the trace it finds with its own bound.)
+//   - A page is bounded whatever the store holds: at most MaxTableNodes
+//     node rows, MaxDAGVertices boxes and bends in a drawing,
+//     MaxOutputPreviews output previews and MaxProvRuns runs per direction
+//     of provenance; what is left out is counted on the page.
 //   - Bytes are shown only as the store verified them: a damaged artifact
 //     (asl.ErrIntegrity) gives an HTTP 500 page saying ERR_INTEGRITY, never
 //     its bytes. A damaged artifact that a page only refers to (a result's
