@@ -149,6 +149,11 @@ func TestRunPages(t *testing.T) {
 		}
 		// The missing input's own page is a 404.
 		expect(t, h, page(missing), http.StatusNotFound, "artifact not found")
+
+		// A run of a missing program: its result and trace say so.
+		r = run(t, f.s, surf.Request{ProgramRef: missing})
+		expect(t, h, page(r.ResultRef), http.StatusOK, "INVALID_PROGRAM", "The program cannot be shown: it is not in this store (ERR_NOT_FOUND).")
+		expect(t, h, page(r.TraceRef), http.StatusOK, "Node records", "The program cannot be shown: it is not in this store (ERR_NOT_FOUND).")
 	})
 
 	t.Run("trace", func(t *testing.T) {
