@@ -32,6 +32,7 @@ import (
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/httpstore"
+	"github.com/amduat/amduat/server/webui"
 )
 
 // Backend is what the server needs from a store: the asl.Store interfaces,
@@ -113,8 +114,6 @@ type Config struct {
 	Limits   Limits
 	// Version is reported by /v1/meta.
 	Version string
-	// UI, when set, is mounted at /ui/ and / redirects to it.
-	UI http.Handler
 }
 
 // Server serves HTTP API v1. It is safe for concurrent use.
@@ -153,7 +152,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
-	s.routes(reg, cfg.UI)
+	s.routes(reg, webui.New(cfg.Store, webui.Options{Prefix: "/ui/", RawURL: func(r asl.Reference) string { return httpstore.PathArtifact + r.String() }}))
 	s.handler = http.HandlerFunc(s.serve)
 	return s, nil
 }
@@ -223,13 +222,12 @@ func (s *Server) routes(reg *prometheus.Registry, ui http.Handler) {
 		metricsH.ServeHTTP(w, r)
 		return nil
 	}}))
-	if ui != nil {
-		s.mux.Handle("GET /ui/", s.wrap(route{"GET /ui/", scopeRead, func(w http.ResponseWriter, r *http.Request) error {
-			ui.ServeHTTP(w, r)
-			return nil
-		}}))
-		s.mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
-	}
+	// The web view (SPECS.md §18.8) renders its own pages, errors included.
+	s.mux.Handle("GET /ui/", s.wrap(route{"GET /ui/", scopeRead, func(w http.ResponseWriter, r *http.Request) error {
+		ui.ServeHTTP(w, r)
+		return nil
+	}}))
+	s.mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
 }
 
 // serve dispatches a request: a route's handler, or a JSON 404/405.

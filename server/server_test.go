@@ -475,3 +475,16 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+func TestWebView(t *testing.T) {
+	_, ts, _ := newTestServer(t, Config{})
+	prog := putProgram(t, ts)
+	r := do(t, ts, call{method: "GET", path: "/"})
+	if r.status != 200 || !bytes.Contains(r.body, []byte("<form")) {
+		t.Fatalf("/ (redirected to /ui/): %d %.200s", r.status, r.body)
+	}
+	r = do(t, ts, call{method: "GET", path: "/ui/a/" + prog.String()})
+	if r.status != 200 || !bytes.Contains(r.body, []byte("pel.bytes.concat")) || !bytes.Contains(r.body, []byte("/v1/artifacts/"+prog.String())) {
+		t.Fatalf("program page: %d %.300s", r.status, r.body)
+	}
+}
