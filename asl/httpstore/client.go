@@ -167,7 +167,10 @@ func Open(ctx context.Context, baseURL string, opts Options) (*Client, error) {
 
 	if err := c.DoJSON(ctx, http.MethodGet, PathMeta, true, nil, &c.meta); err != nil {
 		c.Close()
-		if ctx.Err() != nil {
+		var he *Error
+		if !errors.Is(err, ErrProtocol) && (!errors.As(err, &he) || he.Code != "") {
+			// No answer, or an API error body: an amduat server that
+			// refused (401 …), or none reached.
 			return nil, fmt.Errorf("httpstore: open %s: %w", u.Redacted(), err)
 		}
 		return nil, fmt.Errorf("httpstore: open %s: not an amduat HTTP API v1 server (GET %s failed): %w", u.Redacted(), PathMeta, err)
@@ -458,10 +461,11 @@ func (c *Client) opErr(rq *request, shown string, err error) error {
 // RetryMaxWait, jittered to between half and all of it, and at least
 // retryAfter. It returns early with the context's error.
 func (c *Client) wait(ctx context.Context, attempt int, retryAfter time.Duration) error {
-	d := c.retryBase << min(attempt, 30)
-	if d <= 0 || d > c.retryMax {
-		d = c.retryMax
+	d := c.retryBase
+	for i := 0; i < attempt && d < c.retryMax; i++ {
+		d *= 2
 	}
+	d = min(d, c.retryMax)
 	c.rngMu.Lock()
 	d = d/2 + time.Duration(c.rng.Int64N(int64(d/2)+1))
 	c.rngMu.Unlock()

@@ -270,8 +270,8 @@ func ReadFrames(r io.Reader, maxCount int, maxBytes int64) ([]asl.Artifact, erro
 		case total+flen > maxBytes:
 			return nil, fmt.Errorf("frame %d at offset %d: frame_len %d passes the batch bound of %d bytes: %w", i, off, flen, maxBytes, ErrBatchTooLarge)
 		}
-		buf := make([]byte, flen)
-		if _, err := io.ReadFull(r, buf); err != nil {
+		buf, err := readFrame(r, flen)
+		if err != nil {
 			if err == io.ErrUnexpectedEOF || err == io.EOF {
 				return nil, fmt.Errorf("frame %d at offset %d: body ends inside a frame of %d bytes: %w", i, off, flen, ErrFrame)
 			}
@@ -285,6 +285,36 @@ func ReadFrames(r io.Reader, maxCount int, maxBytes int64) ([]asl.Artifact, erro
 		total += flen
 		off += 4 + flen
 	}
+}
+
+// frameAllocStep bounds what readFrame allocates ahead of the bytes that
+// arrive: a frame_len claims a size, the body has to deliver it.
+const frameAllocStep = 1 << 20
+
+// readFrame reads the n bytes of a frame. Memory grows with the bytes
+// received, not with the claim of frame_len, so a short body claiming a
+// large frame costs at most frameAllocStep.
+func readFrame(r io.Reader, n int64) ([]byte, error) {
+	if n <= frameAllocStep {
+		buf := make([]byte, n)
+		_, err := io.ReadFull(r, buf)
+		return buf, err
+	}
+	buf := make([]byte, 0, frameAllocStep)
+	for int64(len(buf)) < n {
+		if len(buf) == cap(buf) {
+			buf = append(buf, make([]byte, min(int64(cap(buf)), n-int64(len(buf))))...)[:len(buf)]
+		}
+		m, err := io.ReadFull(r, buf[len(buf):min(int64(cap(buf)), n)])
+		buf = buf[:len(buf)+m]
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+	}
+	return buf, nil
 }
 
 // IndexKeyPath is the path of GET /v1/index/SPACE/KEYHEX.
