@@ -268,7 +268,10 @@ func (s *Server) missing(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := httpstore.MissingResponse{Missing: []asl.Reference{}}
-	for _, ref := range req.Refs {
+	for i, ref := range req.Refs {
+		if ref.IsZero() {
+			return &httpError{http.StatusBadRequest, httpstore.CodeBadReference, fmt.Sprintf("refs[%d]: null is not a reference", i)}
+		}
 		ok, err := asl.Has(r.Context(), s.store, ref)
 		if err != nil {
 			return fmt.Errorf("%s: %w", ref, err)
@@ -404,7 +407,7 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) error {
 // the last bytes of the artifact, whose digest is then checked before the
 // response counts as complete.
 func (s *Server) copyOut(w io.Writer, rc io.Reader, n int64, toEnd bool) error {
-	buf := make([]byte, 256<<10)
+	buf := make([]byte, max(1, min(n, 256<<10)))
 	m, err := io.CopyBuffer(w, io.LimitReader(rc, n), buf)
 	s.metrics.gets.Add(1)
 	s.metrics.getBytes.Add(float64(m))
@@ -524,7 +527,7 @@ func (s *Server) scanIndex(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := httpstore.IndexScan{Entries: []httpstore.IndexEntryJSON{}}
-	err = s.store.ScanIndex(r.Context(), space, prefix, func(k, v []byte) error {
+	visit := func(k, v []byte) error {
 		if hasAfter && bytes.Compare(k, after) <= 0 {
 			return nil
 		}
@@ -534,7 +537,12 @@ func (s *Server) scanIndex(w http.ResponseWriter, r *http.Request) error {
 		}
 		out.Entries = append(out.Entries, httpstore.IndexEntryJSON{Key: hex.EncodeToString(k), Value: hex.EncodeToString(v)})
 		return nil
-	})
+	}
+	if seeker, ok := s.store.(asl.IndexSeeker); ok && hasAfter {
+		err = seeker.ScanIndexAfter(r.Context(), space, prefix, after, visit)
+	} else {
+		err = s.store.ScanIndex(r.Context(), space, prefix, visit)
+	}
 	if err != nil && !errors.Is(err, errPageFull) {
 		return err
 	}

@@ -83,6 +83,11 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) error {
 	if req.TimeoutMillis < 0 {
 		return badRequest("timeout_ms %d: want 0 (the server's bound) or more", req.TimeoutMillis)
 	}
+	for i, ref := range req.InputRefs {
+		if ref.IsZero() {
+			return &httpError{http.StatusBadRequest, httpstore.CodeBadReference, fmt.Sprintf("input_refs[%d]: null is not a reference", i)}
+		}
+	}
 	id := s.store.DefaultHash()
 	if req.Hash != "" {
 		alg, err := asl.HashByName(req.Hash)

@@ -362,6 +362,17 @@ func (rec *recorder) Unwrap() http.ResponseWriter { return rec.ResponseWriter }
 
 func (rec *recorder) end(r *http.Request) {
 	s := rec.s
+	// Give net/http back the body it made: after the handler it looks at
+	// the body's own type to decide what to do with an unread rest (close
+	// the connection when it is too large to discard, never send a 100
+	// Continue nobody asked for), and a wrapper made it read up to 256 KiB
+	// instead, with no deadline: a client that sent a Content-Length and
+	// no body held the connection, and never saw the refusal. What it
+	// still reads to discard is bounded like every body read.
+	r.Body = rec.bytesIn.r
+	if r.ContentLength != 0 {
+		http.NewResponseController(rec.ResponseWriter).SetReadDeadline(time.Now().Add(s.limits.IdleTimeout))
+	}
 	s.inFlight.Add(-1)
 	d := time.Since(rec.start)
 	status := rec.status
