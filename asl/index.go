@@ -24,3 +24,11 @@ type Indexer interface {
 	// ascending key order.
 	ScanIndex(ctx context.Context, space string, prefix []byte, fn func(key, value []byte) error) error
 }
+
+// IndexSeeker is an optional capability of an Indexer, discovered by type
+// assertion: ScanIndexAfter is ScanIndex from the first key strictly after
+// after (nil: from the start of prefix), so that a scan resumed page by
+// page costs what it returns, not everything before it.
+type IndexSeeker interface {
+	ScanIndexAfter(ctx context.Context, space string, prefix, after []byte, fn func(key, value []byte) error) error
+}

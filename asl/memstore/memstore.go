@@ -116,11 +116,20 @@ func (s *Store) LookupIndex(ctx context.Context, space string, key []byte) ([]by
 
 // ScanIndex implements asl.Indexer.
 func (s *Store) ScanIndex(ctx context.Context, space string, prefix []byte, fn func(key, value []byte) error) error {
+	return s.ScanIndexAfter(ctx, space, prefix, nil, fn)
+}
+
+// ScanIndexAfter implements asl.IndexSeeker.
+func (s *Store) ScanIndexAfter(ctx context.Context, space string, prefix, after []byte, fn func(key, value []byte) error) error {
 	start := indexKey(space, prefix)
+	from := ""
+	if after != nil {
+		from = indexKey(space, after)
+	}
 	s.mu.RLock()
 	var keys []string
 	for k := range s.index {
-		if strings.HasPrefix(k, start) {
+		if strings.HasPrefix(k, start) && (after == nil || k > from) {
 			keys = append(keys, k)
 		}
 	}

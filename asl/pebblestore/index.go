@@ -84,6 +84,12 @@ func (s *Store) LookupIndex(ctx context.Context, space string, key []byte) ([]by
 
 // ScanIndex implements asl.Indexer.
 func (s *Store) ScanIndex(ctx context.Context, space string, prefix []byte, fn func(key, value []byte) error) error {
+	return s.ScanIndexAfter(ctx, space, prefix, nil, fn)
+}
+
+// ScanIndexAfter implements asl.IndexSeeker: the iterator starts at the
+// first key after after, so a paged scan never re-reads earlier pages.
+func (s *Store) ScanIndexAfter(ctx context.Context, space string, prefix, after []byte, fn func(key, value []byte) error) error {
 	if err := checkSpace(space); err != nil {
 		return err
 	}
@@ -92,7 +98,14 @@ func (s *Store) ScanIndex(ctx context.Context, space string, prefix []byte, fn f
 	}
 	defer s.release()
 	lower := indexEntryKey(nil, space, prefix)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
+	upper := prefixEnd(lower)
+	if after != nil {
+		// The smallest key greater than after is after followed by 0x00.
+		if from := append(indexEntryKey(nil, space, after), 0); bytes.Compare(from, lower) > 0 {
+			lower = from
+		}
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return ioErr(err)
 	}

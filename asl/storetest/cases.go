@@ -720,6 +720,30 @@ func testIndex(t *testing.T, b Backend) {
 		t.Errorf("ScanIndex with fn failing at the second call = %v after %d calls", err, calls)
 	}
 
+	// IndexSeeker: a scan resumed after any key gives exactly the keys
+	// after it, as a filtered ScanIndex would.
+	if sk, ok := b.(asl.IndexSeeker); ok {
+		for _, p := range []string{"", "a", "m0"} {
+			w := withPrefix(p)
+			for _, after := range append([][]byte{nil, []byte(""), []byte("\x00"), []byte("zzz")}, w...) {
+				var got [][]byte
+				err := sk.ScanIndexAfter(ctx, "storetest.a", []byte(p), after, func(k, v []byte) error {
+					got = append(got, bytes.Clone(k))
+					return nil
+				})
+				var exp [][]byte
+				for _, k := range w {
+					if after == nil || bytes.Compare(k, after) > 0 {
+						exp = append(exp, k)
+					}
+				}
+				if err != nil || !slices.EqualFunc(got, exp, bytes.Equal) {
+					t.Fatalf("ScanIndexAfter(prefix %x, after %x) = %d keys, %v; want %d", p, after, len(got), err, len(exp))
+				}
+			}
+		}
+	}
+
 	// An entry overwrites the previous value of its (space, key).
 	write([]asl.IndexEntry{{Space: "storetest.a", Key: []byte("ab"), Value: []byte("new")}})
 	if got, ok, err := ix.LookupIndex(ctx, "storetest.a", []byte("ab")); !ok || err != nil || string(got) != "new" {
