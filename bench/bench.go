@@ -83,6 +83,7 @@ func Groups() []Group {
 		{"cli", "amduat put of many files against git hash-object", runCLI},
 		{"exec", "large programs: canonical order, Exec_DAG overhead and allocation", runExec},
 		{"surface", "surface runs of a 100-node program: latency, cache hits", runSurface},
+		{"server", "amduat serve on loopback against the embedded store: small and large artifacts, runs, a load test", runServer},
 	}
 }
 

@@ -52,6 +52,10 @@ target. The groups, in order:
                 beyond direct operation calls, bytes allocated per node
   surface       p50/p99 latency of surface runs of a 100-node program, and of
                 action-cache hits
+  server        amduat serve on loopback against the embedded store: PutBatch
+                and get of 1 KiB artifacts with 1, 16 and 64 clients, pel run
+                p50/p99, a 64-client load test checking every answer, and a
+                1 GiB put and get (server and client peak RSS)
 
 --quick shrinks the work (64 MiB, 10,000 artifacts, 2,000 files, 100,000
 nodes, 50 runs) to run in well under a minute. --only runs some groups ("large"
