@@ -1,9 +1,12 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -42,13 +45,18 @@ the exit code tells. With --json, -o is required and a JSON summary is printed.`
   amduat get -o hello.txt 00011f1d4ea7...e895e4`,
 		Args: rangeArgs(1, 1),
 		RunE: func(c *cobra.Command, args []string) (err error) {
-			ref, err := parseRef(args[0])
+			ref, err := a.parseRef(args[0])
 			if err != nil {
 				return err
 			}
 			toStdout := out == "" || out == "-"
 			if a.jsonOut && toStdout {
 				return usagef("--json needs -o FILE (standard output would carry the artifact's bytes)")
+			}
+			if !toStdout {
+				if err := checkOutputPath(out); err != nil {
+					return err
+				}
 			}
 			s, err := a.openStore()
 			if err != nil {
@@ -77,6 +85,27 @@ the exit code tells. With --json, -o is required and a JSON summary is printed.`
 	}
 	c.Flags().StringVarP(&out, "output", "o", "", "write to FILE (atomically) instead of stdout")
 	return c
+}
+
+// checkOutputPath fails, before anything is read, when path cannot be
+// written as a file: it names a directory (or ends in a slash), or its
+// directory does not exist.
+func checkOutputPath(path string) error {
+	if strings.HasSuffix(path, "/") || strings.HasSuffix(path, string(filepath.Separator)) {
+		return fail(exitUsage, path, errors.New("is a directory path; -o needs a file name"))
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fail(exitUsage, path, errors.New("is a directory; -o needs a file name"))
+	}
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fail(exitIO, path, fmt.Errorf("directory %s: %w", dir, unwrapPathError(err)))
+	}
+	if !st.IsDir() {
+		return fail(exitIO, path, fmt.Errorf("%s is not a directory", dir))
+	}
+	return nil
 }
 
 // writeAtomic copies r into path through a temporary file in the same

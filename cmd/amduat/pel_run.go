@@ -26,7 +26,7 @@ func writeRunText(w io.Writer, r *surf.Run) {
 	v := r.Result.Value
 	fmt.Fprintf(w, "result_ref %s\ntrace_ref %s\n", r.ResultRef, r.TraceRef)
 	writeRefLines(w, "", "output_ref", r.OutputRefs)
-	fmt.Fprintf(w, "status %s status_code %d\n", v.Status, v.Summary.StatusCode)
+	fmt.Fprintf(w, "status %s status_code 0x%08x\n", v.Status, v.Summary.StatusCode)
 	writeDiagLines(w, "", v.Diagnostics)
 	if r.Result.HasStoreFailure {
 		fmt.Fprintln(w, storeFailureLine(r.Result.StoreFailure))
@@ -36,7 +36,7 @@ func writeRunText(w io.Writer, r *surf.Run) {
 // runFailureLine is the stderr line of a run whose status is not OK.
 func runFailureLine(r *surf.Run) string {
 	v := r.Result.Value
-	msg := fmt.Sprintf("program status %s status_code %d", v.Status, v.Summary.StatusCode)
+	msg := fmt.Sprintf("program status %s status_code 0x%08x", v.Status, v.Summary.StatusCode)
 	if len(v.Diagnostics) > 0 {
 		msg += ": " + printableText(v.Diagnostics[0].Message)
 	}
@@ -120,20 +120,20 @@ write per node. Neither changes any output, result or trace byte.
 				return usagef("--quiet and --json cannot be combined")
 			}
 			req := surf.Request{}
-			if req.ProgramRef, err = parseRef(programArg); err != nil {
+			if req.ProgramRef, err = a.parseRef(programArg); err != nil {
 				return err
 			}
-			if req.InputRefs, err = parseRefs(inputArgs); err != nil {
+			if req.InputRefs, err = a.parseRefs(inputArgs); err != nil {
 				return err
 			}
 			if paramsArg != "" {
-				if req.ParamsRef, err = parseRef(paramsArg); err != nil {
+				if req.ParamsRef, err = a.parseRef(paramsArg); err != nil {
 					return err
 				}
 				req.HasParams = true
 			}
 			if schemeArg != "" {
-				if req.SchemeRef, err = parseRef(schemeArg); err != nil {
+				if req.SchemeRef, err = a.parseRef(schemeArg); err != nil {
 					return err
 				}
 			}
