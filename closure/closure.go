@@ -188,3 +188,29 @@ func Walk(ctx context.Context, s Store, roots []asl.Reference, fn func(Node) err
 	}
 	return nil
 }
+
+// IndexEntries returns the derived index entries (SPECS.md §6.5) that the
+// artifact a stored under ref implies: for a trace, the surf.trace entry
+// from its result; for a TGK/1 edge, its tgk.from and tgk.to entries.
+// Import uses it so that imported runs are found as if they ran here.
+// Anything else, or an artifact that does not decode, gives none.
+func IndexEntries(ref asl.Reference, a asl.Artifact) []asl.IndexEntry {
+	if !a.HasTag {
+		return nil
+	}
+	switch a.Tag {
+	case asl.TagPELTraceDAG1:
+		t, err := trace.DecodeArtifact(a)
+		if err != nil {
+			return nil
+		}
+		return []asl.IndexEntry{{Space: surf.TraceIndexSpace, Key: t.ExecResultRef.Bytes(), Value: ref.Bytes()}}
+	case asl.TagTGK1EdgeV1:
+		e, err := tgk.DecodeArtifact(a)
+		if err != nil {
+			return nil
+		}
+		return tgk.IndexEntries(e, ref)
+	}
+	return nil
+}

@@ -48,8 +48,9 @@ var ErrTruncated = errors.New("bundle ends early")
 // of the bundle, and, inside an entry, the entry's index and reference. It
 // wraps enc.ErrMalformed and, where one applies, the class: asl.ErrIntegrity
 // (bytes that do not hash to their reference, a wrong trailer digest),
-// asl.ErrUnsupported (a reference under an unregistered hash id), or
-// ErrTruncated.
+// asl.ErrUnsupported (a reference under an unregistered hash id, another
+// version), or ErrTruncated; every error but ErrUnsupported also wraps
+// asl.ErrIntegrity.
 type Error struct {
 	Field  string
 	Offset int64
@@ -75,11 +76,18 @@ func (e *Error) Error() string {
 	return s
 }
 
+// Unwrap gives enc.ErrMalformed, the class, and asl.ErrIntegrity for every
+// failure that is not ErrUnsupported: a bundle that is malformed, damaged
+// or cut short is damaged data.
 func (e *Error) Unwrap() []error {
+	out := []error{enc.ErrMalformed}
 	if e.Class != nil {
-		return []error{enc.ErrMalformed, e.Class}
+		out = append(out, e.Class)
 	}
-	return []error{enc.ErrMalformed}
+	if e.Class != asl.ErrUnsupported && e.Class != asl.ErrIntegrity {
+		out = append(out, asl.ErrIntegrity)
+	}
+	return out
 }
 
 // digester accumulates the trailer digest: SHA-256 of every byte of the

@@ -29,6 +29,11 @@ type ImportOptions struct {
 	// Progress, when set, is called after each stored batch or stream
 	// with the totals so far.
 	Progress func(ImportStats)
+	// IndexEntries, when set and the store is an asl.Indexer, gives the
+	// derived index entries (SPECS.md §6.5) of each artifact stored through
+	// the batch path; they are written in the same durable batch, so an
+	// imported trace or edge is found as if its run had happened here.
+	IndexEntries func(ref asl.Reference, a asl.Artifact) []asl.IndexEntry
 }
 
 // ImportStats counts what Import read and stored.
@@ -72,7 +77,20 @@ func Import(ctx context.Context, s ImportStore, r io.Reader, opt ImportOptions) 
 		if len(pending) == 0 {
 			return nil
 		}
-		refs, err := s.PutBatch(ctx, pendingHash, pending)
+		var entries []asl.IndexEntry
+		ix, indexed := s.(asl.Indexer)
+		if indexed && opt.IndexEntries != nil {
+			for i, a := range pending {
+				entries = append(entries, opt.IndexEntries(pendingRefs[i], a)...)
+			}
+		}
+		var refs []asl.Reference
+		var err error
+		if len(entries) > 0 {
+			refs, err = ix.PutIndexed(ctx, pendingHash, pending, entries)
+		} else {
+			refs, err = s.PutBatch(ctx, pendingHash, pending)
+		}
 		if err != nil {
 			return fmt.Errorf("import: storing %d artifacts (from %s): %w", len(pending), pendingRefs[0], err)
 		}
