@@ -105,7 +105,8 @@ goes to stderr).
 	root.PersistentFlags().StringVar(&a.storeDir, "store", def, "store directory, or http(s)://HOST:PORT of an `amduat serve` (env AMDUAT_STORE; token in AMDUAT_TOKEN)")
 	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "print one JSON object on stdout")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
-	root.CompletionOptions.DisableDefaultCmd = true
+	root.CompletionOptions.DisableDefaultCmd = true // completion.go defines it
+	setVersionFlag(root)
 	for _, f := range commandFactories {
 		root.AddCommand(f(a))
 	}
