@@ -376,9 +376,10 @@ func TestPELBuild(t *testing.T) {
 		name, text, want string
 	}{
 		{"syntax", "{\"nodes\":[\n  {\"id\":1,}\n]}", "bad.json:2:11 (byte offset 22): json program: invalid character '}'"},
-		{"type", "{\"nodes\":[{\"id\":\"one\"}]}", "bad.json:1:21 (byte offset 21): json program: json: cannot unmarshal string"},
+		{"type", "{\"nodes\":[{\"id\":\"one\"}]}", "bad.json:1:21 (byte offset 21): json program: member \"nodes.id\": want an integer in [0, 4294967295], got a string"},
 		{"truncated", "{\"nodes\":[", "unexpected EOF"},
-		{"unknown member", `{"nodes":[],"roots":[],"extra":1}`, `unknown field "extra"`},
+		{"unknown member", `{"nodes":[],"roots":[],"extra":1}`, `bad.json:1:24 (byte offset 24): json program: unknown member "extra"`},
+		{"params type", `{"nodes":[{"id":1,"op":"pel.bytes.slice","version":1,"params":{"offset":-1,"length":1}}]}`, `bad.json:1:64 (byte offset 64): json program: node 1: pel.bytes.slice params: member "offset": want a non-negative integer, got a number`},
 		{"missing op", `{"nodes":[{"id":1,"version":1}],"roots":[]}`, `"id", "op" and "version" are required`},
 		{"duplicate id", `{"nodes":[{"id":1,"op":"pel.bytes.hash.asl1","version":1},{"id":1,"op":"pel.bytes.hash.asl1","version":1}],"roots":[]}`, "duplicate node id 1"},
 		{"bad params", `{"nodes":[{"id":1,"op":"pel.bytes.slice","version":1,"params":{"offset":1}}],"roots":[]}`, `"offset" and "length" are both required`},
@@ -387,6 +388,9 @@ func TestPELBuild(t *testing.T) {
 			c.t = t
 			r := c.must(exitUsage, "pel", "build", c.write("bad.json", []byte(tt.text)))
 			oneErrorLine(t, r, "pel build")
+			if strings.Contains(r.stderr, "Go ") || strings.Contains(r.stderr, "JSON struct") || strings.Contains(r.stderr, "uint") {
+				t.Fatalf("stderr %q names Go types", r.stderr)
+			}
 			if !strings.Contains(r.stderr, tt.want) {
 				t.Fatalf("stderr %q lacks %q", r.stderr, tt.want)
 			}
