@@ -1,0 +1,194 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// export --closure of a run, import into a fresh store: the run verifies
+// there, and damaged or truncated bundles store nothing wrong.
+func TestExportImport(t *testing.T) {
+	c := lifeStore(t)
+	prog := strings.TrimSpace(c.must(0, "pel", "seed", "concat").stdout)
+	var run struct {
+		ResultRef  string   `json:"result_ref"`
+		TraceRef   string   `json:"trace_ref"`
+		OutputRefs []string `json:"output_refs"`
+	}
+	r := c.must(0, "--json", "pel", "run", "--program", prog, "--input", refHello, "--input", refHiTag)
+	json.Unmarshal([]byte(r.stdout), &run)
+	bundleFile := filepath.Join(c.cwd, "run.amdb")
+	r = c.must(0, "export", "--closure", "-o", bundleFile, run.ResultRef[:12])
+	if !strings.HasPrefix(r.stdout, "exported 7 artifacts (") || !strings.Contains(r.stderr, "reached but not stored") {
+		t.Fatalf("export: %q %q", r.stdout, r.stderr)
+	}
+	data, err := os.ReadFile(bundleFile)
+	if err != nil || !bytes.HasPrefix(data, []byte("AMDUATBN")) {
+		t.Fatalf("bundle file: %v", err)
+	}
+
+	d := newCLI(t)
+	d.must(0, "init")
+	r = d.must(0, "import", bundleFile)
+	if !strings.HasPrefix(r.stdout, "imported 7 artifacts") || !strings.Contains(r.stdout, "root "+run.ResultRef) {
+		t.Fatalf("import: %q", r.stdout)
+	}
+	if r := d.must(0, "pel", "verify", run.ResultRef); !strings.Contains(r.stdout, "ok:") {
+		t.Fatalf("verify after import: %q", r.stdout)
+	}
+	if r := d.must(0, "get", run.OutputRefs[0]); r.stdout != "hellohi" {
+		t.Fatalf("output after import: %q", r.stdout)
+	}
+	// The trace is found through the index import wrote.
+	if r := d.must(0, "pel", "show", run.ResultRef); !strings.Contains(r.stdout, "trace_ref "+run.TraceRef) {
+		t.Fatalf("show after import: %q", r.stdout)
+	}
+	// Without --closure: exactly the given references; a missing one is exit 3.
+	r = c.must(0, "--json", "export", "-o", filepath.Join(c.cwd, "two.amdb"), refHello, refHiTag)
+	var ex exportResult
+	oneJSON(t, r.stdout, &ex)
+	if ex.Artifacts != 2 || len(ex.Roots) != 2 {
+		t.Fatalf("export --json %+v", ex)
+	}
+	missing := "0001" + strings.Repeat("ab", 32)
+	oneErrorLine(t, c.must(exitNotFound, "export", "-o", filepath.Join(c.cwd, "m.amdb"), missing), "export")
+	if _, err := os.Stat(filepath.Join(c.cwd, "m.amdb")); !os.IsNotExist(err) {
+		t.Fatal("failed export left its file")
+	}
+	oneErrorLine(t, c.must(exitUsage, "export", refHello), "export")
+
+	// Damage: flip a byte inside the third entry's payload.
+	for _, tc := range []struct {
+		name string
+		mut  func([]byte) []byte
+	}{
+		{"flipped", func(b []byte) []byte { b[len(b)/2] ^= 0x40; return b }},
+		{"truncated", func(b []byte) []byte { return b[:len(b)-20] }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := c.write("bad-"+tc.name+".amdb", tc.mut(append([]byte(nil), data...)))
+			e := newCLI(t)
+			e.must(0, "init")
+			r := e.must(exitIntegrity, "import", bad)
+			oneErrorLine(t, r, "import")
+			if !strings.Contains(r.stderr, "bundle:") || !strings.Contains(r.stderr, "offset") {
+				t.Fatalf("import of damaged bundle: %q", r.stderr)
+			}
+			// Whatever was stored verifies.
+			if r := e.run("verify"); r.code != 0 {
+				t.Fatalf("verify after damaged import: %d %q", r.code, r.stdout)
+			}
+		})
+	}
+	// get --stdin writes a bundle that import reads back.
+	r = c.runIn(strings.NewReader(refHello+"\n"+refHiTag[:9]+"\n"), "get", "--stdin")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "AMDUATBN") {
+		t.Fatalf("get --stdin: %d %q", r.code, r.stderr)
+	}
+	f := newCLI(t)
+	f.must(0, "init")
+	r = f.runIn(strings.NewReader(r.stdout), "--json", "import", "-")
+	var im importResult
+	oneJSON(t, r.stdout, &im)
+	if len(im.Files) != 1 || im.Files[0].Artifacts != 2 || im.Files[0].Roots[1].String() != refHiTag {
+		t.Fatalf("import - %+v", im)
+	}
+	r = c.runIn(strings.NewReader(refHello+"\n"+missing+"\n"), "get", "--stdin")
+	if r.code != exitNotFound {
+		t.Fatalf("get --stdin with a missing ref: exit %d", r.code)
+	}
+}
+
+func TestRunLogCLI(t *testing.T) {
+	c := lifeStore(t)
+	prog := strings.TrimSpace(c.must(0, "pel", "seed", "concat").stdout)
+	c.must(0, "pel", "run", "--program", prog, "--input", refHello, "--input", refHello)
+	c.must(0, "pel", "run", "--program", prog, "--input", refHello, "--input", refHello) // a hit
+	c.must(13, "pel", "run", "--program", prog, "--input", refHello)
+	r := c.must(0, "log")
+	ls := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(ls) != 3 || !strings.HasPrefix(ls[0], "1 ") || !strings.Contains(ls[0], " OK 0x00000000 miss ") ||
+		!strings.Contains(ls[1], " OK 0x00000000 hit ") || !strings.Contains(ls[2], " INVALID_INPUTS 0x00000003 miss ") {
+		t.Fatalf("log:\n%s", r.stdout)
+	}
+	r = c.must(0, "--json", "log", "--since", "1", "--status", "invalid_inputs")
+	var rec logJSON
+	oneJSON(t, r.stdout, &rec)
+	if rec.Seq != 3 || rec.Status != "INVALID_INPUTS" || rec.StatusCode != 3 || rec.Cache != "miss" || len(rec.RequestKey) != 64 {
+		t.Fatalf("log --json %+v", rec)
+	}
+	oneErrorLine(t, c.must(exitUsage, "log", "--status", "BAD"), "log")
+}
+
+func TestPutTreeNamesStdinPaths(t *testing.T) {
+	c := newCLI(t)
+	c.must(0, "init")
+	dir := filepath.Join(c.cwd, "tree")
+	os.MkdirAll(filepath.Join(dir, "a", "b"), 0o755)
+	os.WriteFile(filepath.Join(dir, "a", "b", "z"), []byte("z"), 0o644)
+	os.WriteFile(filepath.Join(dir, "x"), []byte("hello"), 0o644)
+	os.Symlink(filepath.Join(dir, "x"), filepath.Join(dir, "link"))
+	r := c.must(0, "put", "-r", "--names", dir)
+	hz := strings.TrimSpace(c.runIn(strings.NewReader("z"), "hash").stdout)
+	want := hz + " " + filepath.Join(dir, "a", "b", "z") + "\n" + refHello + " " + filepath.Join(dir, "x") + "\n"
+	if r.stdout != want {
+		t.Fatalf("put -r --names:\n%s\nwant\n%s", r.stdout, want)
+	}
+	r = c.must(exitUsage, "put", dir)
+	if !strings.Contains(r.stderr, "put -r") {
+		t.Fatalf("%q", r.stderr)
+	}
+	var paths []string
+	for i := 0; i < 50; i++ {
+		paths = append(paths, c.write("f"+string(rune('a'+i%26))+string(rune('a'+i/26)), []byte{byte(i)}))
+	}
+	r = c.runIn(strings.NewReader(strings.Join(paths, "\n")+"\n"), "--json", "put", "--stdin-paths")
+	var pr putResult
+	oneJSON(t, r.stdout, &pr)
+	if len(pr.Artifacts) != 50 || pr.Artifacts[49].Source != paths[49] {
+		t.Fatalf("put --stdin-paths: %d artifacts", len(pr.Artifacts))
+	}
+	oneErrorLine(t, c.must(exitUsage, "put", "--stdin-paths", "x"), "put")
+}
+
+func TestInputFileVersionCompletionDocs(t *testing.T) {
+	c := lifeStore(t)
+	prog := strings.TrimSpace(c.must(0, "pel", "seed", "concat").stdout)
+	r := c.must(0, "pel", "run", "--program", prog, "--input-file", c.write("in", []byte("X")), "--input", refHello, "--output-raw")
+	if r.stdout != "Xhello" {
+		t.Fatalf("--input-file: %q", r.stdout)
+	}
+	r = c.runIn(strings.NewReader("Y"), "pel", "run", "--program", prog, "--input", refHello, "--input-file", "-", "--output-raw")
+	if r.stdout != "helloY" {
+		t.Fatalf("--input-file -: %q", r.stdout)
+	}
+	v := c.must(0, "version").stdout
+	if got := c.must(0, "--version").stdout; got != v {
+		t.Fatalf("--version %q, version %q", got, v)
+	}
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		if r := c.must(0, "completion", sh); !strings.Contains(r.stdout, "amduat") {
+			t.Fatalf("completion %s: %q", sh, r.stdout[:50])
+		}
+	}
+	oneErrorLine(t, c.must(exitUsage, "completion", "tcsh"), "completion")
+	dir := filepath.Join(c.cwd, "docs")
+	c.must(0, "docs", dir)
+	md, err := os.ReadFile(filepath.Join(dir, "amduat_ls.md"))
+	if err != nil || !bytes.Contains(md, []byte("JSON lines")) {
+		t.Fatalf("docs: %v", err)
+	}
+	c.must(0, "docs", "--format", "man", filepath.Join(c.cwd, "man"))
+	if _, err := os.Stat(filepath.Join(c.cwd, "man", "amduat-export.1")); err != nil {
+		t.Fatal(err)
+	}
+	// pel build --strict refuses a program that can never run OK.
+	bad := c.write("bad.json", []byte(`{"nodes":[{"id":1,"op":"pel.bytes.nope","version":1}],"roots":[{"node":1}]}`))
+	r = c.must(exitUsage, "pel", "build", "--strict", bad)
+	oneErrorLine(t, r, "pel build")
+	c.must(0, "pel", "build", bad)
+}
