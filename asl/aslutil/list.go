@@ -152,11 +152,10 @@ func (e *AmbiguousError) Error() string {
 	for i, c := range e.Candidates {
 		s[i] = c.String()
 	}
-	more := ""
 	if e.More {
-		more = ", …"
+		return fmt.Sprintf("%q matches more than %d stored artifacts: %s, …", e.Prefix, len(e.Candidates), strings.Join(s, ", "))
 	}
-	return fmt.Sprintf("%q matches %d or more stored artifacts: %s%s", e.Prefix, len(e.Candidates), strings.Join(s, ", "), more)
+	return fmt.Sprintf("%q matches %d stored artifacts: %s", e.Prefix, len(e.Candidates), strings.Join(s, ", "))
 }
 
 func (e *AmbiguousError) Unwrap() error { return ErrAmbiguous }

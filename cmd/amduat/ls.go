@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -129,15 +131,18 @@ error after the listing began is one last line {"error","code","command"}.`,
 			w := bufio.NewWriterSize(a.stdout, 64<<10)
 			enc := json.NewEncoder(w)
 			enc.SetEscapeHTML(false)
+			var line []byte
 			err = aslutil.List(c.Context(), s, f, func(in asl.Info) error {
 				var werr error
 				switch {
 				case a.jsonOut:
 					werr = enc.Encode(statItemOf(in))
 				case quiet:
-					_, werr = fmt.Fprintln(w, in.Ref)
+					line = append(hex.AppendEncode(line[:0], in.Ref.Bytes()), '\n')
+					_, werr = w.Write(line)
 				default:
-					_, werr = fmt.Fprintln(w, statLine(in))
+					line = appendStatLine(line[:0], in)
+					_, werr = w.Write(line)
 				}
 				if werr != nil {
 					return fail(exitIO, "stdout", werr)
@@ -334,4 +339,26 @@ func (t *table) flush() {
 		}
 		fmt.Fprintln(t.w, b.String())
 	}
+}
+
+// appendStatLine appends statLine(in) and a newline, without fmt: ls
+// prints millions of them.
+func appendStatLine(dst []byte, in asl.Info) []byte {
+	dst = hex.AppendEncode(dst, in.Ref.Bytes())
+	dst = append(dst, " size="...)
+	dst = strconv.AppendUint(dst, in.Size, 10)
+	dst = append(dst, " type_tag="...)
+	if in.HasTag {
+		dst = append(dst, "0x"...)
+		var b [4]byte
+		binary.BigEndian.PutUint32(b[:], uint32(in.Tag))
+		dst = hex.AppendEncode(dst, b[:])
+	} else {
+		dst = append(dst, "none"...)
+	}
+	dst = append(dst, " stored_size="...)
+	dst = strconv.AppendInt(dst, in.StoredSize, 10)
+	dst = append(dst, " compression="...)
+	dst = append(dst, in.Compression...)
+	return append(dst, '\n')
 }
