@@ -134,6 +134,17 @@ func (w *Writer) meta(b []byte) error {
 // mismatch Add fails with an error wrapping asl.ErrIntegrity and the
 // bundle must be abandoned).
 func (w *Writer) Add(ref asl.Reference, hdr asl.Header, payload io.Reader) error {
+	return w.add(ref, hdr, payload, true)
+}
+
+// AddVerified is Add for a payload that is already checked against ref
+// as it is read, such as a reader from asl.Fetcher (SPECS.md §6.2: its
+// final Read fails on a mismatch); it skips Add's own hashing.
+func (w *Writer) AddVerified(ref asl.Reference, hdr asl.Header, payload io.Reader) error {
+	return w.add(ref, hdr, payload, false)
+}
+
+func (w *Writer) add(ref asl.Reference, hdr asl.Header, payload io.Reader, check bool) error {
 	if w.closed {
 		return errors.New("bundle: Add after Close")
 	}
@@ -150,7 +161,21 @@ func (w *Writer) Add(ref asl.Reference, hdr asl.Header, payload io.Reader) error
 	if err := w.meta(w.scratch); err != nil {
 		return err
 	}
-	n, err := io.Copy(io.MultiWriter(w.w, h), io.LimitReader(payload, int64(hdr.Size)))
+	var dst io.Writer = w.w
+	if check {
+		dst = io.MultiWriter(w.w, h)
+	}
+	// Read one byte past the size so that a verifying reader reaches its
+	// end and reports damage.
+	n, err := io.Copy(dst, io.LimitReader(payload, int64(hdr.Size)))
+	if err == nil && n == int64(hdr.Size) {
+		var one [1]byte
+		if k, rerr := payload.Read(one[:]); k > 0 {
+			err = fmt.Errorf("payload is longer than %d bytes", hdr.Size)
+		} else if rerr != nil && rerr != io.EOF {
+			err = rerr
+		}
+	}
 	if err != nil {
 		w.err = fmt.Errorf("bundle: entry %d (%s): copying payload: %w", w.entries, ref, err)
 		return w.err
@@ -159,7 +184,7 @@ func (w *Writer) Add(ref asl.Reference, hdr asl.Header, payload io.Reader) error
 		w.err = fmt.Errorf("bundle: entry %d (%s): payload ended after %d of %d bytes", w.entries, ref, n, hdr.Size)
 		return w.err
 	}
-	if !h.Matches(ref) {
+	if check && !h.Matches(ref) {
 		got, _ := h.Sum()
 		w.err = fmt.Errorf("bundle: entry %d (%s): bytes hash to %s: %w", w.entries, ref, got, asl.ErrIntegrity)
 		return w.err

@@ -201,7 +201,7 @@ func Export(ctx context.Context, f asl.Fetcher, w io.Writer, refs, roots []asl.R
 		if err != nil {
 			return st, fmt.Errorf("export %s: %w", ref, err)
 		}
-		err = bw.Add(ref, hdr, rc)
+		err = bw.AddVerified(ref, hdr, rc)
 		rc.Close()
 		if err != nil {
 			return st, fmt.Errorf("export %s: %w", ref, err)

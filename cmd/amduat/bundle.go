@@ -148,7 +148,7 @@ JSON: {"output", "artifacts", "bytes", "roots", "absent", "undecodable"}.`,
 					return refErr(ref.String(), err)
 				}
 				defer rc.Close()
-				if err := bw.Add(ref, hdr, rc); err != nil {
+				if err := bw.AddVerified(ref, hdr, rc); err != nil {
 					return failAuto(ref.String(), err)
 				}
 				res.Artifacts++
@@ -220,6 +220,9 @@ func dedupe(refs []asl.Reference) []asl.Reference {
 	return out
 }
 
+// maxRootLines bounds the "root REF" lines import prints per bundle.
+const maxRootLines = 10
+
 type importFile struct {
 	Input     string          `json:"input"`
 	Artifacts uint64          `json:"artifacts"`
@@ -244,8 +247,8 @@ line naming the entry (index and reference), the field and the byte offset;
 the artifacts before it, all verified, stay stored. An unregistered hash or
 bundle version is exit 5.
 
-Text per FILE: "imported N artifacts (B bytes) from FILE", then "root REF"
-per root. JSON: {"files": [{"input", "artifacts", "bytes", "roots"}]}.`,
+Text per FILE: "imported N artifacts (B bytes) from FILE, R roots", then
+"root REF" per root when there are at most 10 (--json lists them all). JSON: {"files": [{"input", "artifacts", "bytes", "roots"}]}.`,
 		Args: minArgs(1),
 		RunE: func(c *cobra.Command, args []string) (err error) {
 			s, err := a.openStore()
@@ -283,9 +286,11 @@ per root. JSON: {"files": [{"input", "artifacts", "bytes", "roots"}]}.`,
 				}
 				pr.done()
 				res.Files = append(res.Files, importFile{Input: in, Artifacts: st.Stored, Bytes: st.Bytes, Roots: append([]asl.Reference{}, st.Roots...)})
-				a.printf("imported %d artifacts (%d bytes) from %s\n", st.Stored, st.Bytes, in)
-				for _, r := range st.Roots {
-					a.printf("root %s\n", r)
+				a.printf("imported %d artifacts (%d bytes) from %s, %d roots\n", st.Stored, st.Bytes, in, len(st.Roots))
+				if len(st.Roots) <= maxRootLines {
+					for _, r := range st.Roots {
+						a.printf("root %s\n", r)
+					}
 				}
 			}
 			if a.jsonOut {
@@ -335,7 +340,7 @@ func (a *app) getBatch(out string) (err error) {
 			return refErr(line, err)
 		}
 		defer rc.Close()
-		if err := bw.Add(ref, hdr, rc); err != nil {
+		if err := bw.AddVerified(ref, hdr, rc); err != nil {
 			return failAuto(line, err)
 		}
 		res.Roots = append(res.Roots, ref)

@@ -34,7 +34,7 @@ func TestExportImport(t *testing.T) {
 	d := newCLI(t)
 	d.must(0, "init")
 	r = d.must(0, "import", bundleFile)
-	if !strings.HasPrefix(r.stdout, "imported 7 artifacts") || !strings.Contains(r.stdout, "root "+run.ResultRef) {
+	if !strings.HasPrefix(r.stdout, "imported 7 artifacts") || !strings.Contains(r.stdout, ", 1 roots\nroot "+run.ResultRef) {
 		t.Fatalf("import: %q", r.stdout)
 	}
 	if r := d.must(0, "pel", "verify", run.ResultRef); !strings.Contains(r.stdout, "ok:") {
