@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // export --closure of a run, import into a fresh store: the run verifies
@@ -191,4 +193,47 @@ func TestInputFileVersionCompletionDocs(t *testing.T) {
 	r = c.must(exitUsage, "pel", "build", "--strict", bad)
 	oneErrorLine(t, r, "pel build")
 	c.must(0, "pel", "build", bad)
+}
+
+// Ctrl-C prints "interrupted" and exits 130; log --follow prints runs made
+// while it follows (it lets the embedded store go between polls).
+func TestFollowAndInterrupt(t *testing.T) {
+	c := lifeStore(t)
+	prog := strings.TrimSpace(c.must(0, "pel", "seed", "concat").stdout)
+	cmd := exec.Command(amduatBin, "log", "--follow", "--poll", "50ms")
+	cmd.Dir = c.cwd
+	cmd.Env = append(os.Environ(), "AMDUAT_STORE="+c.store)
+	// Files, not buffers: the test reads stdout while the child writes.
+	outF, _ := os.Create(filepath.Join(c.cwd, "follow.out"))
+	errF, _ := os.Create(filepath.Join(c.cwd, "follow.err"))
+	defer outF.Close()
+	defer errF.Close()
+	cmd.Stdout, cmd.Stderr = outF, errF
+	read := func(f *os.File) string { b, _ := os.ReadFile(f.Name()); return string(b) }
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	ran := 0
+	for i := 0; i < 20 && ran < 2; i++ {
+		r := c.run("pel", "run", "--program", prog, "--input", refHello, "--input", refHello, "--no-cache", "-q")
+		if r.code == 0 {
+			ran++
+		} else if r.code != exitIO { // the follower held the store at that instant
+			t.Fatalf("pel run: %d %q", r.code, r.stderr)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for strings.Count(read(outF), "\n") < ran && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != exitInterrupted || read(errF) != "amduat: log: interrupted\n" {
+		t.Fatalf("exit %v, stderr %q", err, read(errF))
+	}
+	if ran < 2 || strings.Count(read(outF), " OK 0x00000000 off ") != ran {
+		t.Fatalf("followed:\n%s(ran %d)", read(outF), ran)
+	}
 }
