@@ -237,3 +237,52 @@ func TestFollowAndInterrupt(t *testing.T) {
 		t.Fatalf("followed:\n%s(ran %d)", read(outF), ran)
 	}
 }
+
+// ls, du, log, export and import work against amduat serve as against a
+// directory, with the same output (the log's times and durations aside).
+func TestLifeCommandsRemote(t *testing.T) {
+	local := newCLI(t)
+	local.must(0, "init")
+	remote := &cli{t: t, cwd: t.TempDir()}
+	remote.store = startServe(t, filepath.Join(remote.cwd, "store"))
+	var res string
+	for _, c := range []*cli{local, remote} {
+		c.must(0, "put", c.write("hello", []byte("hello")), c.write("empty", nil))
+		c.must(0, "put", "--type-tag", "0x101", c.write("hi", []byte("hi")))
+		prog := strings.TrimSpace(c.must(0, "pel", "seed", "concat").stdout)
+		res = strings.Fields(c.must(0, "pel", "run", "--program", prog, "--input", refHello, "--input", refHiTag).stdout)[1]
+		c.must(13, "pel", "run", "--program", prog, "--input", refHello)
+	}
+	for _, args := range [][]string{{"ls"}, {"ls", "--type-tag", "0x101", "-q"}, {"du"}, {"--json", "du"}, {"stat", refHello[:10]}} {
+		if got, want := remote.must(0, args...).stdout, local.must(0, args...).stdout; got != want {
+			t.Fatalf("%v remote:\n%s\nlocal:\n%s", args, got, want)
+		}
+	}
+	strip := func(log string) string { // drop TIME and DURATION
+		var out []string
+		for _, l := range strings.Split(strings.TrimSpace(log), "\n") {
+			f := strings.Fields(l)
+			out = append(out, strings.Join(append(append([]string{}, f[0], f[2], f[3], f[4]), f[6:]...), " "))
+		}
+		return strings.Join(out, "\n")
+	}
+	if got, want := strip(remote.must(0, "log").stdout), strip(local.must(0, "log").stdout); got != want || strings.Count(got, "\n") != 1 {
+		t.Fatalf("log remote:\n%s\nlocal:\n%s", got, want)
+	}
+	bl, br := filepath.Join(local.cwd, "l.amdb"), filepath.Join(local.cwd, "r.amdb")
+	local.must(0, "export", "--closure", "-o", bl, res)
+	remote.must(0, "export", "--closure", "-o", br, res)
+	a, _ := os.ReadFile(bl)
+	b, _ := os.ReadFile(br)
+	if len(a) == 0 || !bytes.Equal(a, b) {
+		t.Fatal("remote export differs from local export")
+	}
+	other := &cli{t: t, cwd: t.TempDir()}
+	other.store = startServe(t, filepath.Join(other.cwd, "store"))
+	if r := other.must(0, "import", bl); !strings.HasPrefix(r.stdout, "imported 7 artifacts") {
+		t.Fatalf("remote import: %q", r.stdout)
+	}
+	if r := other.must(0, "pel", "verify", res); !strings.Contains(r.stdout, "ok:") {
+		t.Fatalf("verify on the server after import: %q", r.stdout)
+	}
+}
