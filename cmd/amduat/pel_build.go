@@ -136,11 +136,35 @@ func jsonErrorAt(src string, data []byte, err error) error {
 			off = int64(i) + 1
 		}
 	}
+	if off < 0 {
+		off = nodeOffset(data, msg)
+	}
 	if off < 0 || off > int64(len(data)) {
 		return fmt.Errorf("%s: %s", src, msg)
 	}
 	line, col := lineCol(data, int(off))
 	return fmt.Errorf("%s:%d:%d (byte offset %d): %s", src, line, col, off, msg)
+}
+
+var reNodeErr = regexp.MustCompile(`(duplicate node id|node) (\d+)\b`)
+
+// nodeOffset locates an error about a node ("node N: ...", "duplicate node
+// id N") at the node's "id" member (for a duplicate, the second one), or
+// returns -1.
+func nodeOffset(data []byte, msg string) int64 {
+	m := reNodeErr.FindStringSubmatch(msg)
+	if m == nil {
+		return -1
+	}
+	ids := regexp.MustCompile(`"id"\s*:\s*` + m[2] + `\b`).FindAllIndex(data, 2)
+	k := 0
+	if m[1] == "duplicate node id" {
+		k = 1
+	}
+	if len(ids) <= k {
+		return -1
+	}
+	return int64(ids[k][0]) + 1
 }
 
 var (

@@ -381,7 +381,7 @@ func TestPELBuild(t *testing.T) {
 		{"unknown member", `{"nodes":[],"roots":[],"extra":1}`, `bad.json:1:24 (byte offset 24): json program: unknown member "extra"`},
 		{"params type", `{"nodes":[{"id":1,"op":"pel.bytes.slice","version":1,"params":{"offset":-1,"length":1}}]}`, `bad.json:1:64 (byte offset 64): json program: node 1: pel.bytes.slice params: member "offset": want a non-negative integer, got a number`},
 		{"missing op", `{"nodes":[{"id":1,"version":1}],"roots":[]}`, `"id", "op" and "version" are required`},
-		{"duplicate id", `{"nodes":[{"id":1,"op":"pel.bytes.hash.asl1","version":1},{"id":1,"op":"pel.bytes.hash.asl1","version":1}],"roots":[]}`, "duplicate node id 1"},
+		{"duplicate id", `{"nodes":[{"id":1,"op":"pel.bytes.hash.asl1","version":1},{"id":1,"op":"pel.bytes.hash.asl1","version":1}],"roots":[]}`, "bad.json:1:60 (byte offset 60): json program: duplicate node id 1"},
 		{"bad params", `{"nodes":[{"id":1,"op":"pel.bytes.slice","version":1,"params":{"offset":1}}],"roots":[]}`, `"offset" and "length" are both required`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
