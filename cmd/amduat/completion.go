@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -39,24 +40,36 @@ func newCompletionCmd(a *app) *cobra.Command {
   source <(amduat completion bash)                       # bash, this shell
   amduat completion bash > /etc/bash_completion.d/amduat # bash, every shell
   amduat completion zsh > "${fpath[1]}/_amduat"           # zsh
-  amduat completion fish > ~/.config/fish/completions/amduat.fish`,
+  amduat completion fish > ~/.config/fish/completions/amduat.fish
+
+With --json: {"shell", "script"}.`,
 		Args: rangeArgs(1, 1),
 		RunE: func(c *cobra.Command, args []string) error {
 			root := c.Root()
+			var buf bytes.Buffer
 			var err error
 			switch args[0] {
 			case "bash":
-				err = root.GenBashCompletionV2(a.stdout, true)
+				err = root.GenBashCompletionV2(&buf, true)
 			case "zsh":
-				err = root.GenZshCompletion(a.stdout)
+				err = root.GenZshCompletion(&buf)
 			case "fish":
-				err = root.GenFishCompletion(a.stdout, true)
+				err = root.GenFishCompletion(&buf, true)
 			case "powershell":
-				err = root.GenPowerShellCompletionWithDesc(a.stdout)
+				err = root.GenPowerShellCompletionWithDesc(&buf)
 			default:
 				return usagef("shell %q: want bash, zsh, fish or powershell", args[0])
 			}
 			if err != nil {
+				return fail(exitIO, args[0], err)
+			}
+			if a.jsonOut {
+				return a.printJSON(struct {
+					Shell  string `json:"shell"`
+					Script string `json:"script"`
+				}{args[0], buf.String()})
+			}
+			if _, err := a.stdout.Write(buf.Bytes()); err != nil {
 				return fail(exitIO, "stdout", err)
 			}
 			return nil
