@@ -218,3 +218,25 @@ func ReadLogAfter(ctx context.Context, ix asl.Indexer, pos LogPos, now time.Time
 	}
 	return pos, nil
 }
+
+// StaleLogKeys calls fn with the key of every log record whose result is
+// no longer stored (SPECS.md §19.7: garbage collection deletes those
+// records when it deletes their results). It reads the whole log and stats
+// each result once; deleting the keys is the caller's (the index has no
+// delete operation in asl.Indexer yet).
+func StaleLogKeys(ctx context.Context, ix asl.Indexer, st asl.Statter, fn func(key []byte, rec LogRecord) error) error {
+	return ix.ScanIndex(ctx, LogIndexSpace, nil, func(key, value []byte) error {
+		rec, err := DecodeLogRecord(key, value)
+		if err != nil {
+			return nil // a malformed record is not this function's to judge
+		}
+		ok, err := asl.Has(ctx, st, rec.ResultRef)
+		if err != nil {
+			return fmt.Errorf("run log: result %s: %w", rec.ResultRef, err)
+		}
+		if !ok {
+			return fn(append([]byte(nil), key...), rec)
+		}
+		return nil
+	})
+}

@@ -162,3 +162,27 @@ func FuzzDecodeLogRecord(f *testing.F) {
 		}
 	})
 }
+
+// A record whose result is gone is reported as stale; the others are not.
+func TestStaleLogKeys(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New()
+	progArt, _ := pel.SeedArtifact("const")
+	prog, _ := asl.PutArtifact(ctx, s, asl.HashSHA256, progArt)
+	run, err := surf.New(s, surf.Options{}).Run(ctx, surf.Request{ProgramRef: prog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := surf.LogRecord{Time: time.Unix(1, 0), ResultRef: asl.MustDerive(asl.HashSHA256, asl.Untagged([]byte("gone"))), ProgramRef: prog, Cache: "miss"}
+	e, _ := surf.LogEntry(gone)
+	if _, err := s.PutIndexed(ctx, asl.HashSHA256, nil, []asl.IndexEntry{e}); err != nil {
+		t.Fatal(err)
+	}
+	var stale []asl.Reference
+	if err := surf.StaleLogKeys(ctx, s, s, func(_ []byte, r surf.LogRecord) error { stale = append(stale, r.ResultRef); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(stale) != 1 || stale[0] != gone.ResultRef || stale[0] == run.ResultRef {
+		t.Fatalf("stale %v", stale)
+	}
+}
