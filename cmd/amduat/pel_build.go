@@ -156,7 +156,7 @@ func nodeOffset(data []byte, msg string) int64 {
 	if m == nil {
 		return -1
 	}
-	ids := regexp.MustCompile(`"id"\s*:\s*` + m[2] + `\b`).FindAllIndex(data, 2)
+	ids := regexp.MustCompile(`"id"\s*:\s*`+m[2]+`\b`).FindAllIndex(data, 2)
 	k := 0
 	if m[1] == "duplicate node id" {
 		k = 1
