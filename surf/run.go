@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/opreg"
@@ -52,6 +53,12 @@ type Options struct {
 	// Each node costs a durable write, so it is off by default; it needs a
 	// store with an index.
 	NodeMemo bool
+	// NoLog leaves the run out of the run log (SPECS.md §19.7), which a
+	// store with an index otherwise keeps.
+	NoLog bool
+	// Clock gives the time of the run log's records; nil means time.Now.
+	// It is never consulted for anything else: runs stay byte-identical.
+	Clock func() time.Time
 }
 
 // Surface runs programs against a store.
@@ -121,20 +128,34 @@ func (s *Surface) Run(ctx context.Context, req Request) (*Run, error) {
 	if err := req.check(); err != nil {
 		return nil, err
 	}
-	ix, cached := s.store.(asl.Indexer)
-	cached = cached && !s.opts.NoCache
+	start := s.now()
+	ix, indexed := s.store.(asl.Indexer)
+	cached := indexed && !s.opts.NoCache
+	logged := indexed && !s.opts.NoLog
 	var key [32]byte
-	if cached {
+	if cached || logged {
 		salt, err := Salt(ctx, s.store)
 		if err != nil {
 			return nil, fmt.Errorf("surface run: reading the cache salt: %w", err)
 		}
 		key = RequestKey(req, s.opts.Hash, salt)
+	}
+	if cached {
 		hit, err := s.lookupCached(ctx, ix, key, req)
 		if err != nil {
 			return nil, fmt.Errorf("surface run: action cache: %w", err)
 		}
 		if hit != nil {
+			if logged {
+				// A hit stores nothing else: its record is written alone.
+				e, err := s.logEntry(hit, key, "hit", start)
+				if err == nil {
+					_, err = ix.PutIndexed(ctx, s.opts.Hash, nil, []asl.IndexEntry{e})
+				}
+				if err != nil {
+					return nil, fmt.Errorf("surface run: run log: %w", err)
+				}
+			}
 			return hit, nil
 		}
 	}
@@ -148,10 +169,38 @@ func (s *Surface) Run(ctx context.Context, req Request) (*Run, error) {
 	if cached && !c.run.Result.HasStoreFailure {
 		actionKey = key[:]
 	}
-	if err := s.persist(ctx, c, actionKey); err != nil {
+	var extra []asl.IndexEntry
+	if logged {
+		mode := "miss"
+		if s.opts.NoCache {
+			mode = "off"
+		}
+		e, err := s.logEntry(c.run, key, mode, start)
+		if err != nil {
+			return nil, fmt.Errorf("surface run: %w", err)
+		}
+		extra = append(extra, e)
+	}
+	if err := s.persist(ctx, c, actionKey, extra...); err != nil {
 		return nil, err
 	}
 	return c.run, nil
+}
+
+func (s *Surface) now() time.Time {
+	if s.opts.Clock != nil {
+		return s.opts.Clock()
+	}
+	return time.Now()
+}
+
+// logEntry is the run log record of run (SPECS.md §19.7), timed from start
+// to now.
+func (s *Surface) logEntry(run *Run, key [32]byte, cache string, start time.Time) (asl.IndexEntry, error) {
+	now := s.now()
+	v := run.Result.Value
+	return LogEntry(LogRecord{Time: now, RequestKey: key, ResultRef: run.ResultRef, ProgramRef: run.Result.ProgramRef,
+		Status: v.Status, StatusCode: v.Summary.StatusCode, Cache: cache, Duration: now.Sub(start)})
 }
 
 // computed is a run whose artifacts are built and whose references are
@@ -237,7 +286,7 @@ func (s *Surface) compute(ctx context.Context, req Request) (*computed, error) {
 // persist stores outputs, result, trace and provenance edge in one batch,
 // with the surf.trace and TGK index entries and, when actionKey is non-nil,
 // the action cache entry.
-func (s *Surface) persist(ctx context.Context, c *computed, actionKey []byte) error {
+func (s *Surface) persist(ctx context.Context, c *computed, actionKey []byte, extra ...asl.IndexEntry) error {
 	run := c.run
 	arts := append(append([]asl.Artifact(nil), run.Outputs...), c.resultArt, c.traceArt, c.edgeArt)
 	var refs []asl.Reference
@@ -248,6 +297,7 @@ func (s *Surface) persist(ctx context.Context, c *computed, actionKey []byte) er
 		if actionKey != nil {
 			entries = append(entries, asl.IndexEntry{Space: ActionIndexSpace, Key: actionKey, Value: run.ResultRef.Bytes()})
 		}
+		entries = append(entries, extra...)
 		refs, err = ix.PutIndexed(ctx, s.opts.Hash, arts, entries)
 	} else {
 		refs, err = s.store.PutBatch(ctx, s.opts.Hash, arts)

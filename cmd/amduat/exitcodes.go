@@ -115,7 +115,7 @@ func classify(err error) int {
 func parseRef(s string) (asl.Reference, error) {
 	ref, err := asl.ParseReference(s)
 	if err != nil {
-		return asl.Reference{}, usageErr(fmt.Errorf("bad argument: %w", err))
+		return asl.Reference{}, badRefErr(s, err)
 	}
 	return ref, nil
 }

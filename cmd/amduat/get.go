@@ -1,9 +1,12 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -28,27 +31,49 @@ func tagPtr(h asl.Header) *uint32 {
 }
 
 func newGetCmd(a *app) *cobra.Command {
-	var out string
+	var (
+		out   string
+		stdin bool
+	)
 	c := &cobra.Command{
-		Use:   "get REF [-o FILE]",
+		Use:   "get REF [-o FILE] | get --stdin [-o FILE]",
 		Short: "Write an artifact's bytes to stdout or FILE, verified",
 		Long: `Stream the bytes of the artifact REF to standard output, or to FILE with -o.
 Bytes are verified against REF as they are read. With -o the file is written
 under a temporary name and renamed into place only when every byte verified;
 on an integrity error (exit 4) nothing is left behind. On standard output a
 damaged artifact may have been partly written before the damage is detected:
-the exit code tells. With --json, -o is required and a JSON summary is printed.`,
+the exit code tells. With --json, -o is required and a JSON summary is printed.
+
+--stdin reads references from standard input, one per line, and writes one
+bundle (BUNDLE/1, SPECS.md §19: each artifact framed with its reference,
+the references as roots) to stdout or FILE; "amduat import" reads it back. A
+reference that is not stored stops the stream (exit 3) before the trailer,
+so a reader sees it is incomplete.`,
 		Example: `  amduat get 00011f1d4ea7...e895e4 > hello.txt
   amduat get -o hello.txt 00011f1d4ea7...e895e4`,
-		Args: rangeArgs(1, 1),
+		Args: func(c *cobra.Command, args []string) error {
+			if stdin {
+				return stdinArgs(&stdin)(c, args)
+			}
+			return rangeArgs(1, 1)(c, args)
+		},
 		RunE: func(c *cobra.Command, args []string) (err error) {
-			ref, err := parseRef(args[0])
+			if stdin {
+				return a.getBatch(out)
+			}
+			ref, err := a.parseRef(args[0])
 			if err != nil {
 				return err
 			}
 			toStdout := out == "" || out == "-"
 			if a.jsonOut && toStdout {
 				return usagef("--json needs -o FILE (standard output would carry the artifact's bytes)")
+			}
+			if !toStdout {
+				if err := checkOutputPath(out); err != nil {
+					return err
+				}
 			}
 			s, err := a.openStore()
 			if err != nil {
@@ -76,7 +101,29 @@ the exit code tells. With --json, -o is required and a JSON summary is printed.`
 		},
 	}
 	c.Flags().StringVarP(&out, "output", "o", "", "write to FILE (atomically) instead of stdout")
+	c.Flags().BoolVar(&stdin, "stdin", false, "read references from standard input and write them as one bundle")
 	return c
+}
+
+// checkOutputPath fails, before anything is read, when path cannot be
+// written as a file: it names a directory (or ends in a slash), or its
+// directory does not exist.
+func checkOutputPath(path string) error {
+	if strings.HasSuffix(path, "/") || strings.HasSuffix(path, string(filepath.Separator)) {
+		return fail(exitUsage, path, errors.New("is a directory path; -o needs a file name"))
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fail(exitUsage, path, errors.New("is a directory; -o needs a file name"))
+	}
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fail(exitIO, path, fmt.Errorf("directory %s: %w", dir, unwrapPathError(err)))
+	}
+	if !st.IsDir() {
+		return fail(exitIO, path, fmt.Errorf("%s is not a directory", dir))
+	}
+	return nil
 }
 
 // writeAtomic copies r into path through a temporary file in the same

@@ -45,6 +45,9 @@ type app struct {
 	started bool
 	// ctx is the running command's context, set before RunE.
 	ctx context.Context
+	// early is a store opened to resolve abbreviated references (refs.go),
+	// handed to the command's openStore, closed by run if never taken.
+	early backend
 }
 
 var commandFactories []func(*app) *cobra.Command
@@ -102,7 +105,8 @@ goes to stderr).
 	root.PersistentFlags().StringVar(&a.storeDir, "store", def, "store directory, or http(s)://HOST:PORT of an `amduat serve` (env AMDUAT_STORE; token in AMDUAT_TOKEN)")
 	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "print one JSON object on stdout")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
-	root.CompletionOptions.DisableDefaultCmd = true
+	root.CompletionOptions.DisableDefaultCmd = true // completion.go defines it
+	setVersionFlag(root)
 	for _, f := range commandFactories {
 		root.AddCommand(f(a))
 	}
@@ -118,6 +122,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root := newRoot(a)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	if s := a.takeEarlyStore(); s != nil {
+		s.Close()
+	}
 	if err == nil {
 		return exitOK
 	}
@@ -139,6 +146,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 	}
 	msg := oneLine(err.Error())
+	if code == exitInterrupted {
+		msg = "interrupted"
+	}
 	if a.cmdName != "" {
 		msg = a.cmdName + ": " + msg
 	}
@@ -222,12 +232,18 @@ func isRemote(store string) bool {
 // http(s) URL (token from AMDUAT_TOKEN), else a directory. A missing store
 // is exit code 7 with a hint to run `amduat init`.
 func (a *app) openStore() (backend, error) {
+	if s := a.takeEarlyStore(); s != nil {
+		return s, nil
+	}
 	if isRemote(a.storeDir) {
 		c, err := httpstore.Open(a.context(), a.storeDir, httpstore.Options{Token: os.Getenv("AMDUAT_TOKEN")})
 		if err != nil {
 			return nil, failAuto(a.storeDir, err)
 		}
 		return c, nil
+	}
+	if st, serr := os.Stat(a.storeDir); serr == nil && !st.IsDir() {
+		return nil, fail(exitStore, a.storeDir, errors.New("is a file, not a store directory (create a store with `amduat init --store DIR`)"))
 	}
 	s, err := pebblestore.Open(a.storeDir, nil)
 	if errors.Is(err, pebblestore.ErrNoStore) {

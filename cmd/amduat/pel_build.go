@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -22,9 +24,12 @@ func init() { addPELCommand(newPELBuildCmd) }
 const maxProgramJSON = 256 << 20
 
 func newPELBuildCmd(a *app) *cobra.Command {
-	var hashName string
+	var (
+		hashName string
+		strict   bool
+	)
 	c := &cobra.Command{
-		Use:   "build FILE.json | -",
+		Use:   "build FILE.json | - [--strict]",
 		Short: "Store a program written in the JSON program format",
 		Long: `Parse FILE (or standard input for "-") in the JSON program format
 (SPECS.md §15), encode it as ProgramBytes, store it as a program artifact
@@ -40,7 +45,12 @@ JSON syntax and type errors name FILE:LINE:COLUMN. Programs that encode but
 are not valid for the kernel operations (unknown operation, wrong input count,
 undecodable params, cycles, dangling references) are stored anyway, so that
 invalid programs can be run and inspected; build then prints one warning line
-on stderr, and --json reports "valid":false and the "problem".`,
+on stderr, and --json reports "valid":false and the "problem". With
+--strict such a program, which can never run OK, is refused instead: nothing
+is stored and the exit code is 2.
+
+Errors in the JSON name FILE:LINE:COLUMN and the member, in JSON terms
+("member \"nodes.id\": want an integer in [0, 4294967295], got a string").`,
 		Example: `  amduat pel build prog.json
   amduat --json pel show REF > prog.json && amduat pel build prog.json`,
 		Args: rangeArgs(1, 1),
@@ -58,6 +68,11 @@ on stderr, and --json reports "valid":false and the "problem".`,
 			if err != nil {
 				return usageErr(fmt.Errorf("%s: %w", src, err))
 			}
+			if strict {
+				if chk := report.NewBuild(asl.Reference{}, art, p); !chk.Valid {
+					return usageErr(fmt.Errorf("%s: not stored (--strict): Exec_DAG would report INVALID_PROGRAM: %s", src, chk.Problem))
+				}
+			}
 			ref, err := a.storeProgram(c.Context(), hashName, src, art)
 			if err != nil {
 				return err
@@ -74,6 +89,7 @@ on stderr, and --json reports "valid":false and the "problem".`,
 		},
 	}
 	c.Flags().StringVar(&hashName, "hash", "", "hash for the program artifact: sha256 or blake3 (default: the store's)")
+	c.Flags().BoolVar(&strict, "strict", false, "refuse (exit 2, nothing stored) a program that can never run OK")
 	return c
 }
 
@@ -100,8 +116,9 @@ func (a *app) readProgramJSON(src string) ([]byte, error) {
 	return data, nil
 }
 
-// jsonErrorAt prefixes err with src:LINE:COLUMN when it carries a byte
-// offset into data (JSON syntax and type errors).
+// jsonErrorAt describes a JSON program error in user terms (no Go type
+// names) and prefixes it with src:LINE:COLUMN: at the byte offset the
+// decoder reports, else at the first occurrence of the member it names.
 func jsonErrorAt(src string, data []byte, err error) error {
 	var off int64 = -1
 	var se *json.SyntaxError
@@ -112,11 +129,106 @@ func jsonErrorAt(src string, data []byte, err error) error {
 	case errors.As(err, &te):
 		off = te.Offset
 	}
+	msg, member := plainJSONError(err.Error())
+	nested := errors.As(err, &te) && strings.Contains(msg, "params")
+	if (off < 0 || nested) && member != "" {
+		if i := bytes.Index(data, []byte(`"`+member+`"`)); i >= 0 {
+			off = int64(i) + 1
+		}
+	}
+	if off < 0 {
+		off = nodeOffset(data, msg)
+	}
 	if off < 0 || off > int64(len(data)) {
-		return fmt.Errorf("%s: %w", src, err)
+		return fmt.Errorf("%s: %s", src, msg)
 	}
 	line, col := lineCol(data, int(off))
-	return fmt.Errorf("%s:%d:%d (byte offset %d): %w", src, line, col, off, err)
+	return fmt.Errorf("%s:%d:%d (byte offset %d): %s", src, line, col, off, msg)
+}
+
+var reNodeErr = regexp.MustCompile(`(duplicate node id|node) (\d+)\b`)
+
+// nodeOffset locates an error about a node ("node N: ...", "duplicate node
+// id N") at the node's "id" member (for a duplicate, the second one), or
+// returns -1.
+func nodeOffset(data []byte, msg string) int64 {
+	m := reNodeErr.FindStringSubmatch(msg)
+	if m == nil {
+		return -1
+	}
+	ids := regexp.MustCompile(`"id"\s*:\s*`+m[2]+`\b`).FindAllIndex(data, 2)
+	k := 0
+	if m[1] == "duplicate node id" {
+		k = 1
+	}
+	if len(ids) <= k {
+		return -1
+	}
+	return int64(ids[k][0]) + 1
+}
+
+var (
+	reTypeErr    = regexp.MustCompile(`json: cannot unmarshal (\w+)(?: \S+)? into Go (?:struct field \w+\.([\w.]+)|value) of type ([\w\[\]*.]+)`)
+	reUnknownErr = regexp.MustCompile(`json: unknown field "([^"]*)"`)
+)
+
+// plainJSONError rewrites encoding/json's messages, which name Go types,
+// in terms of the JSON program format; it also returns the member named.
+func plainJSONError(msg string) (string, string) {
+	member := ""
+	msg = reTypeErr.ReplaceAllStringFunc(msg, func(m string) string {
+		g := reTypeErr.FindStringSubmatch(m)
+		want := jsonTypeName(g[3])
+		got := g[1]
+		switch got {
+		case "number", "string", "array", "object":
+			got = "a " + got
+			if g[1] == "array" || g[1] == "object" {
+				got = "an " + g[1]
+			}
+		case "bool":
+			got = "true or false"
+		}
+		if g[2] == "" {
+			return fmt.Sprintf("want %s, got %s", want, got)
+		}
+		path := g[2]
+		if i := strings.LastIndexByte(path, '.'); i >= 0 {
+			member = path[i+1:]
+		} else {
+			member = path
+		}
+		return fmt.Sprintf("member %q: want %s, got %s", path, want, got)
+	})
+	msg = reUnknownErr.ReplaceAllStringFunc(msg, func(m string) string {
+		member = reUnknownErr.FindStringSubmatch(m)[1]
+		return fmt.Sprintf("unknown member %q", member)
+	})
+	msg = strings.ReplaceAll(msg, "invalid params: ", "")
+	return msg, member
+}
+
+func jsonTypeName(goType string) string {
+	switch strings.TrimLeft(goType, "*") {
+	case "uint8":
+		return "an integer in [0, 255]"
+	case "uint16":
+		return "an integer in [0, 65535]"
+	case "uint32":
+		return "an integer in [0, 4294967295]"
+	case "uint64", "uint":
+		return "a non-negative integer"
+	case "int", "int64", "int32":
+		return "an integer"
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	}
+	if strings.HasPrefix(goType, "[]") {
+		return "an array"
+	}
+	return "an object"
 }
 
 // lineCol converts a byte offset into 1-based line and column (in bytes).

@@ -64,7 +64,7 @@ func programDOT(p pel.Program, title string, tr *trace.Trace) []byte {
 		for i := range tr.Nodes {
 			records[tr.Nodes[i].NodeID] = &tr.Nodes[i]
 		}
-		title += fmt.Sprintf("\nstatus %s status_code %d", tr.Status, tr.StatusCode)
+		title += fmt.Sprintf("\nstatus %s status_code 0x%08x", tr.Status, tr.StatusCode)
 	}
 	b.WriteString("digraph pel {\n")
 	fmt.Fprintf(&b, "  graph [rankdir=LR, labelloc=t, fontname=\"Helvetica\", label=%s];\n", dotQuote(title))
@@ -123,7 +123,7 @@ func programDOT(p pel.Program, title string, tr *trace.Trace) []byte {
 				label += "\nOK"
 			default:
 				color = dotColorFailed
-				label += fmt.Sprintf("\n%s status_code %d", rec.Status, rec.StatusCode)
+				label += fmt.Sprintf("\n%s status_code 0x%08x", rec.Status, rec.StatusCode)
 			}
 		}
 		fmt.Fprintf(&b, "  n%d [fillcolor=%s%s, label=%s];\n", n.ID, color, style, dotQuote(label))

@@ -127,7 +127,7 @@ func TestPELSeedsRun(t *testing.T) {
 			}
 			r := c.must(0, args...)
 			m := runLines(t, r.stdout)
-			if len(m) != 4 || m["status"] != "OK status_code 0" || m["output_ref[0]"] != untaggedRef(tt.want) || r.stderr != "" {
+			if len(m) != 4 || m["status"] != "OK status_code 0x00000000" || m["output_ref[0]"] != untaggedRef(tt.want) || r.stderr != "" {
 				t.Fatalf("run output %q stderr %q, want output %s", r.stdout, r.stderr, untaggedRef(tt.want))
 			}
 			if got := c.must(0, "get", m["output_ref[0]"]).stdout; got != string(tt.want) {
@@ -194,26 +194,26 @@ func TestPELRunFailures(t *testing.T) {
 		failure   *report.StoreFailure
 	}{
 		{"missing input", []string{"--program", concat, "--input", hello, "--input", absent}, exitPELInvalidInputs,
-			"INVALID_INPUTS status_code 3", []uint32{surf.DiagStoreInput},
+			"INVALID_INPUTS status_code 0x00000003", []uint32{surf.DiagStoreInput},
 			&report.StoreFailure{Phase: "input", InputIndex: 1, Ref: asl.MustParseReference(absent), Error: "ERR_NOT_FOUND"}},
 		{"input index out of range", []string{"--program", concat, "--input", hello}, exitPELInvalidInputs,
-			"INVALID_INPUTS status_code 3", []uint32{pel.DiagMissingInput}, nil},
+			"INVALID_INPUTS status_code 0x00000003", []uint32{pel.DiagMissingInput}, nil},
 		{"missing program", []string{"--program", absent}, exitPELInvalidProgram,
-			"INVALID_PROGRAM status_code 2", []uint32{surf.DiagStoreProgram},
+			"INVALID_PROGRAM status_code 0x00000002", []uint32{surf.DiagStoreProgram},
 			&report.StoreFailure{Phase: "program", Ref: asl.MustParseReference(absent), Error: "ERR_NOT_FOUND"}},
 		{"unknown op", []string{"--program", unknownProg, "--input", hello}, exitPELInvalidProgram,
-			"INVALID_PROGRAM status_code 2", []uint32{pel.DiagUnknownOperation}, nil},
+			"INVALID_PROGRAM status_code 0x00000002", []uint32{pel.DiagUnknownOperation}, nil},
 		{"not a program", []string{"--program", hello}, exitPELInvalidProgram,
-			"INVALID_PROGRAM status_code 2", []uint32{pel.DiagProgramTypeTag}, nil},
+			"INVALID_PROGRAM status_code 0x00000002", []uint32{pel.DiagProgramTypeTag}, nil},
 		{"slice out of range", []string{"--program", slice, "--input", ab}, exitPELRuntimeFailed,
-			"RUNTIME_FAILED status_code 196609", []uint32{pel.DiagNodeFailed, 0x00030001}, nil},
+			"RUNTIME_FAILED status_code 0x00030001", []uint32{pel.DiagNodeFailed, 0x00030001}, nil},
 		{"params missing", []string{"--program", paramsProg}, exitPELInvalidInputs,
-			"INVALID_INPUTS status_code 3", []uint32{pel.DiagMissingGlobal}, nil},
+			"INVALID_INPUTS status_code 0x00000003", []uint32{pel.DiagMissingGlobal}, nil},
 		{"params not stored", []string{"--program", paramsProg, "--params", absent}, exitPELInvalidInputs,
-			"INVALID_INPUTS status_code 3", []uint32{surf.DiagStoreParams},
+			"INVALID_INPUTS status_code 0x00000003", []uint32{surf.DiagStoreParams},
 			&report.StoreFailure{Phase: "params", Ref: asl.MustParseReference(absent), Error: "ERR_NOT_FOUND"}},
 		{"scheme unsupported", []string{"--program", concat, "--scheme", otherScheme}, exitPELSchemeUnsupported,
-			"SCHEME_UNSUPPORTED status_code 1", []uint32{surf.DiagSchemeUnsupported}, nil},
+			"SCHEME_UNSUPPORTED status_code 0x00000001", []uint32{surf.DiagSchemeUnsupported}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -243,7 +243,7 @@ func TestPELRunFailures(t *testing.T) {
 			var j report.Run
 			rj := c.must(tt.code, append([]string{"--json"}, args...)...)
 			oneJSON(t, rj.stdout, &j)
-			if j.Status+" status_code "+fmt.Sprint(j.StatusCode) != tt.status || j.ResultRef.String() != m["result_ref"] ||
+			if j.Status+" status_code "+fmt.Sprintf("0x%08x", j.StatusCode) != tt.status || j.ResultRef.String() != m["result_ref"] ||
 				j.TraceRef.String() != m["trace_ref"] || len(j.OutputRefs) != 0 || len(j.Diagnostics) != len(tt.diagCodes) {
 				t.Fatalf("--json %+v, text %v", j, m)
 			}
@@ -376,17 +376,21 @@ func TestPELBuild(t *testing.T) {
 		name, text, want string
 	}{
 		{"syntax", "{\"nodes\":[\n  {\"id\":1,}\n]}", "bad.json:2:11 (byte offset 22): json program: invalid character '}'"},
-		{"type", "{\"nodes\":[{\"id\":\"one\"}]}", "bad.json:1:21 (byte offset 21): json program: json: cannot unmarshal string"},
+		{"type", "{\"nodes\":[{\"id\":\"one\"}]}", "bad.json:1:21 (byte offset 21): json program: member \"nodes.id\": want an integer in [0, 4294967295], got a string"},
 		{"truncated", "{\"nodes\":[", "unexpected EOF"},
-		{"unknown member", `{"nodes":[],"roots":[],"extra":1}`, `unknown field "extra"`},
+		{"unknown member", `{"nodes":[],"roots":[],"extra":1}`, `bad.json:1:24 (byte offset 24): json program: unknown member "extra"`},
+		{"params type", `{"nodes":[{"id":1,"op":"pel.bytes.slice","version":1,"params":{"offset":-1,"length":1}}]}`, `bad.json:1:64 (byte offset 64): json program: node 1: pel.bytes.slice params: member "offset": want a non-negative integer, got a number`},
 		{"missing op", `{"nodes":[{"id":1,"version":1}],"roots":[]}`, `"id", "op" and "version" are required`},
-		{"duplicate id", `{"nodes":[{"id":1,"op":"pel.bytes.hash.asl1","version":1},{"id":1,"op":"pel.bytes.hash.asl1","version":1}],"roots":[]}`, "duplicate node id 1"},
+		{"duplicate id", `{"nodes":[{"id":1,"op":"pel.bytes.hash.asl1","version":1},{"id":1,"op":"pel.bytes.hash.asl1","version":1}],"roots":[]}`, "bad.json:1:60 (byte offset 60): json program: duplicate node id 1"},
 		{"bad params", `{"nodes":[{"id":1,"op":"pel.bytes.slice","version":1,"params":{"offset":1}}],"roots":[]}`, `"offset" and "length" are both required`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c.t = t
 			r := c.must(exitUsage, "pel", "build", c.write("bad.json", []byte(tt.text)))
 			oneErrorLine(t, r, "pel build")
+			if strings.Contains(r.stderr, "Go ") || strings.Contains(r.stderr, "JSON struct") || strings.Contains(r.stderr, "uint") {
+				t.Fatalf("stderr %q names Go types", r.stderr)
+			}
 			if !strings.Contains(r.stderr, tt.want) {
 				t.Fatalf("stderr %q lacks %q", r.stderr, tt.want)
 			}

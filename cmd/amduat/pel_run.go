@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,6 +20,53 @@ import (
 
 func init() { addPELCommand(newPELRunCmd) }
 
+// inputFileMark prefixes the --input-file entries of pel run's input list,
+// which holds --input and --input-file values in command-line order.
+const inputFileMark = "\x00file:"
+
+// inputValue appends its flag's values, marked, to the shared input list.
+type inputValue struct {
+	list *[]string
+	mark string
+}
+
+func (v inputValue) Set(s string) error { *v.list = append(*v.list, v.mark+s); return nil }
+func (v inputValue) String() string     { return "" }
+func (v inputValue) Type() string {
+	if v.mark != "" {
+		return "FILE"
+	}
+	return "REF"
+}
+
+// resolveInputs turns pel run's input list into references: a REF is
+// parsed (abbreviations resolved in s), a FILE is stored under id (as put
+// would) and its reference used.
+func (a *app) resolveInputs(ctx context.Context, s backend, id asl.HashID, list []string) ([]asl.Reference, error) {
+	refs := make([]asl.Reference, 0, len(list))
+	for _, in := range list {
+		path, isFile := strings.CutPrefix(in, inputFileMark)
+		if !isFile {
+			ref, err := a.parseRefIn(s, in)
+			if err != nil {
+				return nil, err
+			}
+			refs = append(refs, ref)
+			continue
+		}
+		var got asl.Reference
+		p := &putter{store: s, hash: id, stdin: a.stdin, emit: func(it putItem) error { got = it.Ref; return nil }}
+		if err := p.add(ctx, path); err != nil {
+			return nil, err
+		}
+		if err := p.flush(ctx); err != nil {
+			return nil, err
+		}
+		refs = append(refs, got)
+	}
+	return refs, nil
+}
+
 // writeRunText writes the default output of `pel run`: result_ref,
 // trace_ref, output_ref[N], the status line, then diagnostics and the store
 // failure, if any.
@@ -26,7 +74,7 @@ func writeRunText(w io.Writer, r *surf.Run) {
 	v := r.Result.Value
 	fmt.Fprintf(w, "result_ref %s\ntrace_ref %s\n", r.ResultRef, r.TraceRef)
 	writeRefLines(w, "", "output_ref", r.OutputRefs)
-	fmt.Fprintf(w, "status %s status_code %d\n", v.Status, v.Summary.StatusCode)
+	fmt.Fprintf(w, "status %s status_code 0x%08x\n", v.Status, v.Summary.StatusCode)
 	writeDiagLines(w, "", v.Diagnostics)
 	if r.Result.HasStoreFailure {
 		fmt.Fprintln(w, storeFailureLine(r.Result.StoreFailure))
@@ -36,7 +84,7 @@ func writeRunText(w io.Writer, r *surf.Run) {
 // runFailureLine is the stderr line of a run whose status is not OK.
 func runFailureLine(r *surf.Run) string {
 	v := r.Result.Value
-	msg := fmt.Sprintf("program status %s status_code %d", v.Status, v.Summary.StatusCode)
+	msg := fmt.Sprintf("program status %s status_code 0x%08x", v.Status, v.Summary.StatusCode)
 	if len(v.Diagnostics) > 0 {
 		msg += ": " + printableText(v.Diagnostics[0].Message)
 	}
@@ -120,20 +168,26 @@ write per node. Neither changes any output, result or trace byte.
 				return usagef("--quiet and --json cannot be combined")
 			}
 			req := surf.Request{}
-			if req.ProgramRef, err = parseRef(programArg); err != nil {
+			if req.ProgramRef, err = a.parseRef(programArg); err != nil {
 				return err
 			}
-			if req.InputRefs, err = parseRefs(inputArgs); err != nil {
+			var refArgs []string
+			for _, in := range inputArgs {
+				if !strings.HasPrefix(in, inputFileMark) {
+					refArgs = append(refArgs, in)
+				}
+			}
+			if _, err = a.parseRefs(refArgs); err != nil {
 				return err
 			}
 			if paramsArg != "" {
-				if req.ParamsRef, err = parseRef(paramsArg); err != nil {
+				if req.ParamsRef, err = a.parseRef(paramsArg); err != nil {
 					return err
 				}
 				req.HasParams = true
 			}
 			if schemeArg != "" {
-				if req.SchemeRef, err = parseRef(schemeArg); err != nil {
+				if req.SchemeRef, err = a.parseRef(schemeArg); err != nil {
 					return err
 				}
 			}
@@ -144,6 +198,9 @@ write per node. Neither changes any output, result or trace byte.
 			defer closeStore(s, a.storeDir, &err)
 			id, err := a.pelHash(hashName, s.DefaultHash())
 			if err != nil {
+				return err
+			}
+			if req.InputRefs, err = a.resolveInputs(c.Context(), s, id, inputArgs); err != nil {
 				return err
 			}
 			req.Limits = limits
@@ -180,7 +237,8 @@ write per node. Neither changes any output, result or trace byte.
 	}
 	f := c.Flags()
 	f.StringVar(&programArg, "program", "", "reference of the program artifact (required)")
-	f.StringArrayVar(&inputArgs, "input", nil, "reference of an input artifact; repeat in input order")
+	f.Var(inputValue{&inputArgs, ""}, "input", "reference of an input artifact; repeat in input order")
+	f.Var(inputValue{&inputArgs, inputFileMark}, "input-file", "store FILE (- for stdin) and use it as the next input; mixes with --input in command-line order")
 	f.StringVar(&paramsArg, "params", "", "reference of the global params artifact (optional)")
 	f.StringVar(&schemeArg, "scheme", "", "scheme reference (default: SchemeRef_DAG_1)")
 	f.BoolVar(&outputRaw, "output-raw", false, "write the single output's bytes to stdout")

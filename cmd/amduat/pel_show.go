@@ -46,7 +46,7 @@ usage error (exit 2).`,
   amduat pel show --dot RESULT_REF | dot -Tsvg > run.svg`,
 		Args: rangeArgs(1, 1),
 		RunE: func(c *cobra.Command, args []string) (err error) {
-			ref, err := parseRef(args[0])
+			ref, err := a.parseRef(args[0])
 			if err != nil {
 				return err
 			}
@@ -285,7 +285,7 @@ func writeResultText(w io.Writer, ref asl.Reference, r surf.Result, traceRef *as
 	}
 	fmt.Fprintf(w, "scheme_ref %s\n", v.SchemeRef)
 	fmt.Fprintf(w, "pel1_version %d\n", v.PEL1Version)
-	fmt.Fprintf(w, "status %s status_code %d kind %s\n", v.Status, v.Summary.StatusCode, v.Summary.Kind)
+	fmt.Fprintf(w, "status %s status_code 0x%08x kind %s\n", v.Status, v.Summary.StatusCode, v.Summary.Kind)
 	writeRefLines(w, "", "output_ref", r.OutputRefs)
 	writeDiagLines(w, "", v.Diagnostics)
 	if r.HasStoreFailure {
@@ -305,10 +305,10 @@ func writeTraceText(w io.Writer, ref asl.Reference, t trace.Trace) {
 	writeRefLines(w, "", "input_ref", t.InputRefs)
 	fmt.Fprintf(w, "params_ref %s\n", optionalRefText(t.ParamsRef, t.HasParams))
 	fmt.Fprintf(w, "exec_result_ref %s\n", t.ExecResultRef)
-	fmt.Fprintf(w, "status %s status_code %d\n", t.Status, t.StatusCode)
+	fmt.Fprintf(w, "status %s status_code 0x%08x\n", t.Status, t.StatusCode)
 	fmt.Fprintf(w, "nodes %d\n", len(t.Nodes))
 	for _, n := range t.Nodes {
-		fmt.Fprintf(w, "node %d %s status %s status_code %d\n", n.NodeID, printableText([]byte(n.Op.String())), n.Status, n.StatusCode)
+		fmt.Fprintf(w, "node %d %s status %s status_code 0x%08x\n", n.NodeID, printableText([]byte(n.Op.String())), n.Status, n.StatusCode)
 		writeRefLines(w, "  ", "output_ref", n.OutputRefs)
 		writeDiagLines(w, "  ", n.Diagnostics)
 	}

@@ -114,10 +114,10 @@ func TestProgramDOTDeterministic(t *testing.T) {
 	s = string(programDOT(p, "t", tr))
 	for _, want := range []string{
 		`n3 [fillcolor=palegreen, label="node 3\npel.bytes.const@1\nOK"]`,
-		`n5 [fillcolor=lightcoral, label="node 5\npel.bytes.concat@1\nRUNTIME_FAILED status_code 196609"]`,
+		`n5 [fillcolor=lightcoral, label="node 5\npel.bytes.concat@1\nRUNTIME_FAILED status_code 0x00030001"]`,
 		`n9 [fillcolor=lightgrey, style="rounded,filled,dashed", label="node 9\npel.bytes.hash.asl1@1\nnot evaluated"]`,
 		`label="input 0\nnot given"`,
-		`label="t\nstatus RUNTIME_FAILED status_code 196609"`,
+		`label="t\nstatus RUNTIME_FAILED status_code 0x00030001"`,
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("traced DOT lacks %q:\n%s", want, s)

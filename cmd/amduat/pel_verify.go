@@ -30,7 +30,7 @@ JSON: {"result_ref","trace_ref","verified":bool,
 "mismatch":{"artifact","stored","replayed","detail"} or null}.`,
 		Args: rangeArgs(1, 1),
 		RunE: func(c *cobra.Command, args []string) (err error) {
-			ref, err := parseRef(args[0])
+			ref, err := a.parseRef(args[0])
 			if err != nil {
 				return err
 			}

@@ -30,7 +30,7 @@ indexes edges by both ends, so these questions are answered without scanning.`,
 			Short: short,
 			Args:  rangeArgs(1, 1),
 			RunE: func(c *cobra.Command, args []string) (err error) {
-				ref, err := parseRef(args[0])
+				ref, err := a.parseRef(args[0])
 				if err != nil {
 					return err
 				}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -129,6 +131,24 @@ func (p *putter) item(src string, ref asl.Reference, size uint64, streamed bool)
 	return it
 }
 
+// addTree stores every regular file under root (root itself when it is a
+// file), in lexical path order, skipping symbolic links and special files.
+func (p *putter) addTree(ctx context.Context, root string) error {
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fail(exitIO, path, unwrapPathError(err))
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		return p.add(ctx, path)
+	})
+	return err
+}
+
 // add stores the file src, or standard input when src is "-".
 func (p *putter) add(ctx context.Context, src string) error {
 	if src == "-" {
@@ -145,7 +165,7 @@ func (p *putter) add(ctx context.Context, src string) error {
 		return fail(exitIO, src, unwrapPathError(err))
 	}
 	if st.IsDir() {
-		return fail(exitUsage, src, errors.New("is a directory"))
+		return fail(exitUsage, src, errors.New("is a directory (put -r stores the files under it)"))
 	}
 	return p.addReader(ctx, src, f, st.Size(), st.Mode().IsRegular())
 }
@@ -277,11 +297,12 @@ type putResult struct {
 
 func newPutCmd(a *app) *cobra.Command {
 	var (
-		tag      typeTagValue
-		hashName string
+		tag                         typeTagValue
+		hashName                    string
+		names, recursive, stdinList bool
 	)
 	c := &cobra.Command{
-		Use:   "put [--type-tag N] [--hash sha256|blake3] [FILE...]",
+		Use:   "put [--type-tag N] [--hash sha256|blake3] [--names] [-r] [FILE|DIR...] | --stdin-paths",
 		Short: "Store files (or stdin) as artifacts and print their references",
 		Long: `Store each FILE as an artifact and print its reference, one per line, in
 input order. With no FILE, or FILE "-", read standard input.
@@ -293,12 +314,22 @@ store's, set at init).
 Files up to 4 MiB are stored through the batch path (one durable commit per
 64 MiB of input); larger files stream with bounded memory. Standard input that
 is not a regular file and exceeds 4 MiB is spooled to a temporary file in
-$TMPDIR first, because a put needs the size up front.`,
+$TMPDIR first, because a put needs the size up front.
+
+--names prints "REF NAME" lines (NAME: the file as given, "-" for standard
+input), as ipfs add does. -r stores the regular files under each DIR,
+recursively, in lexical path order (symbolic links and other special files
+are skipped). --stdin-paths reads file names from standard input, one per
+line, instead of the arguments (as git hash-object --stdin-paths), so that
+any number of files take one process and the batch path.`,
 		Example: `  amduat put notes.txt photo.jpg
   printf hello | amduat put
   amduat put --type-tag 0x101 --hash blake3 program.bin`,
 		RunE: func(c *cobra.Command, args []string) (err error) {
-			if len(args) == 0 {
+			if stdinList && len(args) > 0 {
+				return usagef("--stdin-paths takes no arguments, got %d", len(args))
+			}
+			if len(args) == 0 && !stdinList {
 				args = []string{"-"}
 			}
 			dashes := 0
@@ -331,14 +362,36 @@ $TMPDIR first, because a put needs the size up front.`,
 						res.Artifacts = append(res.Artifacts, it)
 						return nil
 					}
-					_, err := fmt.Fprintln(a.stdout, it.Ref)
+					var err error
+					if names {
+						_, err = fmt.Fprintf(a.stdout, "%s %s\n", it.Ref, it.Source)
+					} else {
+						_, err = fmt.Fprintln(a.stdout, it.Ref)
+					}
 					if err != nil {
 						return fail(exitIO, "stdout", err)
 					}
 					return nil
 				}}
 			ctx := c.Context()
+			if stdinList {
+				err := eachLine(a.stdin, func(path string) error {
+					if err := ctx.Err(); err != nil {
+						return err
+					}
+					return p.add(ctx, path)
+				})
+				if err != nil {
+					return err
+				}
+			}
 			for _, src := range args {
+				if recursive && src != "-" {
+					if err := p.addTree(ctx, src); err != nil {
+						return err
+					}
+					continue
+				}
 				if err := p.add(ctx, src); err != nil {
 					return err
 				}
@@ -354,5 +407,8 @@ $TMPDIR first, because a put needs the size up front.`,
 	}
 	c.Flags().Var(&tag, "type-tag", "type tag for the artifacts: decimal or 0x hex (default: untagged)")
 	c.Flags().StringVar(&hashName, "hash", "", "hash for the artifacts: sha256 or blake3 (default: the store's)")
+	c.Flags().BoolVar(&names, "names", false, `print "REF NAME" lines`)
+	c.Flags().BoolVarP(&recursive, "recursive", "r", false, "store the regular files under each DIR, recursively")
+	c.Flags().BoolVar(&stdinList, "stdin-paths", false, "read the file names from standard input, one per line")
 	return c
 }

@@ -154,12 +154,9 @@ func (rc *runContext) nodeState(id pel.NodeID) (class, text string, rec *trace.N
 	return "st-failed", fmt.Sprintf("%s %s", rec.Status, codeHex(rec.StatusCode)), rec
 }
 
-func codeHex(c uint32) string {
-	if c < 16 {
-		return fmt.Sprintf("%d", c)
-	}
-	return fmt.Sprintf("0x%08x", c)
-}
+// codeHex prints a status code the one way every surface of amduat does
+// (SPECS.md §16.1).
+func codeHex(c uint32) string { return fmt.Sprintf("0x%08x", c) }
 
 // layoutDAG draws p; rc (may be nil) colours it by a run. It returns nil and
 // a reason when the drawing would exceed MaxDAGVertices.

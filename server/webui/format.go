@@ -165,12 +165,7 @@ func statusClass(s pel.ExecutionStatus) string {
 	return "st-failed"
 }
 
-func codeText(c uint32) string {
-	if c < 16 {
-		return strconv.FormatUint(uint64(c), 10)
-	}
-	return fmt.Sprintf("%d (0x%08x)", c, c)
-}
+func codeText(c uint32) string { return codeHex(c) }
 
 type diagView struct {
 	Code    string

@@ -1,0 +1,364 @@
+package main
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/aslutil"
+)
+
+func init() {
+	addCommand(newLsCmd)
+	addCommand(newDuCmd)
+}
+
+// parseSize accepts a byte count: a decimal number, optionally followed by
+// K, M, G or T (powers of 1024; "KiB", "MiB"… are accepted too).
+func parseSize(s string) (uint64, error) {
+	t := strings.TrimSuffix(strings.TrimSuffix(s, "iB"), "B")
+	mult := uint64(1)
+	if t != "" {
+		switch t[len(t)-1] {
+		case 'k', 'K':
+			mult = 1 << 10
+		case 'M':
+			mult = 1 << 20
+		case 'G':
+			mult = 1 << 30
+		case 'T':
+			mult = 1 << 40
+		}
+		if mult > 1 {
+			t = t[:len(t)-1]
+		}
+	}
+	n, err := strconv.ParseUint(t, 10, 64)
+	if err != nil || (mult > 1 && n > (1<<64-1)/mult) {
+		return 0, fmt.Errorf("size %q: want a number of bytes, optionally with K, M, G or T (powers of 1024)", s)
+	}
+	return n * mult, nil
+}
+
+// filterFlags are the selection flags shared by ls and du.
+type filterFlags struct {
+	tag, minSize, maxSize string
+}
+
+func (f *filterFlags) add(c *cobra.Command) {
+	c.Flags().StringVar(&f.tag, "type-tag", "", "only artifacts with this type tag (decimal, 0x hex, or none for untagged)")
+	c.Flags().StringVar(&f.minSize, "min-size", "", "only artifacts of at least this many bytes (K, M, G, T suffixes: powers of 1024)")
+	c.Flags().StringVar(&f.maxSize, "max-size", "", "only artifacts of at most this many bytes")
+}
+
+func (f *filterFlags) filter() (aslutil.Filter, error) {
+	var out aslutil.Filter
+	switch f.tag {
+	case "":
+	case "none":
+		out.Untagged = true
+	default:
+		t, err := parseTypeTag(f.tag)
+		if err != nil {
+			return out, usageErr(fmt.Errorf("--type-tag: %w (or none)", err))
+		}
+		out.HasTag, out.Tag = true, t
+	}
+	if f.minSize != "" {
+		n, err := parseSize(f.minSize)
+		if err != nil {
+			return out, usageErr(fmt.Errorf("--min-size: %w", err))
+		}
+		out.MinSize = n
+	}
+	if f.maxSize != "" {
+		n, err := parseSize(f.maxSize)
+		if err != nil {
+			return out, usageErr(fmt.Errorf("--max-size: %w", err))
+		}
+		out.MaxSize, out.HasMax = n, true
+	}
+	return out, nil
+}
+
+// statItemOf is the JSON object of one artifact, as stat --json prints it.
+func statItemOf(in asl.Info) statItem {
+	return statItem{Ref: in.Ref, Size: in.Size, TypeTag: tagPtr(in.Header), StoredSize: in.StoredSize, Compression: in.Compression}
+}
+
+func newLsCmd(a *app) *cobra.Command {
+	var (
+		ff    filterFlags
+		quiet bool
+	)
+	c := &cobra.Command{
+		Use:   "ls [--type-tag N|none] [--min-size N] [--max-size N] [-q]",
+		Short: "List stored artifacts (streaming, in reference order)",
+		Long: `List every stored artifact, in ascending reference order, one line each:
+
+  REF size=N type_tag=0xHHHHHHHH|none stored_size=N compression=none|zstd|mixed
+
+(the line of stat). -q prints only the references. The filters select by type
+tag (a number, or none for untagged artifacts) and payload size (bytes, or
+with a K, M, G or T suffix, powers of 1024). The listing streams: memory does
+not grow with the store, and the first line appears at once.
+
+With --json the output is JSON lines, not one document: one object per
+artifact, {"ref","size","type_tag","stored_size","compression"} (the objects
+of stat --json), so that a listing of millions of artifacts streams. An
+error after the listing began is one last line {"error","code","command"}.`,
+		Example: `  amduat ls
+  amduat ls --type-tag 0x103 -q        # every surface result
+  amduat ls --min-size 1M --json | jq -r .ref`,
+		Args: rangeArgs(0, 0),
+		RunE: func(c *cobra.Command, _ []string) (err error) {
+			f, err := ff.filter()
+			if err != nil {
+				return err
+			}
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			defer closeStore(s, a.storeDir, &err)
+			w := bufio.NewWriterSize(a.stdout, 64<<10)
+			enc := json.NewEncoder(w)
+			enc.SetEscapeHTML(false)
+			var line []byte
+			err = aslutil.List(c.Context(), s, f, func(in asl.Info) error {
+				var werr error
+				switch {
+				case a.jsonOut:
+					werr = enc.Encode(statItemOf(in))
+				case quiet:
+					line = append(hex.AppendEncode(line[:0], in.Ref.Bytes()), '\n')
+					_, werr = w.Write(line)
+				default:
+					line = appendStatLine(line[:0], in)
+					_, werr = w.Write(line)
+				}
+				if werr != nil {
+					return fail(exitIO, "stdout", werr)
+				}
+				return nil
+			})
+			if ferr := w.Flush(); ferr != nil && err == nil {
+				err = fail(exitIO, "stdout", ferr)
+			}
+			if err != nil {
+				return failAuto(a.storeDir, err)
+			}
+			return nil
+		},
+	}
+	ff.add(c)
+	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the references")
+	return c
+}
+
+type duRow struct {
+	TypeTag       *uint32 `json:"type_tag"`
+	Count         uint64  `json:"count"`
+	Bytes         uint64  `json:"bytes"`
+	StoredBytes   uint64  `json:"stored_bytes"`
+	StoredUnknown uint64  `json:"stored_unknown"`
+}
+
+type duHash struct {
+	Hash   string `json:"hash"`
+	HashID uint16 `json:"hash_id"`
+	Count  uint64 `json:"count"`
+}
+
+type duResult struct {
+	Artifacts     uint64   `json:"artifacts"`
+	Bytes         uint64   `json:"bytes"`
+	StoredBytes   uint64   `json:"stored_bytes"`
+	StoredUnknown uint64   `json:"stored_unknown"`
+	ByTypeTag     []duRow  `json:"by_type_tag"`
+	ByHash        []duHash `json:"by_hash"`
+	Packs         any      `json:"packs"`
+}
+
+func duRowOf(u aslutil.TagUsage) duRow {
+	r := duRow{Count: u.Count, Bytes: u.Bytes, StoredBytes: u.StoredBytes, StoredUnknown: u.UnknownStored}
+	if u.HasTag {
+		t := uint32(u.Tag)
+		r.TypeTag = &t
+	}
+	return r
+}
+
+func tagName(t asl.TypeTag) string {
+	switch t {
+	case 0x100:
+		return "scheme descriptor"
+	case 0x101:
+		return "program"
+	case 0x102:
+		return "trace"
+	case 0x103:
+		return "result"
+	case 0x201:
+		return "edge"
+	}
+	return ""
+}
+
+func newDuCmd(a *app) *cobra.Command {
+	var ff filterFlags
+	c := &cobra.Command{
+		Use:     "du [--type-tag N|none] [--min-size N] [--max-size N]",
+		Aliases: []string{"stats"},
+		Short:   "Summarise the store: counts, logical and stored bytes by type tag",
+		Long: `Read every artifact's index entry once (no payload bytes) and print, per type
+tag (untagged first, then ascending), the number of artifacts, their payload
+bytes (logical size) and the bytes the store keeps for them after compression
+(stored), then the totals and the count per hash:
+
+  TYPE_TAG    COUNT  BYTES  STORED  NAME
+  none            3     15      15
+  0x00000101      1     52      52  program
+  total           4     67      67
+  hash sha256 4
+  packs: not reported
+
+Pack files and their live fraction are not reported: the generic store API
+does not expose them. The filters are those of ls. JSON: {"artifacts",
+"bytes", "stored_bytes", "stored_unknown", "by_type_tag": [{"type_tag",
+"count", "bytes", "stored_bytes", "stored_unknown"}], "by_hash": [{"hash",
+"hash_id", "count"}], "packs": null}; stored_unknown counts artifacts whose
+backend gave no stored size (not included in stored_bytes).`,
+		Args: rangeArgs(0, 0),
+		RunE: func(c *cobra.Command, _ []string) (err error) {
+			f, err := ff.filter()
+			if err != nil {
+				return err
+			}
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			defer closeStore(s, a.storeDir, &err)
+			u, err := aslutil.Usage(c.Context(), s, f)
+			if err != nil {
+				return failAuto(a.storeDir, err)
+			}
+			res := duResult{Artifacts: u.Total.Count, Bytes: u.Total.Bytes, StoredBytes: u.Total.StoredBytes,
+				StoredUnknown: u.Total.UnknownStored, ByTypeTag: []duRow{}, ByHash: []duHash{}}
+			for _, r := range u.ByTag {
+				res.ByTypeTag = append(res.ByTypeTag, duRowOf(r))
+			}
+			for _, h := range asl.Hashes() {
+				if n := u.ByHash[h.ID]; n > 0 {
+					res.ByHash = append(res.ByHash, duHash{h.Short, uint16(h.ID), n})
+				}
+			}
+			var other uint64
+			for id, n := range u.ByHash {
+				if _, ok := asl.LookupHash(id); !ok {
+					other += n
+				}
+			}
+			if other > 0 {
+				res.ByHash = append(res.ByHash, duHash{"unregistered", 0, other})
+			}
+			if a.jsonOut {
+				return a.printJSON(res)
+			}
+			stored := func(u aslutil.TagUsage) string {
+				if u.UnknownStored > 0 {
+					return fmt.Sprintf("%d+?", u.StoredBytes)
+				}
+				return strconv.FormatUint(u.StoredBytes, 10)
+			}
+			tw := newTable(a.stdout)
+			tw.row("TYPE_TAG", "COUNT", "BYTES", "STORED", "NAME")
+			for _, r := range u.ByTag {
+				name := ""
+				if r.HasTag {
+					name = tagName(r.Tag)
+				}
+				tw.row(asl.Header{HasTag: r.HasTag, Tag: r.Tag}.TagString(), strconv.FormatUint(r.Count, 10),
+					strconv.FormatUint(r.Bytes, 10), stored(r), name)
+			}
+			tw.row("total", strconv.FormatUint(u.Total.Count, 10), strconv.FormatUint(u.Total.Bytes, 10), stored(u.Total), "")
+			tw.flush()
+			for _, h := range res.ByHash {
+				fmt.Fprintf(a.stdout, "hash %s %d\n", h.Hash, h.Count)
+			}
+			fmt.Fprintln(a.stdout, "packs: not reported")
+			return nil
+		},
+	}
+	ff.add(c)
+	return c
+}
+
+// table aligns columns: the first left-aligned, the others right-aligned,
+// the last (a name) left-aligned.
+type table struct {
+	w    interface{ Write([]byte) (int, error) }
+	rows [][]string
+}
+
+func newTable(w interface{ Write([]byte) (int, error) }) *table { return &table{w: w} }
+
+func (t *table) row(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (t *table) flush() {
+	if len(t.rows) == 0 {
+		return
+	}
+	width := make([]int, len(t.rows[0]))
+	for _, r := range t.rows {
+		for i, c := range r {
+			width[i] = max(width[i], len(c))
+		}
+	}
+	for _, r := range t.rows {
+		var b strings.Builder
+		for i, c := range r {
+			switch {
+			case i == 0:
+				fmt.Fprintf(&b, "%-*s", width[i], c)
+			case i == len(r)-1:
+				if c != "" {
+					b.WriteString("  " + c)
+				}
+			default:
+				fmt.Fprintf(&b, "  %*s", width[i], c)
+			}
+		}
+		fmt.Fprintln(t.w, b.String())
+	}
+}
+
+// appendStatLine appends statLine(in) and a newline, without fmt: ls
+// prints millions of them.
+func appendStatLine(dst []byte, in asl.Info) []byte {
+	dst = hex.AppendEncode(dst, in.Ref.Bytes())
+	dst = append(dst, " size="...)
+	dst = strconv.AppendUint(dst, in.Size, 10)
+	dst = append(dst, " type_tag="...)
+	if in.HasTag {
+		dst = append(dst, "0x"...)
+		var b [4]byte
+		binary.BigEndian.PutUint32(b[:], uint32(in.Tag))
+		dst = hex.AppendEncode(dst, b[:])
+	} else {
+		dst = append(dst, "none"...)
+	}
+	dst = append(dst, " stored_size="...)
+	dst = strconv.AppendInt(dst, in.StoredSize, 10)
+	dst = append(dst, " compression="...)
+	dst = append(dst, in.Compression...)
+	return append(dst, '\n')
+}
