@@ -382,6 +382,7 @@ func serverSmall(ctx context.Context, e *Env, sides [2]serverSide) ([]Row, error
 		rows = append(rows, row)
 	}
 
+	buf, arts = nil, nil // the gets' peak RSS should not hold the generated input
 	// Gets of the first set, every artifact once per pass in a shuffled
 	// order, verified by the reader on each side.
 	order := rand.New(rand.NewPCG(serverSeed, 1)).Perm(n)
@@ -1068,15 +1069,28 @@ func serverLargeInProcess(ctx context.Context, e *Env, emb *pebblestore.Store, c
 		puts[i].rss, _ = w.Stop()
 		return err
 	}
+	// Each side's get runs twice, alternating; the faster of each counts.
+	var getAll [2][]time.Duration
 	get := func(i int) error {
 		e.logf("server: %s: Fetch of %s", names[i], label)
 		w := StartWindow()
-		var err error
-		phase(ctx, "large-get-"+names[i], func(ctx context.Context) { gets[i].d, err = GetLarge(ctx, stores[i], ref[0], size) })
-		gets[i].rss, _ = w.Stop()
+		var (
+			d   time.Duration
+			err error
+		)
+		phase(ctx, "large-get-"+names[i], func(ctx context.Context) { d, err = GetLarge(ctx, stores[i], ref[0], size) })
+		rss, _ := w.Stop()
+		getAll[i] = append(getAll[i], d)
+		if gets[i].d == 0 || d < gets[i].d {
+			gets[i].d = d
+		}
+		if rss != nil && (gets[i].rss == nil || *rss > *gets[i].rss) {
+			gets[i].rss = rss
+		}
 		return err
 	}
-	for _, f := range []func() error{func() error { return put(0) }, func() error { return put(1) }, func() error { return get(1) }, func() error { return get(0) }} {
+	for _, f := range []func() error{func() error { return put(0) }, func() error { return put(1) },
+		func() error { return get(1) }, func() error { return get(0) }, func() error { return get(1) }, func() error { return get(0) }} {
 		if err := f(); err != nil {
 			return nil, err
 		}
@@ -1099,8 +1113,8 @@ func serverLargeInProcess(ctx context.Context, e *Env, emb *pebblestore.Store, c
 			Baseline: &Baseline{mibPerSec(size, gets[0].d), "MiB/s", "embedded Fetch, same artifact"},
 			Target:   &Target{">= 0.7x baseline", OnRatio, AtLeast, 0.7},
 			PeakRSS:  gets[1].rss,
-			Note: fmt.Sprintf("httpstore.Client.Fetch read to EOF of %s through the in-process server (the server verifies as it reads, the client re-hashes every byte): %s; the embedded store's Fetch of it right after: %s",
-				label, gets[1].d.Round(time.Millisecond), gets[0].d.Round(time.Millisecond)),
+			Note: fmt.Sprintf("httpstore.Client.Fetch read to EOF of %s through the in-process server (the server verifies as it reads, the client re-hashes every byte), against the embedded store's Fetch of it, alternating, twice each, the faster of each: server %s / %s, embedded %s / %s",
+				label, getAll[1][0].Round(time.Millisecond), getAll[1][1].Round(time.Millisecond), getAll[0][0].Round(time.Millisecond), getAll[0][1].Round(time.Millisecond)),
 		},
 	}, nil
 }
