@@ -164,3 +164,31 @@ func (v *verifyingReader) Read(p []byte) (int, error) {
 	}
 	return n, nil
 }
+
+// BatchFetcher is an optional capability, discovered by type assertion, of
+// a store that reads many small artifacts in one round trip (the HTTP
+// client). GetBatch calls fn once per reference, in order, with the
+// artifact, verified like any read, or the error of that reference alone
+// (ErrNotFound, ErrIntegrity, ...); an error fn returns, or one that
+// concerns the whole batch, stops it.
+type BatchFetcher interface {
+	GetBatch(ctx context.Context, refs []Reference, limit int64, fn func(i int, a Artifact, err error) error) error
+}
+
+// GetBatch reads refs through f: in one round trip per batch when f is a
+// BatchFetcher, else one Get each. limit bounds each artifact as in Get.
+func GetBatch(ctx context.Context, f Fetcher, refs []Reference, limit int64, fn func(i int, a Artifact, err error) error) error {
+	if bf, ok := f.(BatchFetcher); ok {
+		return bf.GetBatch(ctx, refs, limit, fn)
+	}
+	for i, ref := range refs {
+		a, err := Get(ctx, f, ref, limit)
+		if err != nil && !IsContentError(err) {
+			return err
+		}
+		if err := fn(i, a, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -207,7 +209,9 @@ func (s *Server) putBatch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	arts, err := httpstore.ReadFrames(s.body(w, r, limit), s.limits.MaxBatchCount, s.limits.MaxBatchBytes)
+	// Frames are small: read them through a buffer, not one body read
+	// (and deadline update) per frame.
+	arts, err := httpstore.ReadFrames(bufio.NewReaderSize(s.body(w, r, limit), 64<<10), s.limits.MaxBatchCount, s.limits.MaxBatchBytes)
 	switch {
 	case errors.Is(err, httpstore.ErrBatchTooLarge):
 		return &httpError{http.StatusRequestEntityTooLarge, httpstore.CodeTooLarge, err.Error()}
@@ -547,4 +551,83 @@ func (s *Server) scanIndex(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, out)
+}
+
+// batchRead is POST /v1/artifacts/batch-read (SPECS.md §18.4): the
+// artifacts of a JSON list of references in one answer, each entry a status
+// byte and, when present, a frame. Every artifact is read whole through the
+// store's verifying reader before its frame is written, so a damaged one is
+// an entry of its own (ReadDamaged), never wrong bytes; the answer holds at
+// most MaxBatchBytes of ArtifactBytes, beyond which entries are
+// ReadTooLarge and the client fetches those alone.
+func (s *Server) batchRead(w http.ResponseWriter, r *http.Request) error {
+	var req httpstore.RefsBody
+	if err := s.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if len(req.Refs) > s.limits.MaxBatchCount {
+		return &httpError{http.StatusRequestEntityTooLarge, httpstore.CodeTooLarge,
+			fmt.Sprintf("%d references in one batch read, above the server's limit of %d", len(req.Refs), s.limits.MaxBatchCount)}
+	}
+	w.Header().Set("Content-Type", httpstore.ContentTypeBatchRead)
+	out := bufio.NewWriterSize(s.writer(w), 64<<10)
+	budget := s.limits.MaxBatchBytes
+	var frame []byte
+	var n, bytesOut int64
+	for _, ref := range req.Refs {
+		a, status, err := s.readSmall(r.Context(), ref, budget)
+		if err != nil {
+			return err
+		}
+		frame = append(frame[:0], status)
+		if status == httpstore.ReadPresent {
+			frame = httpstore.AppendFrame(frame, a)
+			budget -= int64(len(frame) - 5)
+			n++
+			bytesOut += int64(len(a.Bytes))
+		}
+		if _, err := out.Write(frame); err != nil {
+			return err
+		}
+	}
+	s.metrics.gets.Add(float64(n))
+	s.metrics.getBytes.Add(float64(bytesOut))
+	return out.Flush()
+}
+
+// readSmall reads one artifact of a batch read whole, if its ArtifactBytes
+// fit in budget. Content errors become the entry's status; other errors
+// end the answer.
+func (s *Server) readSmall(ctx context.Context, ref asl.Reference, budget int64) (asl.Artifact, byte, error) {
+	status := func(err error) (asl.Artifact, byte, error) {
+		switch {
+		case errors.Is(err, asl.ErrNotFound) && !errors.Is(err, asl.ErrIntegrity):
+			return asl.Artifact{}, httpstore.ReadNotFound, nil
+		case errors.Is(err, asl.ErrIntegrity):
+			return asl.Artifact{}, httpstore.ReadDamaged, nil
+		case errors.Is(err, asl.ErrUnsupported):
+			return asl.Artifact{}, httpstore.ReadUnsupported, nil
+		}
+		return asl.Artifact{}, 0, fmt.Errorf("%s: %w", ref, err)
+	}
+	rc, hdr, err := s.store.Fetch(ctx, ref)
+	if err != nil {
+		return status(err)
+	}
+	defer rc.Close()
+	if int64(len(hdr.AppendHeader(nil)))+int64(hdr.Size) > budget {
+		return asl.Artifact{}, httpstore.ReadTooLarge, nil
+	}
+	buf := make([]byte, hdr.Size)
+	if _, err := io.ReadFull(rc, buf); err != nil {
+		return status(err)
+	}
+	// The reader's verdict on the whole payload comes with its end.
+	if k, err := rc.Read(make([]byte, 1)); k > 0 || (err != nil && err != io.EOF) {
+		if err == nil {
+			err = fmt.Errorf("%s: stored payload is longer than its header: %w", ref, asl.ErrIntegrity)
+		}
+		return status(err)
+	}
+	return asl.Artifact{Bytes: buf, Tag: hdr.Tag, HasTag: hdr.HasTag}, httpstore.ReadPresent, nil
 }

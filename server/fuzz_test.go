@@ -30,6 +30,7 @@ func FuzzRequest(f *testing.F) {
 		{"POST", "/v1/artifacts/batch", "", frames},
 		{"POST", "/v1/artifacts/batch", "", []byte{0xff, 0xff, 0xff, 0xff, 1}},
 		{"POST", "/v1/artifacts/missing", "", []byte(`{"refs":["` + ref + `"]}`)},
+		{"POST", "/v1/artifacts/batch-read", "", []byte(`{"refs":["` + ref + `","0001"]}`)},
 		{"POST", "/v1/pel/run", "", []byte(`{"program_ref":"` + ref + `","input_refs":[]}`)},
 		{"POST", "/v1/pel/programs", "", []byte(`{"nodes":[],"roots":[]}`)},
 		{"POST", "/v1/pel/verify", "", []byte(`{"result_ref":"` + ref + `"}`)},

@@ -203,6 +203,7 @@ func (s *Server) routes(reg *prometheus.Registry, ui http.Handler) {
 		{"GET " + httpstore.PathArtifacts, scopeRead, s.listArtifacts},
 		{"POST " + httpstore.PathBatch, scopeWrite, s.putBatch},
 		{"POST " + httpstore.PathMissing, scopeRead, s.missing},
+		{"POST " + httpstore.PathBatchRead, scopeRead, s.batchRead},
 		{"GET " + httpstore.PathArtifact + "{ref}", scopeRead, s.getArtifact},
 		{"HEAD " + httpstore.PathArtifact + "{ref}", scopeRead, s.getArtifact},
 		{"GET " + httpstore.PathIndex + "{space}", scopeRead, s.scanIndex},

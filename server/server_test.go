@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -486,5 +488,75 @@ func TestWebView(t *testing.T) {
 	r = do(t, ts, call{method: "GET", path: "/ui/a/" + prog.String()})
 	if r.status != 200 || !bytes.Contains(r.body, []byte("pel.bytes.concat")) || !bytes.Contains(r.body, []byte("/v1/artifacts/"+prog.String())) {
 		t.Fatalf("program page: %d %.300s", r.status, r.body)
+	}
+}
+
+func TestBatchRead(t *testing.T) {
+	_, ts, st := newTestServer(t, Config{Limits: Limits{MaxBatchBytes: 3000}})
+	c, err := httpstore.Open(t.Context(), ts.URL, httpstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := asl.Tagged(9, []byte("small"))
+	big := asl.Untagged(bytes.Repeat([]byte("b"), 2000))
+	big2 := asl.Untagged(bytes.Repeat([]byte("c"), 2000)) // past the 3000-byte budget after big
+	damaged := asl.Untagged([]byte("to be damaged"))
+	refs, err := c.PutBatch(t.Context(), asl.HashSHA256, []asl.Artifact{small, big, big2, damaged})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Corrupt(refs[3], []byte("to be damagex")) {
+		t.Fatal("Corrupt found nothing")
+	}
+	absent := asl.MustDerive(asl.HashSHA256, asl.Untagged([]byte("absent")))
+	ask := []asl.Reference{refs[0], absent, refs[1], refs[2], refs[3], refs[0], {}}
+	var got []string
+	err = c.GetBatch(t.Context(), ask, 0, func(i int, a asl.Artifact, err error) error {
+		switch {
+		case errors.Is(err, asl.ErrNotFound):
+			got = append(got, "missing")
+		case errors.Is(err, asl.ErrIntegrity):
+			got = append(got, "damaged")
+		case err != nil:
+			got = append(got, err.Error())
+		default:
+			if asl.MustDerive(asl.HashSHA256, a) != ask[i] {
+				t.Fatalf("entry %d: wrong artifact", i)
+			}
+			got = append(got, fmt.Sprint(len(a.Bytes)))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// big2 passes the answer's budget and is fetched alone; the zero
+	// reference is refused before asking.
+	if want := "5 missing 2000 2000 damaged 5 damaged"; strings.Join(got, " ") != want {
+		t.Fatalf("GetBatch = %q, want %q", strings.Join(got, " "), want)
+	}
+	// The generic helper gives the same answers on the embedded store.
+	var direct []string
+	asl.GetBatch(t.Context(), st, ask[:6], 0, func(i int, a asl.Artifact, err error) error {
+		direct = append(direct, fmt.Sprint(len(a.Bytes), err == nil))
+		return nil
+	})
+	if strings.Join(direct, " ") != "5 true 0 false 2000 true 2000 true 0 false 5 true" {
+		t.Fatalf("asl.GetBatch on the store = %q", direct)
+	}
+	r := do(t, ts, call{method: "POST", path: "/v1/artifacts/batch-read", body: []byte(`{"refs":["zz"]}`)})
+	if r.status != 400 || errorCode(t, r) != httpstore.CodeBadReference {
+		t.Fatalf("malformed: %d %s", r.status, r.body)
+	}
+}
+
+// TestBatchReadExample is the worked example of SPECS.md §18.4.
+func TestBatchReadExample(t *testing.T) {
+	_, ts, _ := newTestServer(t, Config{})
+	do(t, ts, call{method: "POST", path: "/v1/artifacts", body: hello})
+	absent := "0001" + strings.Repeat("00", 32)
+	r := do(t, ts, call{method: "POST", path: "/v1/artifacts/batch-read", body: []byte(`{"refs":["` + helloRef.String() + `","` + absent + `"]}`)})
+	if got := hex.EncodeToString(r.body); r.status != 200 || got != "000000000e000000000000000568656c6c6f01" {
+		t.Fatalf("batch-read: %d %s", r.status, got)
 	}
 }

@@ -16,11 +16,12 @@ import (
 // server registers the same constants.
 const (
 	PathMeta      = "/v1/meta"
-	PathArtifacts = "/v1/artifacts"         // POST: put one; GET: list
-	PathArtifact  = "/v1/artifacts/"        // GET, HEAD: PathArtifact + REF
-	PathBatch     = "/v1/artifacts/batch"   // POST: framed batch (§18.4)
-	PathMissing   = "/v1/artifacts/missing" // POST: which refs are absent
-	PathIndex     = "/v1/index/"            // GET: PathIndex + SPACE [+ "/" + KEYHEX]
+	PathArtifacts = "/v1/artifacts"            // POST: put one; GET: list
+	PathArtifact  = "/v1/artifacts/"           // GET, HEAD: PathArtifact + REF
+	PathBatch     = "/v1/artifacts/batch"      // POST: framed batch (§18.4)
+	PathMissing   = "/v1/artifacts/missing"    // POST: which refs are absent
+	PathBatchRead = "/v1/artifacts/batch-read" // POST: many small artifacts in one answer (§18.4)
+	PathIndex     = "/v1/index/"               // GET: PathIndex + SPACE [+ "/" + KEYHEX]
 )
 
 // Headers of API v1.
@@ -39,10 +40,11 @@ const (
 
 // Media types of API v1.
 const (
-	ContentTypeArtifact = "application/vnd.amduat.artifact"       // ArtifactBytes (§3.1)
-	ContentTypeBatch    = "application/vnd.amduat.artifact-batch" // frames (§18.4)
-	ContentTypeJSON     = "application/json"
-	ContentTypeOctets   = "application/octet-stream"
+	ContentTypeArtifact  = "application/vnd.amduat.artifact"            // ArtifactBytes (§3.1)
+	ContentTypeBatch     = "application/vnd.amduat.artifact-batch"      // frames (§18.4)
+	ContentTypeBatchRead = "application/vnd.amduat.artifact-batch-read" // batch-read entries (§18.4)
+	ContentTypeJSON      = "application/json"
+	ContentTypeOctets    = "application/octet-stream"
 )
 
 // Error codes of the error body {"error": MESSAGE, "code": CODE} (§18.2).
@@ -336,3 +338,13 @@ func ValidSpace(space string) bool {
 	}
 	return true
 }
+
+// Statuses of a batch-read entry (SPECS.md §18.4): each entry is the status
+// byte, and for ReadPresent a frame (AppendFrame) of the artifact.
+const (
+	ReadPresent     byte = 0 // a frame follows
+	ReadNotFound    byte = 1 // not stored
+	ReadTooLarge    byte = 2 // stored, but beyond the answer's byte budget: fetch it alone
+	ReadDamaged     byte = 3 // the store found it damaged (ERR_INTEGRITY)
+	ReadUnsupported byte = 4 // an unregistered hash id (ERR_UNSUPPORTED)
+)
