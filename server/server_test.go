@@ -556,7 +556,7 @@ func TestBatchReadExample(t *testing.T) {
 	do(t, ts, call{method: "POST", path: "/v1/artifacts", body: hello})
 	absent := "0001" + strings.Repeat("00", 32)
 	r := do(t, ts, call{method: "POST", path: "/v1/artifacts/batch-read", body: []byte(`{"refs":["` + helloRef.String() + `","` + absent + `"]}`)})
-	if got := hex.EncodeToString(r.body); r.status != 200 || got != "000000000e000000000000000568656c6c6f01" {
+	if got := hex.EncodeToString(r.body); r.status != 200 || got != "000000000e00"+"0000000000000005"+"68656c6c6f01" {
 		t.Fatalf("batch-read: %d %s", r.status, got)
 	}
 }
