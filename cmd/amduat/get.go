@@ -50,7 +50,7 @@ the exit code tells. With --json, -o is required and a JSON summary is printed.`
 			if a.jsonOut && toStdout {
 				return usagef("--json needs -o FILE (standard output would carry the artifact's bytes)")
 			}
-			s, err := a.openStore()
+			s, err := a.openStoreReadOnly()
 			if err != nil {
 				return err
 			}

@@ -36,7 +36,7 @@ bytes are not read (use verify for that).`,
 			if err != nil {
 				return err
 			}
-			s, err := a.openStore()
+			s, err := a.openStoreReadOnly()
 			if err != nil {
 				return err
 			}
@@ -97,7 +97,7 @@ not stored (exit 3). Bytes are not read or verified (use verify).`,
 			if err != nil {
 				return err
 			}
-			s, err := a.openStore()
+			s, err := a.openStoreReadOnly()
 			if err != nil {
 				return err
 			}

@@ -20,6 +20,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -48,8 +49,22 @@ var commandFactories []func(*app) *cobra.Command
 // addCommand registers a top-level command. Call it from init functions.
 func addCommand(f func(*app) *cobra.Command) { commandFactories = append(commandFactories, f) }
 
+// interruptGrace is how long a command may take to stop after SIGINT or
+// SIGTERM before the process exits anyway (SPECS.md §16.2).
+const interruptGrace = time.Second
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The signal cancels the command's context; operations that watch it
+	// return at once. Whatever does not (a file system or Pebble call that
+	// blocks) must not keep the process alive: a second later it exits with
+	// 130. Stores are crash-safe, so this loses nothing acknowledged.
+	go func() {
+		<-ctx.Done()
+		time.Sleep(interruptGrace)
+		fmt.Fprintln(os.Stderr, "amduat: interrupted")
+		os.Exit(exitInterrupted)
+	}()
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -194,10 +209,25 @@ func (a *app) stderrIsTerminal() bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// openStore opens the store named by --store. A missing store is exit code 7
-// with a hint to run `amduat init`.
+// openStore opens the store named by --store for writing. A missing store
+// is exit code 7 with a hint to run `amduat init`; a store held by another
+// process (pebblestore.ErrLocked), or out of space (ErrNoSpace), is exit
+// code 6 with a one-line hint (SPECS.md §6.6, §16.2).
 func (a *app) openStore() (*pebblestore.Store, error) {
-	s, err := pebblestore.Open(a.storeDir, nil)
+	return a.open(nil)
+}
+
+// openStoreReadOnly opens the store named by --store read-only, for the
+// commands that only read (get, has, stat, verify, pel show, prov why, prov
+// uses): nothing in the store directory is created, changed, synced or
+// locked, so they work on a read-only file system, on a full disk, beside
+// each other and beside a writer (SPECS.md §6.6).
+func (a *app) openStoreReadOnly() (*pebblestore.Store, error) {
+	return a.open(&pebblestore.Options{ReadOnly: true})
+}
+
+func (a *app) open(opts *pebblestore.Options) (*pebblestore.Store, error) {
+	s, err := pebblestore.Open(a.storeDir, opts)
 	if errors.Is(err, pebblestore.ErrNoStore) {
 		return nil, fail(exitStore, a.storeDir, fmt.Errorf("no store here (create one with `amduat init`, or point --store or AMDUAT_STORE at one): %w", pebblestore.ErrNoStore))
 	}
