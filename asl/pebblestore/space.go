@@ -26,12 +26,17 @@ const reserveName = "RESERVE"
 // noSpaceError is the error of every write refused or failed for lack of
 // space: one line naming the store and what to do.
 type noSpaceError struct {
-	dir   string
-	cause error
+	dir    string
+	cause  error
+	detail string // what needed the space, if not a write of data
 }
 
 func (e *noSpaceError) Error() string {
-	return "store " + e.dir + ": no space left on device (free space on its file system, then run the command again; reading needs no space)"
+	d := ""
+	if e.detail != "" {
+		d = " " + e.detail
+	}
+	return "store " + e.dir + ": no space left on device" + d + "; free space on its file system, then run the command again (reading needs no space)"
 }
 
 func (e *noSpaceError) Unwrap() []error {
@@ -59,9 +64,12 @@ const (
 // file system: the first write to fail with ENOSPC frees the reserve and is
 // retried once, which gives Pebble room to finish the flushes and log
 // rotations under way; from then on the store refuses writes (ErrNoSpace).
-// A second ENOSPC, with the reserve gone, exhausts the guard: Pebble's
-// writes then fail at once, throttled, and an Open waiting for Pebble gives
-// up (openWatched).
+// A second ENOSPC, with the reserve gone, exhausts the guard: an Open
+// waiting for Pebble gives up at once (openWatched), and Pebble's writes are
+// throttled (Pebble retries a failed flush without pause) and create no
+// file while the file system has less than the reserve free; once space is
+// back they succeed again, so an abandoned Open can finish and release the
+// store.
 //
 // The store's own pack and ingest files are written on the unguarded file
 // system: their ENOSPC fails the put and marks the store full without
@@ -83,6 +91,10 @@ type spaceGuard struct {
 // exhaustedDelay throttles Pebble's retries once space is exhausted (a
 // failed flush is rescheduled at once).
 const exhaustedDelay = 50 * time.Millisecond
+
+// minFreeToCreate is the free space below which an exhausted guard creates
+// no file (when the store has no reserve to measure by).
+const minFreeToCreate = 1 << 20
 
 func newSpaceGuard(fs vfs.FS, dir string, size int64) *spaceGuard {
 	return &spaceGuard{inner: fs, dir: dir, reserve: fs.PathJoin(dir, reserveName), size: size, exhausted: make(chan struct{})}
@@ -149,10 +161,13 @@ func (g *spaceGuard) onNoSpace(gen uint64, cause error) bool {
 	return false
 }
 
-// refused is the error of a write refused once space is exhausted.
-func (g *spaceGuard) refused(op, name string) error {
-	time.Sleep(exhaustedDelay)
-	return &os.PathError{Op: op, Path: name, Err: syscall.ENOSPC}
+// roomToCreate reports whether an exhausted guard may let a file be
+// created: the file system has at least the reserve's size free (or cannot
+// tell). Each failed flush attempt would otherwise leave an empty table
+// behind.
+func (g *spaceGuard) roomToCreate() bool {
+	du, err := g.inner.GetDiskUsage(g.dir)
+	return err != nil || du.AvailBytes >= uint64(max(g.size, minFreeToCreate))
 }
 
 // ensureReserve allocates the reserve file if it is missing or short. It
@@ -197,7 +212,7 @@ func (g *spaceGuard) ensureReserve() error {
 func (g *spaceGuard) reserveErr(err error) error {
 	if isNoSpace(err) {
 		g.markFull(err)
-		return fmt.Errorf("allocating its %d MiB reserve: %w", g.size>>20, &noSpaceError{dir: g.dir, cause: err})
+		return &noSpaceError{dir: g.dir, cause: err, detail: fmt.Sprintf("for its %d MiB reserve", g.size>>20)}
 	}
 	return fmt.Errorf("allocating its reserve: %w", err)
 }
@@ -221,10 +236,10 @@ func allocate(f vfs.File, size int64) error {
 // openWatched runs pebble.Open and returns its result, or the store's
 // out-of-space error as soon as space is exhausted: Pebble's Open waits for
 // the flush of the logs it replayed, and retries a failed flush forever.
-// The abandoned Open is left to finish (or not) on its own: its writes fail
-// at once, throttled, and if it ever returns, its database is closed. The
-// lock stays held by it meanwhile, so this process cannot open the store
-// for writing again.
+// The abandoned Open is left to finish on its own once space is back (its
+// writes are throttled meanwhile, see spaceGuard); when it returns, its
+// database is closed and the lock released. Until then this process cannot
+// open the store for writing again (ErrLocked).
 func (g *spaceGuard) openWatched(dir string, po *pebble.Options) (*pebble.DB, error) {
 	type result struct {
 		db  *pebble.DB
@@ -254,11 +269,15 @@ type guardFS struct {
 	g *spaceGuard
 }
 
-// do runs one write-type operation: refused at once when space is
-// exhausted; on ENOSPC, retried once if onNoSpace frees the reserve.
-func (fs *guardFS) do(op, name string, f func() error) error {
+// do runs one write-type operation (create: one that makes a file): when
+// space is exhausted, throttled, and a create refused while there is no
+// room; on ENOSPC, retried once if onNoSpace frees the reserve.
+func (fs *guardFS) do(op, name string, create bool, f func() error) error {
 	if fs.g.state.Load() == spaceExhausted {
-		return fs.g.refused(op, name)
+		time.Sleep(exhaustedDelay)
+		if create && !fs.g.roomToCreate() {
+			return &os.PathError{Op: op, Path: name, Err: syscall.ENOSPC}
+		}
 	}
 	gen := fs.g.gen.Load()
 	err := f()
@@ -277,26 +296,26 @@ func (fs *guardFS) wrap(f vfs.File, name string) vfs.File {
 
 func (fs *guardFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
 	var f vfs.File
-	err := fs.do("create", name, func() (err error) { f, err = fs.FS.Create(name, c); return err })
+	err := fs.do("create", name, true, func() (err error) { f, err = fs.FS.Create(name, c); return err })
 	return fs.wrap(f, name), err
 }
 
 func (fs *guardFS) Link(oldname, newname string) error {
-	return fs.do("link", newname, func() error { return fs.FS.Link(oldname, newname) })
+	return fs.do("link", newname, true, func() error { return fs.FS.Link(oldname, newname) })
 }
 
 func (fs *guardFS) ReuseForWrite(oldname, newname string, c vfs.DiskWriteCategory) (vfs.File, error) {
 	var f vfs.File
-	err := fs.do("reuse", newname, func() (err error) { f, err = fs.FS.ReuseForWrite(oldname, newname, c); return err })
+	err := fs.do("reuse", newname, false, func() (err error) { f, err = fs.FS.ReuseForWrite(oldname, newname, c); return err })
 	return fs.wrap(f, newname), err
 }
 
 func (fs *guardFS) MkdirAll(dir string, perm os.FileMode) error {
-	return fs.do("mkdir", dir, func() error { return fs.FS.MkdirAll(dir, perm) })
+	return fs.do("mkdir", dir, true, func() error { return fs.FS.MkdirAll(dir, perm) })
 }
 
 func (fs *guardFS) Rename(oldname, newname string) error {
-	return fs.do("rename", newname, func() error { return fs.FS.Rename(oldname, newname) })
+	return fs.do("rename", newname, false, func() error { return fs.FS.Rename(oldname, newname) })
 }
 
 func (fs *guardFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
@@ -326,7 +345,7 @@ type guardFile struct {
 
 func (f *guardFile) Write(p []byte) (int, error) {
 	n := 0
-	err := f.fs.do("write", f.name, func() error {
+	err := f.fs.do("write", f.name, false, func() error {
 		m, err := f.File.Write(p[n:])
 		n += m
 		return err
@@ -336,7 +355,7 @@ func (f *guardFile) Write(p []byte) (int, error) {
 
 func (f *guardFile) WriteAt(p []byte, off int64) (int, error) {
 	n := 0
-	err := f.fs.do("write", f.name, func() error {
+	err := f.fs.do("write", f.name, false, func() error {
 		m, err := f.File.WriteAt(p[n:], off+int64(n))
 		n += m
 		return err

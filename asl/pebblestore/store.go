@@ -313,6 +313,9 @@ func Create(dir string, opts *Options) (*Store, error) {
 	}
 	db, lock, g, err := openWritable(dir, s, false)
 	if err != nil {
+		if errors.As(err, new(*noSpaceError)) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("create store %s: %w", dir, err)
 	}
 	fail := func(err error) (*Store, error) {
@@ -370,7 +373,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 	}
 	db, lock, g, err := openWritable(dir, s, true)
 	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", dir, err)
+		return nil, openErr(dir, err)
 	}
 	if err := readConfig(db, dir, &s); err != nil {
 		db.Close()
@@ -388,6 +391,15 @@ func Open(dir string, opts *Options) (*Store, error) {
 		return nil, err
 	}
 	return st, nil
+}
+
+// openErr prefixes err with the store, unless it names the store already
+// (an out-of-space error).
+func openErr(dir string, err error) error {
+	if errors.As(err, new(*noSpaceError)) {
+		return err
+	}
+	return fmt.Errorf("open store %s: %w", dir, err)
 }
 
 // openWritable locks dir, makes sure the reserve is there and opens Pebble
@@ -474,7 +486,7 @@ func start(db *pebble.DB, dir string, s settings, lock *pebble.Lock, g *spaceGua
 		if lock != nil {
 			lock.Close()
 		}
-		return nil, fmt.Errorf("open store %s: %w", dir, g.check(err))
+		return nil, openErr(dir, g.check(err))
 	}
 	if !s.readOnly {
 		po := pebbleOptions(s)
