@@ -85,7 +85,8 @@ type spaceGuard struct {
 	mu        sync.Mutex
 	released  bool
 	cause     error         // the first ENOSPC; guarded by mu
-	exhausted chan struct{} // closed when the state becomes spaceExhausted
+	exhausted chan struct{} // closed when the state first becomes spaceExhausted
+	exhaust   sync.Once
 }
 
 // exhaustedDelay throttles Pebble's retries once space is exhausted (a
@@ -155,9 +156,8 @@ func (g *spaceGuard) onNoSpace(gen uint64, cause error) bool {
 			return true
 		}
 	}
-	if g.state.Swap(spaceExhausted) != spaceExhausted {
-		close(g.exhausted)
-	}
+	g.state.Store(spaceExhausted)
+	g.exhaust.Do(func() { close(g.exhausted) })
 	return false
 }
 
@@ -273,7 +273,8 @@ type guardFS struct {
 // space is exhausted, throttled, and a create refused while there is no
 // room; on ENOSPC, retried once if onNoSpace frees the reserve.
 func (fs *guardFS) do(op, name string, create bool, f func() error) error {
-	if fs.g.state.Load() == spaceExhausted {
+	exhausted := fs.g.state.Load() == spaceExhausted
+	if exhausted {
 		time.Sleep(exhaustedDelay)
 		if create && !fs.g.roomToCreate() {
 			return &os.PathError{Op: op, Path: name, Err: syscall.ENOSPC}
@@ -281,6 +282,10 @@ func (fs *guardFS) do(op, name string, create bool, f func() error) error {
 	}
 	gen := fs.g.gen.Load()
 	err := f()
+	if exhausted && err == nil {
+		// Space is back: no more throttling (writes stay refused).
+		fs.g.state.CompareAndSwap(spaceExhausted, spaceFull)
+	}
 	if err != nil && errors.Is(err, syscall.ENOSPC) && fs.g.onNoSpace(gen, err) {
 		err = f()
 	}
