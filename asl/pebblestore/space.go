@@ -20,8 +20,10 @@ import (
 // §6.6). Errors wrapping it also wrap syscall.ENOSPC.
 var ErrNoSpace = errors.New("no space left on device")
 
-// reserveName is the reserve file in the store directory (SPECS.md §6.6).
-const reserveName = "RESERVE"
+// ReserveFile is the name of the reserve file in the store directory: room
+// kept for Pebble to finish its work when the file system fills up
+// (SPECS.md §6.6). It holds no data.
+const ReserveFile = "RESERVE"
 
 // noSpaceError is the error of every write refused or failed for lack of
 // space: one line naming the store and what to do.
@@ -98,7 +100,7 @@ const exhaustedDelay = 50 * time.Millisecond
 const minFreeToCreate = 1 << 20
 
 func newSpaceGuard(fs vfs.FS, dir string, size int64) *spaceGuard {
-	return &spaceGuard{inner: fs, dir: dir, reserve: fs.PathJoin(dir, reserveName), size: size, exhausted: make(chan struct{})}
+	return &spaceGuard{inner: fs, dir: dir, reserve: fs.PathJoin(dir, ReserveFile), size: size, exhausted: make(chan struct{})}
 }
 
 // err returns the store's sticky out-of-space error, or nil.

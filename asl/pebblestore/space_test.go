@@ -110,7 +110,7 @@ type spaceStore struct {
 
 func newSpaceStore(t *testing.T, reserve int64) *spaceStore {
 	dir := filepath.Join(t.TempDir(), "store")
-	m := &diskModel{reserve: filepath.Join(dir, reserveName)}
+	m := &diskModel{reserve: filepath.Join(dir, ReserveFile)}
 	return &spaceStore{t: t, dir: dir, model: m, acked: map[asl.Reference][]byte{},
 		opts: Options{FS: errorfs.Wrap(vfs.Default, m), ReserveSize: reserve, MemTableSize: 1 << 20}}
 }
