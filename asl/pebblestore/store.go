@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/amduat/amduat/asl"
@@ -314,6 +315,12 @@ func Create(dir string, opts *Options) (*Store, error) {
 	db, lock, g, err := openWritable(dir, s, false)
 	if err != nil {
 		if errors.As(err, new(*noSpaceError)) {
+			if !desc.Exists {
+				// No room for the reserve: Pebble created nothing yet. Leave
+				// the directory empty (but for a lock file another process
+				// may hold), so that init can be run again.
+				_ = s.fs.Remove(s.fs.PathJoin(dir, "LOCK"))
+			}
 			return nil, err
 		}
 		return nil, fmt.Errorf("create store %s: %w", dir, err)
@@ -409,6 +416,9 @@ func openWritable(dir string, s settings, mustExist bool) (*pebble.DB, *pebble.L
 	if err != nil {
 		if locked(err) {
 			return nil, nil, nil, fmt.Errorf("%w; to use it from several processes at once, run `amduat serve --store %s` and point commands at --store http://127.0.0.1:8080", ErrLocked, dir)
+		}
+		if errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
+			return nil, nil, nil, fmt.Errorf("cannot open it for writing (a read-only open works): %w", err)
 		}
 		return nil, nil, nil, fmt.Errorf("locking: %w", err)
 	}
