@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -96,6 +97,26 @@ func TestStoreInUse(t *testing.T) {
 	c.must(0, "has", ref)
 	c.must(0, "stat", ref)
 	c.must(0, "verify")
+	// Several reading processes at once, beside the writer.
+	var wg sync.WaitGroup
+	results := make([]result, 6)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i%2 == 0 {
+				results[i] = c.run("verify")
+			} else {
+				results[i] = c.run("get", ref)
+			}
+		}()
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r.code != 0 || i%2 == 1 && r.stdout != "shared" {
+			t.Fatalf("concurrent reader %d: exit %d: %q %s", i, r.code, r.stdout, r.stderr)
+		}
+	}
 	if r := release(); r.code != 0 {
 		t.Fatalf("the holding put: exit %d: %s", r.code, r.stderr)
 	}
