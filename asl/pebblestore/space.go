@@ -28,9 +28,10 @@ const ReserveFile = "RESERVE"
 // noSpaceError is the error of every write refused or failed for lack of
 // space: one line naming the store and what to do.
 type noSpaceError struct {
-	dir    string
-	cause  error
-	detail string // what needed the space, if not a write of data
+	dir     string
+	cause   error
+	detail  string // what needed the space, if not a write of data
+	reserve bool   // allocating the reserve failed: Pebble was not opened
 }
 
 func (e *noSpaceError) Error() string {
@@ -214,7 +215,7 @@ func (g *spaceGuard) ensureReserve() error {
 func (g *spaceGuard) reserveErr(err error) error {
 	if isNoSpace(err) {
 		g.markFull(err)
-		return &noSpaceError{dir: g.dir, cause: err, detail: fmt.Sprintf("for its %d MiB reserve", g.size>>20)}
+		return &noSpaceError{dir: g.dir, cause: err, detail: fmt.Sprintf("for its %d MiB reserve", g.size>>20), reserve: true}
 	}
 	return fmt.Errorf("allocating its reserve: %w", err)
 }

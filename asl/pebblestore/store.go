@@ -314,11 +314,11 @@ func Create(dir string, opts *Options) (*Store, error) {
 	}
 	db, lock, g, err := openWritable(dir, s, false)
 	if err != nil {
-		if errors.As(err, new(*noSpaceError)) {
-			if !desc.Exists {
-				// No room for the reserve: Pebble created nothing yet. Leave
-				// the directory empty (but for a lock file another process
-				// may hold), so that init can be run again.
+		if ns := (*noSpaceError)(nil); errors.As(err, &ns) {
+			if ns.reserve && !desc.Exists {
+				// No room for the reserve, and Pebble was not opened: leave
+				// the directory as empty as it was, so that init can be run
+				// again once there is room.
 				_ = s.fs.Remove(s.fs.PathJoin(dir, "LOCK"))
 			}
 			return nil, err
