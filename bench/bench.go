@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/amduat/amduat/asl/pebblestore"
 )
 
 // Sizes are the workload sizes of a run.
@@ -185,11 +187,12 @@ func durations(ds []time.Duration) []float64 {
 	return out
 }
 
-// dirSize sums the sizes of the regular files under dir.
+// dirSize sums the sizes of the regular files under dir, except a store's
+// reserve file (space kept free for a full disk, not data).
 func dirSize(dir string) int64 {
 	var n int64
 	filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
+		if err == nil && d.Type().IsRegular() && d.Name() != pebblestore.ReserveFile {
 			if info, err := d.Info(); err == nil {
 				n += info.Size()
 			}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"io"
 	"math/rand/v2"
+	"sync"
 )
 
 // Kind selects the content of a generated stream.
@@ -87,10 +88,12 @@ func FillRandom(p []byte, seed, index uint64) {
 	(&randomReader{rng: rand.NewChaCha8(s), left: int64(len(p))}).Read(p)
 }
 
-// vocabulary is a fixed list of made-up words, each prepared in the forms
-// the text generator emits, and a 16-bit table that draws them with a
-// Zipf-like (1/rank) frequency.
-var vocabulary = buildVocabulary()
+// vocabulary returns a fixed list of made-up words, each prepared in the
+// forms the text generator emits, and a 16-bit table that draws them with a
+// Zipf-like (1/rank) frequency. It is built on first use, not at package
+// initialisation: every amduat command links this package, and building it
+// took 12% of a small get's CPU.
+var vocabulary = sync.OnceValue(buildVocabulary)
 
 // Word forms: followed by a space, a comma, a full stop or a newline, and
 // capitalized (a sentence start) followed by a space.
@@ -198,11 +201,12 @@ func (t *textReader) fill() {
 		t.buf = make([]byte, textBlock+3*16)
 	}
 	buf := t.buf[:cap(t.buf)]
+	voc := vocabulary()
 	n := 0
 	for n < textBlock {
 		r := t.rng.Uint64()
 		for k := 0; k < 3; k++ {
-			idx := vocabulary.pick[uint16(r)]
+			idx := voc.pick[uint16(r)]
 			r >>= 16
 			form := formSpace
 			switch {
@@ -220,7 +224,7 @@ func (t *textReader) fill() {
 			if t.col++; t.col == 12 {
 				t.col = 0
 			}
-			f := &vocabulary.forms[idx][form]
+			f := &voc.forms[idx][form]
 			*(*[16]byte)(buf[n:]) = f.b
 			n += f.n
 		}

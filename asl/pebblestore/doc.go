@@ -42,6 +42,16 @@
 //     pack shrunk behind the store's back gives ErrIntegrity, not a crash.
 //   - Chunks are compressed with zstd only where it pays (at least 4 KiB and
 //     a saving of at least one eighth); the choice is recorded per chunk.
+//   - One writer at a time holds the store's lock; a second one gets
+//     ErrLocked. Options.ReadOnly opens create, change, sync and lock
+//     nothing, work beside readers and a writer, and see a snapshot as of
+//     their open (commits only in Pebble's log and unindexed pack records
+//     included); writes on them are ErrReadOnly (SPECS.md §6.6).
+//   - Running out of space is ErrNoSpace, never a hang: Pebble writes
+//     through a file system that frees the store's reserve file on the
+//     first ENOSPC, so Pebble can finish what it started, and the store
+//     refuses writes from then on; an Open that waits for a flush Pebble
+//     cannot finish gives up at once (SPECS.md §6.6).
 //   - Store-internal records are deterministic CBOR (RFC 8949 core
 //     deterministic encoding), decoded strictly; they never replace a
 //     normative encoding.

@@ -560,7 +560,7 @@ func (s *Store) Enumerate(ctx context.Context, after asl.Reference, fn func(asl.
 	if !after.IsZero() {
 		lower = append(after.AppendBytes(lower), 0)
 	}
-	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: []byte{prefixIndex + 1}})
+	it, err := s.indexReader().NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: []byte{prefixIndex + 1}})
 	if err != nil {
 		return fmt.Errorf("enumerate: %w", ioErr(err))
 	}

@@ -134,6 +134,9 @@ func (q *indexQueue) failed() error {
 // drain waits until every job queued before the call is committed (or has
 // failed), and returns the sticky error.
 func (q *indexQueue) drain() error {
+	if q.jobs == nil { // a read-only store's: nothing is ever queued
+		return q.failed()
+	}
 	ch := make(chan struct{})
 	q.jobs <- &indexJob{call: func() { close(ch) }}
 	<-ch
@@ -143,6 +146,9 @@ func (q *indexQueue) drain() error {
 // stop drains the queue and stops the committer; no job may be queued
 // after it.
 func (q *indexQueue) stop() error {
+	if q.jobs == nil {
+		return q.failed()
+	}
 	close(q.jobs)
 	<-q.done
 	return q.failed()

@@ -80,10 +80,13 @@ func packName(id uint64) string {
 }
 
 // openPacks creates the pack directory if needed and finds the highest pack
-// id in it; appends after Open go to a fresh pack.
-func openPacks(fs vfs.FS, storeDir string) (*packs, error) {
+// id in it; appends after Open go to a fresh pack. A read-only store
+// creates nothing: a missing directory holds no packs.
+func openPacks(fs vfs.FS, storeDir string, readOnly bool) (*packs, error) {
 	dir := fs.PathJoin(storeDir, packDir)
-	if _, err := fs.Stat(dir); errors.Is(err, os.ErrNotExist) {
+	if _, err := fs.Stat(dir); errors.Is(err, os.ErrNotExist) && readOnly {
+		return &packs{fs: fs, dir: dir, nextID: 1, readers: map[uint64]*packReader{}}, nil
+	} else if errors.Is(err, os.ErrNotExist) {
 		// The directory's entry must be durable before any pack in it is.
 		if err := fs.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("creating %s: %w", dir, err)
@@ -420,14 +423,43 @@ func decodePacked(rec indexRecord, v []byte) ([]byte, error) {
 // appended after such bytes. The watermarks move to the ends of the packs
 // in one synced batch with the rebuilt index records; the newest pack, when
 // whole, takes the next appends.
-func (s *Store) recoverPacks() error {
-	b := s.db.NewBatch()
-	defer b.Close()
+//
+// A read-only store writes nothing (SPECS.md §6.6): it syncs no pack and
+// moves no watermark; the index records it rebuilds are returned as a
+// pending set (what getIndex consults first) and kept in an indexed batch
+// that Enumerate reads through.
+func (s *Store) recoverPacks() (map[asl.Reference]pendingRecord, error) {
+	var b *pebble.Batch
+	if s.readOnly {
+		b = s.db.NewIndexedBatch()
+	} else {
+		b = s.db.NewBatch()
+		defer b.Close()
+	}
+	pending, err := s.scanPacks(b)
+	if err != nil || !s.readOnly {
+		if s.readOnly {
+			b.Close()
+		}
+		return nil, err
+	}
+	if len(pending) == 0 {
+		b.Close()
+		return nil, nil
+	}
+	s.roIndex = b
+	return pending, nil
+}
+
+// scanPacks does the work of recoverPacks, adding the index records it
+// rebuilds (and, for a writable store, the watermarks) to b.
+func (s *Store) scanPacks(b *pebble.Batch) (map[asl.Reference]pendingRecord, error) {
+	var pending map[asl.Reference]pendingRecord
 	added := map[asl.Reference]bool{}
 	for _, id := range s.packs.atOpen {
 		st, err := s.fs.Stat(s.fs.PathJoin(s.packs.dir, packName(id)))
 		if err != nil {
-			return fmt.Errorf("pack %d: %w", id, err)
+			return nil, fmt.Errorf("pack %d: %w", id, err)
 		}
 		size := uint64(st.Size())
 		wm := uint64(len(packMagic))
@@ -437,11 +469,11 @@ func (s *Store) recoverPacks() error {
 			n, derr := decodeUintRecord(v, "pack watermark")
 			closer.Close()
 			if derr != nil {
-				return fmt.Errorf("pack %d: %w", id, derr)
+				return nil, fmt.Errorf("pack %d: %w", id, derr)
 			}
 			wm = max(wm, n)
 		case !errors.Is(err, pebble.ErrNotFound):
-			return fmt.Errorf("pack %d: reading watermark: %w", id, ioErr(err))
+			return nil, fmt.Errorf("pack %d: reading watermark: %w", id, ioErr(err))
 		}
 		clean := wm <= size
 		found := 0
@@ -452,7 +484,7 @@ func (s *Store) recoverPacks() error {
 				break
 			}
 			if err != nil {
-				return err
+				return nil, err
 			}
 			p = next
 			found++
@@ -462,13 +494,23 @@ func (s *Store) recoverPacks() error {
 			key := appendIndexKey(nil, ref)
 			present, err := s.has(key)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if !present {
-				_ = b.Set(key, appendIndexRecord(nil, rec), nil)
+				val := appendIndexRecord(nil, rec)
+				_ = b.Set(key, val, nil)
 				added[ref] = true
 				s.packRecovered++
+				if s.readOnly {
+					if pending == nil {
+						pending = map[asl.Reference]pendingRecord{}
+					}
+					pending[ref] = pendingRecord{val: val}
+				}
 			}
+		}
+		if s.readOnly {
+			continue
 		}
 		if found > 0 {
 			// The records just found may not have been synced before the
@@ -478,7 +520,7 @@ func (s *Store) recoverPacks() error {
 				err = r.f.Sync()
 			}
 			if err != nil {
-				return fmt.Errorf("syncing pack %d: %w", id, err)
+				return nil, fmt.Errorf("syncing pack %d: %w", id, err)
 			}
 		}
 		// A pack whose scan stopped early is sealed: its watermark goes one
@@ -495,13 +537,13 @@ func (s *Store) recoverPacks() error {
 			s.packs.reuseID, s.packs.reuseSize = id, int64(size)
 		}
 	}
-	if b.Empty() {
-		return nil
+	if s.readOnly || b.Empty() {
+		return pending, nil
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("indexing pack records: %w", ioErr(err))
+		return nil, fmt.Errorf("indexing pack records: %w", ioErr(err))
 	}
-	return nil
+	return nil, nil
 }
 
 // scanPackRecord reads and checks the pack record at p of pack id and

@@ -70,7 +70,12 @@ const (
 // larger ones are streamed: chunks go to a staging blob in unsynced batches
 // while the payload is hashed, and one synced batch commits the index record
 // (SPECS.md §6.1, §6.4).
-func (s *Store) Put(ctx context.Context, id asl.HashID, hdr asl.Header, r io.Reader) (asl.Reference, error) {
+//
+// A read-only store refuses it (ErrReadOnly); a put that runs out of space
+// fails with ErrNoSpace, and the store refuses writes from then on
+// (SPECS.md §6.6).
+func (s *Store) Put(ctx context.Context, id asl.HashID, hdr asl.Header, r io.Reader) (_ asl.Reference, err error) {
+	defer func() { err = s.space.check(err) }()
 	h, err := asl.NewHasher(id, hdr)
 	if err != nil {
 		return asl.Reference{}, fmt.Errorf("put: %w", err)
@@ -78,7 +83,7 @@ func (s *Store) Put(ctx context.Context, id asl.HashID, hdr asl.Header, r io.Rea
 	if err := ctx.Err(); err != nil {
 		return asl.Reference{}, err
 	}
-	if err := s.acquire(); err != nil {
+	if err := s.acquireWrite(); err != nil {
 		return asl.Reference{}, fmt.Errorf("put: %w", err)
 	}
 	defer s.release()
@@ -137,19 +142,21 @@ func expectEOF(r io.Reader, size uint64) error {
 // file when the batch's small artifacts are packed (packFresh, packNew),
 // otherwise that of one Pebble batch. Artifacts larger than the chunk size
 // are staged first (unsynced); their index records join the same final
-// batch (SPECS.md §6.4).
+// batch (SPECS.md §6.4). Like Put, it is refused on a read-only store and
+// on a store that ran out of space (SPECS.md §6.6).
 func (s *Store) PutBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact) ([]asl.Reference, error) {
 	return s.putBatch(ctx, id, arts, nil)
 }
 
-func (s *Store) putBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact, extra *indexExtra) ([]asl.Reference, error) {
+func (s *Store) putBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact, extra *indexExtra) (_ []asl.Reference, err error) {
+	defer func() { err = s.space.check(err) }()
 	if _, ok := asl.LookupHash(id); !ok {
 		return nil, fmt.Errorf("put batch: hash id 0x%04x: %w", uint16(id), asl.ErrUnsupported)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := s.acquire(); err != nil {
+	if err := s.acquireWrite(); err != nil {
 		return nil, fmt.Errorf("put batch: %w", err)
 	}
 	defer s.release()

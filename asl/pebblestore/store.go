@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/amduat/amduat/asl"
@@ -71,7 +72,27 @@ type Options struct {
 	// is written once. 0 means DefaultPackMin, negative means never.
 	// Smaller puts keep one fsync each.
 	PackMin int64
+
+	// ReadOnly makes Open open the store without creating, changing,
+	// syncing or locking any file (SPECS.md §6.6): it works on a read-only
+	// directory or file system, beside other readers and beside a writer,
+	// and needs no free space. The store is a snapshot as of the open,
+	// including commits that are only in Pebble's log and verified pack
+	// records no index record names yet (indexed in memory). Writes fail
+	// with ErrReadOnly. Create ignores it.
+	ReadOnly bool
+	// ReserveSize is the size of the reserve file a store opened for
+	// writing keeps so that it can fail cleanly when its file system fills
+	// up (SPECS.md §6.6): 0 means three memtables (DefaultReserveMemTables
+	// times MemTableSize), negative means none. Open fails with ErrNoSpace
+	// when a missing reserve cannot be allocated.
+	ReserveSize int64
 }
+
+// DefaultReserveMemTables is the default reserve size in memtables: room for
+// Pebble to flush the two memtables it keeps and rotate its log once the
+// file system is full.
+const DefaultReserveMemTables = 3
 
 // ErrNoStore: Open was given a directory that holds no initialized store.
 var ErrNoStore = errors.New("no store")
@@ -81,6 +102,9 @@ var ErrExists = errors.New("store exists")
 
 // ErrClosed: the store was used after Close.
 var ErrClosed = errors.New("store closed")
+
+// The errors of sharing a store and of running out of space (ErrLocked,
+// ErrReadOnly, ErrStale, ErrNoSpace) are in open.go and space.go.
 
 // Store is the embedded Pebble store. It is safe for concurrent use.
 type Store struct {
@@ -116,6 +140,11 @@ type Store struct {
 	recovered     int           // staged blobs deleted by Open
 	packRecovered int           // pack records indexed by Open
 	unsynced      atomic.Bool   // a commit relied on a pack's sync
+
+	readOnly bool          // opened with Options.ReadOnly
+	roIndex  *pebble.Batch // read-only: index records of pack records found by Open, for Enumerate
+	lock     *pebble.Lock  // the store's lock (writable stores)
+	space    *spaceGuard   // out-of-space handling (writable stores)
 }
 
 var _ asl.Store = (*Store)(nil)
@@ -132,6 +161,8 @@ type settings struct {
 	cache       int64
 	ingestMin   uint64
 	packMin     int64
+	readOnly    bool
+	reserve     int64
 }
 
 func resolve(opts *Options) (settings, error) {
@@ -140,7 +171,7 @@ func resolve(opts *Options) (settings, error) {
 		o = *opts
 	}
 	s := settings{fs: o.FS, hash: o.DefaultHash, chunkSize: o.ChunkSize, inlineMax: o.InlineMax,
-		minCompress: o.MinCompressSize, memTable: o.MemTableSize, cache: o.CacheSize}
+		minCompress: o.MinCompressSize, memTable: o.MemTableSize, cache: o.CacheSize, readOnly: o.ReadOnly}
 	if s.fs == nil {
 		s.fs = vfs.Default
 	}
@@ -184,6 +215,12 @@ func resolve(opts *Options) (settings, error) {
 		s.packMin = -1
 	default:
 		s.packMin = o.PackMin
+	}
+	switch {
+	case o.ReserveSize == 0:
+		s.reserve = DefaultReserveMemTables * int64(s.memTable)
+	case o.ReserveSize > 0:
+		s.reserve = o.ReserveSize
 	}
 	switch {
 	case o.IngestMin == 0:
@@ -250,12 +287,15 @@ func pebbleOptions(s settings) *pebble.Options {
 
 // Create initializes a store in dir (creating dir if needed) and writes its
 // config record. It fails with ErrExists when dir already holds a store, and
-// refuses a non-empty directory that is not a Pebble database.
+// refuses a non-empty directory that is not a Pebble database. It takes the
+// store's lock (ErrLocked when another process holds it) and allocates its
+// reserve (ErrNoSpace when there is no room for it; SPECS.md §6.6).
 func Create(dir string, opts *Options) (*Store, error) {
 	s, err := resolve(opts)
 	if err != nil {
 		return nil, fmt.Errorf("create store %s: %w", dir, err)
 	}
+	s.readOnly = false
 	if err := s.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create store %s: %w", dir, err)
 	}
@@ -272,34 +312,61 @@ func Create(dir string, opts *Options) (*Store, error) {
 			return nil, fmt.Errorf("create store %s: directory is not empty and holds no store", dir)
 		}
 	}
-	db, err := pebble.Open(dir, pebbleOptions(s))
+	db, lock, g, err := openWritable(dir, s, false)
 	if err != nil {
+		if ns := (*noSpaceError)(nil); errors.As(err, &ns) {
+			if ns.reserve && !desc.Exists {
+				// No room for the reserve, and Pebble was not opened: leave
+				// the directory as empty as it was, so that init can be run
+				// again once there is room.
+				_ = s.fs.Remove(s.fs.PathJoin(dir, "LOCK"))
+			}
+			return nil, err
+		}
 		return nil, fmt.Errorf("create store %s: %w", dir, err)
+	}
+	fail := func(err error) (*Store, error) {
+		db.Close()
+		lock.Close()
+		return nil, fmt.Errorf("create store %s: %w", dir, g.check(err))
 	}
 	if v, closer, err := db.Get(configKey()); err == nil {
 		_ = v
 		closer.Close()
-		db.Close()
-		return nil, fmt.Errorf("create store %s: %w", dir, ErrExists)
+		return fail(ErrExists)
 	} else if !errors.Is(err, pebble.ErrNotFound) {
-		db.Close()
-		return nil, fmt.Errorf("create store %s: reading config: %w", dir, err)
+		return fail(fmt.Errorf("reading config: %w", err))
 	}
 	cfg := configRecord{Format: formatName, Version: formatVersion, Hash: uint16(s.hash)}
 	if err := db.Set(configKey(), encodeConfig(cfg), pebble.Sync); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("create store %s: writing config: %w", dir, err)
+		return fail(fmt.Errorf("writing config: %w", err))
 	}
-	return start(db, dir, s)
+	return start(db, dir, s, lock, g)
 }
 
 // Open opens the store in dir. It fails with an error wrapping ErrNoStore
-// when dir holds no initialized store. Blobs staged by puts that never
-// committed (a crash mid-put) are deleted before Open returns.
+// when dir holds no initialized store.
+//
+// For writing (the default), Open takes the store's lock (ErrLocked when
+// another process holds it), makes sure its reserve is allocated
+// (ErrNoSpace when it cannot be), and deletes blobs staged by puts that
+// never committed (a crash mid-put) before it returns. With
+// Options.ReadOnly it writes nothing and takes no lock (SPECS.md §6.6).
 func Open(dir string, opts *Options) (*Store, error) {
 	s, err := resolve(opts)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	if s.readOnly {
+		db, _, err := openReadOnly(dir, s)
+		if err != nil {
+			return nil, err
+		}
+		if err := readConfig(db, dir, &s); err != nil {
+			db.Close()
+			return nil, err
+		}
+		return start(db, dir, s, nil, nil)
 	}
 	desc, err := pebble.Peek(dir, s.fs)
 	if err != nil {
@@ -311,40 +378,97 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if !desc.Exists {
 		return nil, fmt.Errorf("open store %s: %w", dir, ErrNoStore)
 	}
-	po := pebbleOptions(s)
-	po.ErrorIfNotExists = true
-	db, err := pebble.Open(dir, po)
+	db, lock, g, err := openWritable(dir, s, true)
 	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", dir, err)
+		return nil, openErr(dir, err)
 	}
+	if err := readConfig(db, dir, &s); err != nil {
+		db.Close()
+		lock.Close()
+		return nil, g.check(err)
+	}
+	st, err := start(db, dir, s, lock, g)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.err(); err != nil {
+		// Pebble spent the reserve to finish what it replayed: the file
+		// system is full, and a writer should not go on.
+		st.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// openErr prefixes err with the store, unless it names the store already
+// (an out-of-space error).
+func openErr(dir string, err error) error {
+	if errors.As(err, new(*noSpaceError)) {
+		return err
+	}
+	return fmt.Errorf("open store %s: %w", dir, err)
+}
+
+// openWritable locks dir, makes sure the reserve is there and opens Pebble
+// on the guarded file system (SPECS.md §6.6).
+func openWritable(dir string, s settings, mustExist bool) (*pebble.DB, *pebble.Lock, *spaceGuard, error) {
+	lock, err := pebble.LockDirectory(dir, s.fs)
+	if err != nil {
+		if locked(err) {
+			return nil, nil, nil, fmt.Errorf("%w; to use it from several processes at once, run `amduat serve --store %s` and point commands at --store http://127.0.0.1:8080", ErrLocked, dir)
+		}
+		if errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
+			return nil, nil, nil, fmt.Errorf("cannot open it for writing (a read-only open works): %w", err)
+		}
+		return nil, nil, nil, fmt.Errorf("locking: %w", err)
+	}
+	g := newSpaceGuard(s.fs, dir, s.reserve)
+	if err := g.ensureReserve(); err != nil {
+		lock.Close()
+		return nil, nil, nil, err
+	}
+	po := pebbleOptions(s)
+	po.FS = &guardFS{FS: s.fs, g: g}
+	po.Lock = lock
+	po.ErrorIfNotExists = mustExist
+	db, err := g.openWatched(dir, po)
+	if err != nil {
+		// Pebble dropped its reference to the lock when its Open failed;
+		// an abandoned Open (out of space) drops it if it ever returns.
+		lock.Close()
+		return nil, nil, nil, g.check(err)
+	}
+	return db, lock, g, nil
+}
+
+// readConfig reads and checks the config record and sets s.hash. A version
+// 1 store opened for writing is upgraded to version 2 (synced): once this
+// build may have written a pack record, a version 1 reader must refuse the
+// store. A read-only open reads it as it is.
+func readConfig(db *pebble.DB, dir string, s *settings) error {
 	v, closer, err := db.Get(configKey())
 	if err != nil {
-		db.Close()
 		if errors.Is(err, pebble.ErrNotFound) {
-			return nil, fmt.Errorf("open store %s: no config record: %w", dir, ErrNoStore)
+			return fmt.Errorf("open store %s: no config record: %w", dir, ErrNoStore)
 		}
-		return nil, fmt.Errorf("open store %s: reading config: %w", dir, ioErr(err))
+		return fmt.Errorf("open store %s: reading config: %w", dir, ioErr(err))
 	}
 	cfg, err := decodeConfig(v)
 	closer.Close()
 	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open store %s: %w", dir, err)
+		return fmt.Errorf("open store %s: %w", dir, err)
 	}
 	s.hash = asl.HashID(cfg.Hash)
-	if cfg.Version < formatVersion {
-		// Version 1 stores have no pack records; once this build may have
-		// written one, a version 1 reader must refuse the store.
+	if cfg.Version < formatVersion && !s.readOnly {
 		cfg.Version = formatVersion
 		if err := db.Set(configKey(), encodeConfig(cfg), pebble.Sync); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("open store %s: upgrading config to version %d: %w", dir, formatVersion, ioErr(err))
+			return fmt.Errorf("open store %s: upgrading config to version %d: %w", dir, formatVersion, ioErr(err))
 		}
 	}
-	return start(db, dir, s)
+	return nil
 }
 
-func start(db *pebble.DB, dir string, s settings) (*Store, error) {
+func start(db *pebble.DB, dir string, s settings, lock *pebble.Lock, g *spaceGuard) (*Store, error) {
 	st := &Store{
 		db:          db,
 		dir:         dir,
@@ -357,31 +481,50 @@ func start(db *pebble.DB, dir string, s settings) (*Store, error) {
 		ingestMin:   s.ingestMin,
 		packMin:     s.packMin,
 		fs:          s.fs,
+		readOnly:    s.readOnly,
+		lock:        lock,
+		space:       g,
 	}
-	po := pebbleOptions(s)
-	po.EnsureDefaults()
-	st.sstOpts = po.MakeWriterOptions(0, db.TableFormat())
-	if err := st.clearIngestDir(); err != nil {
+	fail := func(err error) (*Store, error) {
+		if st.packs != nil {
+			st.packs.close()
+		}
+		if st.roIndex != nil {
+			st.roIndex.Close()
+		}
 		db.Close()
-		return nil, fmt.Errorf("open store %s: %w", dir, err)
+		if lock != nil {
+			lock.Close()
+		}
+		return nil, openErr(dir, g.check(err))
+	}
+	if !s.readOnly {
+		po := pebbleOptions(s)
+		po.EnsureDefaults()
+		st.sstOpts = po.MakeWriterOptions(0, db.TableFormat())
+		if err := st.clearIngestDir(); err != nil {
+			return fail(err)
+		}
 	}
 	var err error
-	if st.packs, err = openPacks(s.fs, dir); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	if st.packs, err = openPacks(s.fs, dir, s.readOnly); err != nil {
+		return fail(err)
 	}
-	if err := st.recoverPacks(); err != nil {
-		st.packs.close()
-		db.Close()
-		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	pending, err := st.recoverPacks()
+	if err != nil {
+		return fail(err)
 	}
 	for i := range st.claims {
 		st.claims[i].m = make(map[asl.Reference]*claim)
 	}
+	if s.readOnly {
+		// Nothing is written: pack records found above their watermarks
+		// are served from memory (getIndex looks in pending first).
+		st.idx = &indexQueue{pending: pending}
+		return st, nil
+	}
 	if err := st.recover(); err != nil {
-		st.packs.close()
-		db.Close()
-		return nil, fmt.Errorf("open store %s: %w", dir, err)
+		return fail(err)
 	}
 	st.startIndexQueue()
 	return st, nil
@@ -500,20 +643,31 @@ func (s *Store) Close() error {
 	if old != 0 {
 		<-s.drained
 	}
-	err := s.idx.stop()
-	// Index records committed without a sync: make them durable so the next
-	// Open has nothing to rebuild.
-	if lerr := s.syncLog(); err == nil {
-		err = lerr
+	var err error
+	if !s.readOnly {
+		err = s.idx.stop()
+		// Index records committed without a sync: make them durable so the
+		// next Open has nothing to rebuild.
+		if lerr := s.syncLog(); err == nil {
+			err = lerr
+		}
+	}
+	if s.roIndex != nil {
+		_ = s.roIndex.Close()
 	}
 	if cerr := s.db.Close(); err == nil {
 		err = cerr
+	}
+	if s.lock != nil {
+		if lerr := s.lock.Close(); err == nil {
+			err = lerr
+		}
 	}
 	if perr := s.packs.close(); err == nil {
 		err = perr
 	}
 	if err != nil {
-		return fmt.Errorf("close store %s: %w", s.dir, err)
+		return fmt.Errorf("close store %s: %w", s.dir, s.space.check(err))
 	}
 	return nil
 }
@@ -522,20 +676,38 @@ func (s *Store) Close() error {
 // and makes every index record durable (one synced log write, when some
 // commit relied on a pack's sync). Puts are durable when they return
 // without it; after Sync a crash leaves Open nothing to rebuild from the
-// packs (SPECS.md §6.4).
+// packs (SPECS.md §6.4). On a read-only store it does nothing.
 func (s *Store) Sync() error {
 	if err := s.acquire(); err != nil {
 		return fmt.Errorf("sync: %w", err)
 	}
 	defer s.release()
+	if s.readOnly {
+		return nil
+	}
 	if err := s.idx.drain(); err != nil {
-		return fmt.Errorf("sync: %w", err)
+		return fmt.Errorf("sync: %w", s.space.check(err))
 	}
 	if err := s.syncLog(); err != nil {
-		return fmt.Errorf("sync: %w", err)
+		return fmt.Errorf("sync: %w", s.space.check(err))
 	}
 	return nil
 }
+
+// acquireWrite registers a write: refused on a read-only store
+// (ErrReadOnly) and on a store that ran out of space (ErrNoSpace).
+func (s *Store) acquireWrite() error {
+	if s.readOnly {
+		return fmt.Errorf("store %s: %w", s.dir, ErrReadOnly)
+	}
+	if err := s.space.err(); err != nil {
+		return err
+	}
+	return s.acquire()
+}
+
+// ReadOnly reports whether the store was opened with Options.ReadOnly.
+func (s *Store) ReadOnly() bool { return s.readOnly }
 
 // syncLog makes Pebble's log durable (one synced empty write) if a commit
 // relied on a pack's sync since the last time.

@@ -99,6 +99,11 @@ func (w *stager) flush() error {
 	if err := w.ctx.Err(); err != nil {
 		return err
 	}
+	// Once the store is out of space, Pebble must not be given more to
+	// flush (SPECS.md §6.6).
+	if err := w.s.space.err(); err != nil {
+		return err
+	}
 	err := w.b.Commit(pebble.NoSync)
 	w.b.Close()
 	w.b = w.s.newStageBatch()

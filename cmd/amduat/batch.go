@@ -129,7 +129,7 @@ func stdinArgs(stdin *bool) func(*cobra.Command, []string) error {
 
 // hasBatch is has --stdin.
 func (a *app) hasBatch() (err error) {
-	s, err := a.openStore()
+	s, err := a.openStoreReadOnly()
 	if err != nil {
 		return err
 	}
@@ -179,7 +179,7 @@ type statMissing struct {
 
 // statBatch is stat --stdin.
 func (a *app) statBatch() (err error) {
-	s, err := a.openStore()
+	s, err := a.openStoreReadOnly()
 	if err != nil {
 		return err
 	}

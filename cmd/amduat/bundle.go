@@ -118,7 +118,7 @@ JSON: {"output", "artifacts", "bytes", "roots", "absent", "undecodable"}.`,
 			if err != nil {
 				return err
 			}
-			s, err := a.openStore()
+			s, err := a.openStoreReadOnly()
 			if err != nil {
 				return err
 			}
@@ -318,7 +318,7 @@ func (a *app) getBatch(out string) (err error) {
 		}
 		w, commit, abort = f, cm, ab
 	}
-	s, err := a.openStore()
+	s, err := a.openStoreReadOnly()
 	if err != nil {
 		abort()
 		return err

@@ -33,7 +33,8 @@ const exitCodeHelp = `Exit codes:
   3    not found (ERR_NOT_FOUND)
   4    integrity error (ERR_INTEGRITY): damaged data; verify found corruption
   5    unsupported (ERR_UNSUPPORTED): unregistered hash id
-  6    I/O or other operational error
+  6    I/O or other operational error; the store is in use by another
+       process, or out of space
   7    no store at --store (run amduat init), or init: a store exists already
   10-19  reserved for program execution statuses (pel run)
   130  interrupted`
@@ -107,6 +108,11 @@ func classify(err error) int {
 		return exitUnsupported
 	case errors.Is(err, pebblestore.ErrNoStore), errors.Is(err, pebblestore.ErrExists):
 		return exitStore
+	case errors.Is(err, pebblestore.ErrLocked), errors.Is(err, pebblestore.ErrNoSpace),
+		errors.Is(err, pebblestore.ErrReadOnly), errors.Is(err, pebblestore.ErrStale):
+		// Operational (SPECS.md §6.6): the store is held by another
+		// process, out of space, read-only, or changed under a reader.
+		return exitIO
 	}
 	return exitIO
 }

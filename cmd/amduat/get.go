@@ -75,7 +75,7 @@ so a reader sees it is incomplete.`,
 					return err
 				}
 			}
-			s, err := a.openStore()
+			s, err := a.openStoreReadOnly()
 			if err != nil {
 				return err
 			}

@@ -46,7 +46,7 @@ end).`,
 			if err != nil {
 				return err
 			}
-			s, err := a.openStore()
+			s, err := a.openStoreReadOnly()
 			if err != nil {
 				return err
 			}
@@ -122,7 +122,7 @@ one object per line (the stat object, or {"ref","missing":true}).`,
 					return badRefErr(arg, err)
 				}
 			}
-			s, err := a.openStore()
+			s, err := a.openStoreReadOnly()
 			if err != nil {
 				return err
 			}

@@ -92,7 +92,7 @@ With --json the output is JSON lines, one object per record: {"seq", "time",
 				}
 				f.HasStatus, f.Status = true, st
 			}
-			s, err := a.openStore()
+			s, err := a.openStoreReadOnly()
 			if err != nil {
 				return err
 			}
@@ -152,7 +152,7 @@ With --json the output is JSON lines, one object per record: {"seq", "time",
 				case <-t.C:
 				}
 				if reopen {
-					if s, err = a.openStore(); err != nil {
+					if s, err = a.openStoreReadOnly(); err != nil {
 						if classify(err) == exitIO {
 							continue // held by another process: try at the next poll
 						}

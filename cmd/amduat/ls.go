@@ -123,7 +123,7 @@ error after the listing began is one last line {"error","code","command"}.`,
 			if err != nil {
 				return err
 			}
-			s, err := a.openStore()
+			s, err := a.openStoreReadOnly()
 			if err != nil {
 				return err
 			}
@@ -242,7 +242,7 @@ backend gave no stored size (not included in stored_bytes).`,
 			if err != nil {
 				return err
 			}
-			s, err := a.openStore()
+			s, err := a.openStoreReadOnly()
 			if err != nil {
 				return err
 			}

@@ -20,6 +20,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -55,8 +56,22 @@ var commandFactories []func(*app) *cobra.Command
 // addCommand registers a top-level command. Call it from init functions.
 func addCommand(f func(*app) *cobra.Command) { commandFactories = append(commandFactories, f) }
 
+// interruptGrace is how long a command may take to stop after SIGINT or
+// SIGTERM before the process exits anyway (SPECS.md §16.2).
+const interruptGrace = time.Second
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The signal cancels the command's context; operations that watch it
+	// return at once. Whatever does not (a file system or Pebble call that
+	// blocks) must not keep the process alive: a second later it exits with
+	// 130. Stores are crash-safe, so this loses nothing acknowledged.
+	go func() {
+		<-ctx.Done()
+		time.Sleep(interruptGrace)
+		fmt.Fprintln(os.Stderr, "amduat: interrupted")
+		os.Exit(exitInterrupted)
+	}()
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -228,12 +243,33 @@ func isRemote(store string) bool {
 	return strings.HasPrefix(store, "http://") || strings.HasPrefix(store, "https://")
 }
 
-// openStore opens the store named by --store: a server when it is an
-// http(s) URL (token from AMDUAT_TOKEN), else a directory. A missing store
-// is exit code 7 with a hint to run `amduat init`.
+// openStore opens the store named by --store for writing: a server when it
+// is an http(s) URL (token from AMDUAT_TOKEN), else a directory. A missing
+// store is exit code 7 with a hint to run `amduat init`; a store held by
+// another process (pebblestore.ErrLocked), or out of space (ErrNoSpace), is
+// exit code 6 with a one-line hint (SPECS.md §6.6, §16.2).
 func (a *app) openStore() (backend, error) {
+	return a.open(nil)
+}
+
+// openStoreReadOnly opens the store named by --store read-only, for the
+// commands that only read (get, has, stat, verify, pel show, prov why, prov
+// uses): nothing in the store directory is created, changed, synced or
+// locked, so they work on a read-only file system, on a full disk, beside
+// each other and beside a writer (SPECS.md §6.6).
+func (a *app) openStoreReadOnly() (backend, error) {
+	return a.open(&pebblestore.Options{ReadOnly: true})
+}
+
+func (a *app) open(opts *pebblestore.Options) (backend, error) {
+	readOnly := opts != nil && opts.ReadOnly
 	if s := a.takeEarlyStore(); s != nil {
-		return s, nil
+		// Abbreviated references were resolved on a read-only open; a
+		// command that writes opens the store again for writing.
+		if ps, ok := s.(*pebblestore.Store); !ok || !ps.ReadOnly() || readOnly {
+			return s, nil
+		}
+		s.Close()
 	}
 	if isRemote(a.storeDir) {
 		c, err := httpstore.Open(a.context(), a.storeDir, httpstore.Options{Token: os.Getenv("AMDUAT_TOKEN")})
@@ -245,7 +281,7 @@ func (a *app) openStore() (backend, error) {
 	if st, serr := os.Stat(a.storeDir); serr == nil && !st.IsDir() {
 		return nil, fail(exitStore, a.storeDir, errors.New("is a file, not a store directory (create a store with `amduat init --store DIR`)"))
 	}
-	s, err := pebblestore.Open(a.storeDir, nil)
+	s, err := pebblestore.Open(a.storeDir, opts)
 	if errors.Is(err, pebblestore.ErrNoStore) {
 		return nil, fail(exitStore, a.storeDir, fmt.Errorf("no store here (create one with `amduat init`, or point --store or AMDUAT_STORE at one): %w", pebblestore.ErrNoStore))
 	}

@@ -50,7 +50,7 @@ usage error (exit 2).`,
 			if err != nil {
 				return err
 			}
-			s, err := a.openStore()
+			s, err := a.openStoreReadOnly()
 			if err != nil {
 				return err
 			}

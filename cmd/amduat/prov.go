@@ -37,7 +37,7 @@ indexes edges by both ends, so these questions are answered without scanning.`,
 				if dot && a.jsonOut {
 					return usagef("--dot and --json are exclusive")
 				}
-				s, err := a.openStore()
+				s, err := a.openStoreReadOnly()
 				if err != nil {
 					return err
 				}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/memstore"
+	"github.com/amduat/amduat/asl/pebblestore"
 )
 
 // countingStore records how the putter used the store.
@@ -157,6 +159,11 @@ func TestClassify(t *testing.T) {
 		{asl.ErrIntegrity, exitIntegrity},
 		{asl.ErrUnsupported, exitUnsupported},
 		{context.Canceled, exitInterrupted},
+		{fmt.Errorf("open store x: %w", pebblestore.ErrLocked), exitIO},
+		{fmt.Errorf("put: %w", pebblestore.ErrNoSpace), exitIO},
+		{fmt.Errorf("store x: %w", pebblestore.ErrReadOnly), exitIO},
+		{pebblestore.ErrStale, exitIO},
+		{pebblestore.ErrNoStore, exitStore},
 	} {
 		if got := classify(tt.err); got != tt.code {
 			t.Errorf("classify(%v) = %d, want %d", tt.err, got, tt.code)

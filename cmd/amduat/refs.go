@@ -54,7 +54,7 @@ func (a *app) parseRef(s string) (asl.Reference, error) {
 		return asl.Reference{}, badRefErr(s, perr)
 	}
 	if a.early == nil {
-		st, err := a.openStore()
+		st, err := a.openStoreReadOnly()
 		if err != nil {
 			return asl.Reference{}, err
 		}

@@ -73,7 +73,7 @@ when stderr is a terminal.`,
 				str := smp.String()
 				res.Sample = &str
 			}
-			s, err := a.openStore()
+			s, err := a.openStoreReadOnly()
 			if err != nil {
 				return err
 			}
