@@ -88,7 +88,7 @@ func (s *Store) Fetch(ctx context.Context, ref asl.Reference) (io.ReadCloser, as
 		return nil, asl.Header{}, fmt.Errorf("fetch %w", err)
 	}
 	hdr := rec.header()
-	if rec.packed() {
+	if rec.packedSingle() {
 		if data, err = s.readPacked(rec); err != nil {
 			return nil, asl.Header{}, fmt.Errorf("fetch %s: %w", ref, err)
 		}
@@ -137,14 +137,19 @@ type chunkData struct {
 	codec  uint8
 }
 
-// readChunk reads chunk i of rec's blob into buf (capacity at least
+// readChunk reads chunk i of rec's artifact into buf (capacity at least
 // rec.Chunk; with decodeSlack more, zstd decodes faster), checking its CRC
-// and raw size. It holds the store open (acquire/release) while it reads.
-func (s *Store) readChunk(rec indexRecord, i uint64, buf []byte) (chunkData, error) {
+// and raw size: a part in a pack, at loc, for a packed record, else the
+// chunk under the record's blob id in Pebble. It holds the store open
+// (acquire/release) while it reads.
+func (s *Store) readChunk(rec indexRecord, i uint64, loc partLoc, buf []byte) (chunkData, error) {
 	if err := s.acquire(); err != nil {
 		return chunkData{}, err
 	}
 	defer s.release()
+	if rec.packed() {
+		return s.readPart(rec, i, loc, buf)
+	}
 	var kb [17]byte
 	v, closer, err := s.db.Get(appendChunkKey(kb[:0], rec.Blob, i))
 	if errors.Is(err, pebble.ErrNotFound) {
@@ -169,9 +174,19 @@ func (s *Store) readChunk(rec indexRecord, i uint64, buf []byte) (chunkData, err
 	return c, nil
 }
 
-// chunkReadFunc reads chunk i of rec's blob into buf: (*Store).readChunk,
-// or a stand-in in tests.
-type chunkReadFunc func(rec indexRecord, i uint64, buf []byte) (chunkData, error)
+// locatePart finds part i of the large packed artifact rec, whose head is
+// at offset at of its pack, holding the store open while it reads.
+func (s *Store) locatePart(rec indexRecord, at, i uint64) (partLoc, error) {
+	if err := s.acquire(); err != nil {
+		return partLoc{}, err
+	}
+	defer s.release()
+	return s.packs.partAt(rec.Pack, at, i)
+}
+
+// chunkReadFunc reads chunk i of rec's artifact (at loc when it is packed)
+// into buf: (*Store).readChunk, or a stand-in in tests.
+type chunkReadFunc func(rec indexRecord, i uint64, loc partLoc, buf []byte) (chunkData, error)
 
 const (
 	// maxFetchWorkers bounds the goroutines that read chunks for one
@@ -197,6 +212,7 @@ type fetchJob struct {
 	// by the worker that hashes it (after mu orders them) and, once the
 	// job is sent on hashed, by the consumer.
 	i     uint64
+	loc   partLoc // where a packed part lies
 	chunk chunkData
 	err   error
 	ready bool // the chunk is read (or failed); guarded by mu
@@ -256,6 +272,7 @@ type chunkReader struct {
 	nextHash uint64      // the next chunk to hash
 	hashing  bool        // a worker holds the hashing token
 	failed   bool        // a chunk failed: claim and hash no more
+	pos      uint64      // packed record: the head of the next part to claim
 
 	// Hashing state, used only by the holder of the hashing token.
 	h        *asl.Hasher
@@ -284,6 +301,7 @@ func (s *Store) newChunkReader(ctx context.Context, ref asl.Reference, rec index
 		jobs:   make([]*fetchJob, nbuf),
 		hashed: make(chan *fetchJob, nbuf),
 		slots:  make([]*fetchJob, nbuf),
+		pos:    rec.Offset,
 	}
 	for k := range r.jobs {
 		j := &fetchJob{buf: r.newBuf()}
@@ -328,8 +346,8 @@ func (r *chunkReader) work() {
 		}
 		if err := r.ctx.Err(); err != nil {
 			j.err = err
-		} else {
-			j.chunk, j.err = r.read(r.rec, j.i, *j.buf)
+		} else if j.err == nil {
+			j.chunk, j.err = r.read(r.rec, j.i, j.loc, *j.buf)
 		}
 		r.advance(j)
 	}
@@ -355,6 +373,13 @@ func (r *chunkReader) claim() *fetchJob {
 	j := r.free[len(r.free)-1]
 	r.free = r.free[:len(r.free)-1]
 	j.i, j.chunk, j.err, j.ready = r.claimed, chunkData{}, nil, false
+	if r.rec.packed() {
+		// Parts follow each other in the pack: where part i lies is known
+		// once part i-1's head and chunk header are read. A damaged head
+		// fails this part (and, in order, the read).
+		j.loc, j.err = r.s.locatePart(r.rec, r.pos, j.i)
+		r.pos = j.loc.next
+	}
 	r.slots[j.i%uint64(len(r.slots))] = j
 	if r.claimed++; r.claimed == r.n {
 		r.freed.Broadcast() // the other workers may exit

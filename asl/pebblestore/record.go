@@ -110,7 +110,11 @@ func (r indexRecord) header() asl.Header {
 
 func (r indexRecord) inline() bool { return r.Blob == 0 && r.Pack == 0 }
 
+// packed: the payload is in a pack, as one record (packedSingle) or as
+// parts that a large record completes (Chunk set).
 func (r indexRecord) packed() bool { return r.Pack != 0 }
+
+func (r indexRecord) packedSingle() bool { return r.Pack != 0 && r.Chunk == 0 }
 
 func (r indexRecord) chunked() bool { return r.Blob != 0 }
 
@@ -253,9 +257,21 @@ func decodeIndexHead(b []byte) (indexRecord, []byte, error) {
 	if r.Compression > compMixed {
 		return indexRecord{}, nil, damaged("index record: compression %d is unknown", r.Compression)
 	}
+	if (r.Pack != 0 || r.Offset != 0) && r.Chunk != 0 {
+		// A large packed artifact: parts from the head at Offset.
+		switch {
+		case r.Pack == 0 || r.Offset < uint64(len(packMagic)) || r.Blob != 0:
+			return indexRecord{}, nil, damaged("index record: pack %d, offset %d with blob %d, chunk size %d", r.Pack, r.Offset, r.Blob, r.Chunk)
+		case r.Chunk < MinChunkSize || r.Chunk > MaxChunkSize || r.Size <= r.Chunk:
+			return indexRecord{}, nil, damaged("index record: packed parts of %d bytes, size %d", r.Chunk, r.Size)
+		case len(rest) != 0:
+			return indexRecord{}, nil, damaged("index record: %d trailing bytes after a packed record", len(rest))
+		}
+		return r, rest, nil
+	}
 	if r.Pack != 0 || r.Offset != 0 {
 		switch {
-		case r.Pack == 0 || r.Blob != 0 || r.Chunk != 0:
+		case r.Pack == 0 || r.Blob != 0:
 			return indexRecord{}, nil, damaged("index record: pack %d, offset %d with blob %d, chunk size %d", r.Pack, r.Offset, r.Blob, r.Chunk)
 		case r.Offset < uint64(len(packMagic)) || r.Size > MaxChunkSize || r.Stored > MaxChunkSize || r.Compression == compMixed:
 			return indexRecord{}, nil, damaged("index record: pack record at offset %d with size %d, stored %d, compression %d", r.Offset, r.Size, r.Stored, r.Compression)

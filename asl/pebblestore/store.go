@@ -60,16 +60,23 @@ type Options struct {
 	MemTableSize uint64
 	// CacheSize is Pebble's block cache size: 0 means DefaultCacheSize.
 	CacheSize int64
-	// IngestMin is the artifact size from which chunks bypass Pebble's
-	// write-ahead log: they are written into SSTables that are ingested, so
-	// each byte reaches the disk once. 0 means DefaultIngestMin, negative
-	// means never.
+	// IngestMin applies only when PackMin is negative: the artifact size
+	// from which chunks bypass Pebble's write-ahead log: they are written
+	// into SSTables that are ingested, so each byte reaches the disk once.
+	// 0 means DefaultIngestMin, negative means never.
 	IngestMin int64
 	// PackMin is the payload size of one Put or PutBatch from which its
-	// artifacts of up to one chunk are appended to a pack file (synced)
-	// and only their index records go through Pebble, so each payload byte
-	// is written once. 0 means DefaultPackMin, negative means never.
-	// Smaller puts keep one fsync each.
+	// artifacts are appended to a pack file (synced) and only their index
+	// records go through Pebble, so each payload byte is written once and
+	// every acknowledged artifact lies in a file the store checks and
+	// Open rebuilds the index from (SPECS.md §6.4). 0 means DefaultPackMin:
+	// every put is packed, artifacts larger than one chunk too. A positive
+	// value keeps the artifacts of smaller puts in Pebble's log and tables
+	// (inline or as chunks), and a negative one writes the version 2 layout
+	// throughout (nothing packed; large artifacts staged in Pebble or
+	// ingested, see IngestMin): both give up the guarantee that damage to
+	// Pebble's files loses no acknowledged artifact, and exist to measure
+	// and test that layout, which the store still reads.
 	PackMin int64
 }
 
@@ -132,6 +139,9 @@ type settings struct {
 	cache       int64
 	ingestMin   uint64
 	packMin     int64
+	// fullRescan: Pebble may have lost index records below the packs'
+	// watermarks (checkMetadata); Open rebuilds them from every pack.
+	fullRescan bool
 }
 
 func resolve(opts *Options) (settings, error) {
@@ -179,7 +189,7 @@ func resolve(opts *Options) (settings, error) {
 	}
 	switch {
 	case o.PackMin == 0:
-		s.packMin = DefaultPackMin
+		s.packMin = DefaultPackMin // 0: everything packed
 	case o.PackMin < 0:
 		s.packMin = -1
 	default:
@@ -313,14 +323,22 @@ func Open(dir string, opts *Options) (*Store, error) {
 	}
 	po := pebbleOptions(s)
 	po.ErrorIfNotExists = true
+	if s.fullRescan, err = checkMetadata(s.fs, desc, dir, po); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
 	db, err := pebble.Open(dir, po)
 	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", dir, err)
+		return nil, fmt.Errorf("open store %s: %w", dir, openErr(err))
 	}
 	v, closer, err := db.Get(configKey())
 	if err != nil {
 		db.Close()
 		if errors.Is(err, pebble.ErrNotFound) {
+			if hasPacks(s.fs, dir) {
+				// Pebble lost its first records, not a store that was
+				// never created: packs are written only after the config.
+				return nil, fmt.Errorf("open store %s: no config record, but pack files: %w", dir, asl.ErrIntegrity)
+			}
 			return nil, fmt.Errorf("open store %s: no config record: %w", dir, ErrNoStore)
 		}
 		return nil, fmt.Errorf("open store %s: reading config: %w", dir, ioErr(err))
@@ -370,7 +388,7 @@ func start(db *pebble.DB, dir string, s settings) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
-	if err := st.recoverPacks(); err != nil {
+	if err := st.recoverPacks(s.fullRescan); err != nil {
 		st.packs.close()
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
@@ -555,15 +573,6 @@ func (s *Store) DefaultHash() asl.HashID { return s.hash }
 
 // Dir is the directory the store lives in.
 func (s *Store) Dir() string { return s.dir }
-
-// ioErr maps a Pebble error: corruption detected by Pebble's own checksums
-// is an integrity failure; anything else stays an I/O error.
-func ioErr(err error) error {
-	if errors.Is(err, pebble.ErrCorruption) {
-		return fmt.Errorf("%w: %w", asl.ErrIntegrity, err)
-	}
-	return err
-}
 
 func (s *Store) getBuf() *[]byte {
 	if b, ok := s.bufs.Get().(*[]byte); ok {

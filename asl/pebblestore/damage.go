@@ -1,0 +1,174 @@
+package pebblestore
+
+import (
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/record"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// How the store meets damage to its files (SPECS.md §6.4, "Damage"):
+//
+//   - Every payload lives in a pack record whose head names its reference,
+//     synced before the put returns; Pebble holds only an index that Open
+//     rebuilds from the packs where Pebble lost part of it (recoverPacks).
+//   - Pebble's own checksum failures, wherever they surface, are
+//     asl.ErrIntegrity (ioErr); so are a MANIFEST or OPTIONS file that does
+//     not read back (checkMetadata) and a file the MANIFEST names that is
+//     gone.
+//   - What cannot be opened any more is read by Salvage, from the packs
+//     directly, into a new store.
+
+// ioErr maps a Pebble error: corruption detected by Pebble's own checks
+// (block checksums, the log's and MANIFEST's record checksums, malformed
+// tables) is an integrity failure; anything else stays an I/O error.
+// Pebble marks corruption with github.com/cockroachdb/errors, whose marks
+// the standard library's errors.Is cannot see: pebble.IsCorruptionError
+// can, and the wrapping here lets callers test with errors.Is(err,
+// asl.ErrIntegrity).
+func ioErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if pebble.IsCorruptionError(err) && !errors.Is(err, asl.ErrIntegrity) {
+		return fmt.Errorf("damaged store file: %w: %w", err, asl.ErrIntegrity)
+	}
+	return err
+}
+
+// openErr maps an error of pebble.Open on a directory that holds a store:
+// corruption, and a file that the MANIFEST names but that is gone, are
+// damage (asl.ErrIntegrity); anything else (permissions, a lock held, a
+// full disk) stays an I/O error.
+func openErr(err error) error {
+	if errors.Is(err, os.ErrNotExist) && !errors.Is(err, asl.ErrIntegrity) {
+		return fmt.Errorf("a file the store's MANIFEST names is missing: %w: %w", err, asl.ErrIntegrity)
+	}
+	return ioErr(err)
+}
+
+// checkMetadata reads the two files of Pebble's own metadata that Pebble
+// does not check, or checks in a way that hides damage, before pebble.Open
+// reads them:
+//
+//   - the OPTIONS file Pebble checks the new options against: one that no
+//     longer parses is damage, named;
+//   - the current MANIFEST: Pebble stops reading it at the first record
+//     whose checksum fails and opens the database as that prefix of its
+//     history, silently, even when valid records follow (a flushed
+//     memtable, whose log is gone, would be lost with its index records).
+//     A damaged record followed by valid ones is damage, named with its
+//     offset; a damaged last record cannot be told from a write torn by a
+//     crash, so full is set: Open then rebuilds the index from every pack
+//     record, not only those above the watermarks.
+func checkMetadata(fs vfs.FS, desc *pebble.DBDesc, dir string, po *pebble.Options) (full bool, err error) {
+	if desc.OptionsFilename != "" {
+		b, err := readWhole(fs, desc.OptionsFilename)
+		if err != nil {
+			return false, fmt.Errorf("reading %s: %w", desc.OptionsFilename, err)
+		}
+		o := po.Clone()
+		o.EnsureDefaults()
+		if err := o.CheckCompatibility(dir, string(b)); err != nil {
+			return false, fmt.Errorf("%s does not parse: %v: %w", desc.OptionsFilename, err, asl.ErrIntegrity)
+		}
+	}
+	if desc.ManifestFilename == "" {
+		return false, nil
+	}
+	f, err := fs.Open(desc.ManifestFilename)
+	if err != nil {
+		return false, fmt.Errorf("opening %s: %w", desc.ManifestFilename, err)
+	}
+	defer f.Close()
+	r := record.NewReader(f, 0)
+	for {
+		at := r.Offset()
+		rr, err := r.Next()
+		if err == nil {
+			_, err = io.Copy(io.Discard, rr)
+		}
+		switch {
+		case err == nil:
+			continue
+		case errors.Is(err, io.EOF):
+			return false, nil
+		case !record.IsInvalidRecord(err):
+			return false, fmt.Errorf("reading %s: %w", desc.ManifestFilename, err)
+		}
+		// Pebble's reader confirms damage only from the sync offsets of
+		// the write-ahead log's chunks, which a MANIFEST does not have:
+		// look for a valid chunk after the bad one ourselves.
+		b, rerr := readWhole(fs, desc.ManifestFilename)
+		if rerr != nil {
+			return false, fmt.Errorf("reading %s: %w", desc.ManifestFilename, rerr)
+		}
+		if q, ok := chunkAfter(b, at); ok {
+			return false, fmt.Errorf("%s: the record at offset %d is damaged and a valid chunk follows at %d: %v: %w", desc.ManifestFilename, at, q, err, asl.ErrIntegrity)
+		}
+		return true, nil
+	}
+}
+
+// chunkAfter reports the offset of the first valid chunk that starts a
+// record (full or first chunk; legacy or recyclable header of Pebble's
+// record format, masked CRC-32C over its type and payload, inside one
+// 32 KiB block) after offset at of b: the proof that the record at at was
+// not torn by a crash but damaged, since records after it were written.
+func chunkAfter(b []byte, at int64) (int64, bool) {
+	const block = 32 << 10
+	for q := at + 1; q+7 <= int64(len(b)); q++ {
+		typ := b[q+6]
+		hl := int64(7)
+		switch typ {
+		case 1, 2: // full or first chunk of a record, legacy header
+		case 5, 6: // the same, recyclable header
+			hl = 11
+		default:
+			// Not the start of a record: the middle or last chunks of
+			// the record a crash tore may be valid.
+			continue
+		}
+		n := int64(binary.LittleEndian.Uint16(b[q+4:]))
+		end := q + hl + n
+		if n == 0 || end > int64(len(b)) || end > (q/block+1)*block {
+			continue
+		}
+		c := crc32.Checksum(b[q+6:end], crcTable)
+		if binary.LittleEndian.Uint32(b[q:]) == (c>>15|c<<17)+0xa282ead8 {
+			return q, true
+		}
+	}
+	return 0, false
+}
+
+func readWhole(fs vfs.FS, path string) ([]byte, error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// hasPacks reports whether the store in dir holds a pack file.
+func hasPacks(fs vfs.FS, dir string) bool {
+	names, err := fs.List(fs.PathJoin(dir, packDir))
+	if err != nil {
+		return false
+	}
+	for _, n := range names {
+		if strings.HasSuffix(n, packSuffix) {
+			return true
+		}
+	}
+	return false
+}
