@@ -46,7 +46,9 @@ func TestCorruption(t *testing.T) {
 	}{{"batched", -1}, {"ingested", 2 * chunk}} {
 		// The version 2 layout (PackMin < 0): chunks in Pebble, which
 		// stores written before version 3 hold.
-		t.Run(mode.name, func(t *testing.T) { testCorruption(t, &Options{ChunkSize: chunk, IngestMin: mode.ingestMin, PackMin: -1}) })
+		t.Run(mode.name, func(t *testing.T) {
+			testCorruption(t, &Options{ChunkSize: chunk, IngestMin: mode.ingestMin, PackMin: -1})
+		})
 	}
 }
 

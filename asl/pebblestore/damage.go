@@ -3,8 +3,8 @@ package pebblestore
 import (
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"strings"
