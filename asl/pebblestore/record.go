@@ -23,9 +23,10 @@ const (
 
 const (
 	formatName = "amduat-pebblestore"
-	// formatVersion is written by Create; Open also reads version 1 (no
-	// pack records) and upgrades its config record.
-	formatVersion = 2
+	// formatVersion is written by Create; Open also reads versions 1 (no
+	// pack records) and 2 (no parts of large artifacts in packs) and
+	// upgrades their config record.
+	formatVersion = 3
 
 	codecRaw  = 0
 	codecZstd = 1
@@ -223,7 +224,7 @@ func decodeConfig(b []byte) (configRecord, error) {
 	if c.Format != formatName {
 		return configRecord{}, damaged("config record: format %q, want %q", c.Format, formatName)
 	}
-	if c.Version != 1 && c.Version != formatVersion {
+	if c.Version < 1 || c.Version > formatVersion {
 		return configRecord{}, fmt.Errorf("config record: format version %d, this build reads %d: %w", c.Version, formatVersion, asl.ErrUnsupported)
 	}
 	if _, ok := asl.LookupHash(asl.HashID(c.Hash)); !ok {

@@ -351,8 +351,9 @@ func Open(dir string, opts *Options) (*Store, error) {
 	}
 	s.hash = asl.HashID(cfg.Hash)
 	if cfg.Version < formatVersion {
-		// Version 1 stores have no pack records; once this build may have
-		// written one, a version 1 reader must refuse the store.
+		// Version 1 stores have no pack records, version 2 ones no parts
+		// of large artifacts in packs; once this build may have written
+		// them, an older reader must refuse the store.
 		cfg.Version = formatVersion
 		if err := db.Set(configKey(), encodeConfig(cfg), pebble.Sync); err != nil {
 			db.Close()
