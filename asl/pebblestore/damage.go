@@ -1,12 +1,16 @@
 package pebblestore
 
 import (
+	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/amduat/amduat/asl"
@@ -171,4 +175,90 @@ func hasPacks(fs vfs.FS, dir string) bool {
 		}
 	}
 	return false
+}
+
+// walkRange calls fn with every key of [lower, upper) and its value, in key
+// order, over one iterator. Damage that Pebble reports on the way does not
+// stop the walk: a value that cannot be read is skipped, and so is the key
+// range of a table whose blocks cannot be read (the rest of the walk goes
+// on after the table's largest key). Each skip is returned in damage, an
+// error wrapping asl.ErrIntegrity that names the keys and the file; err is
+// fn's error, an I/O error, or ctx's.
+func (s *Store) walkRange(ctx context.Context, lower, upper []byte, fn func(k, v []byte) error) (damage []error, err error) {
+	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, ioErr(err)
+	}
+	defer it.Close()
+	var last []byte // the last key visited
+	for ok := it.First(); ; {
+		for ; ok; ok = it.Next() {
+			if err := ctx.Err(); err != nil {
+				return damage, err
+			}
+			k := it.Key()
+			last = append(last[:0], k...)
+			v, verr := it.ValueAndErr()
+			if verr != nil {
+				if !pebble.IsCorruptionError(verr) {
+					return damage, ioErr(verr)
+				}
+				damage = append(damage, fmt.Errorf("value of key %x: %w", k, ioErr(verr)))
+				continue
+			}
+			if err := fn(k, v); err != nil {
+				return damage, err
+			}
+		}
+		ierr := it.Error()
+		if ierr == nil {
+			return damage, nil
+		}
+		if !pebble.IsCorruptionError(ierr) {
+			return damage, ioErr(ierr)
+		}
+		from := lower
+		if last != nil {
+			from = append(bytes.Clone(last), 0)
+		}
+		resume, file := s.pastDamagedTable(ierr)
+		if resume == nil || bytes.Compare(resume, from) <= 0 || upper != nil && bytes.Compare(resume, upper) >= 0 {
+			damage = append(damage, fmt.Errorf("keys from %x on unreadable: %w", from, ioErr(ierr)))
+			return damage, nil
+		}
+		damage = append(damage, fmt.Errorf("keys from %x up to %x unreadable (table %s damaged): %w", from, resume, file, ioErr(ierr)))
+		last = nil
+		lower = resume
+		ok = it.SeekGE(resume)
+	}
+}
+
+// tableNum finds the table number Pebble's corruption errors name ("file
+// 000123", "backing file 000123", "table 000123").
+var tableNum = regexp.MustCompile(`(?:file|table) 0*([0-9]+)`)
+
+// pastDamagedTable returns the first key after the largest key of the table
+// that err names, with the table's file name, or nil when err names no
+// table of the current version.
+func (s *Store) pastDamagedTable(err error) ([]byte, string) {
+	m := tableNum.FindStringSubmatch(err.Error())
+	if m == nil {
+		return nil, ""
+	}
+	n, perr := strconv.ParseUint(m[1], 10, 64)
+	if perr != nil {
+		return nil, ""
+	}
+	levels, lerr := s.db.SSTables()
+	if lerr != nil {
+		return nil, ""
+	}
+	for _, level := range levels {
+		for _, t := range level {
+			if uint64(t.FileNum) == n {
+				return append(bytes.Clone(t.Largest.UserKey), 0), fmt.Sprintf("%06d.sst", n)
+			}
+		}
+	}
+	return nil, ""
 }

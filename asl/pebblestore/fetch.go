@@ -571,8 +571,12 @@ func makeInfo(ref asl.Reference, rec indexRecord) asl.Info {
 
 // Enumerate implements asl.Enumerator: it walks the index ('i' keys) in
 // ReferenceBytes order over a consistent snapshot, starting strictly after
-// after. A damaged index record stops the walk with an error wrapping
-// asl.ErrIntegrity.
+// after. Damage does not stop the walk (SPECS.md §6.4, "Damage"): an index
+// key or record that does not decode, a value Pebble cannot read, and the
+// keys of a table whose blocks Pebble cannot read are skipped, and once the
+// walk is over Enumerate returns an error wrapping asl.ErrIntegrity that
+// names each (the reference, or the key range and the table file). fn
+// returning an error stops the walk with that error.
 func (s *Store) Enumerate(ctx context.Context, after asl.Reference, fn func(asl.Info) error) error {
 	if err := s.acquire(); err != nil {
 		return fmt.Errorf("enumerate: %w", err)
@@ -585,33 +589,32 @@ func (s *Store) Enumerate(ctx context.Context, after asl.Reference, fn func(asl.
 	if !after.IsZero() {
 		lower = append(after.AppendBytes(lower), 0)
 	}
-	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: []byte{prefixIndex + 1}})
-	if err != nil {
-		return fmt.Errorf("enumerate: %w", ioErr(err))
-	}
-	defer it.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		ref, err := asl.DecodeReference(it.Key()[1:])
+	var (
+		bad   []error
+		fnErr error
+	)
+	damage, err := s.walkRange(ctx, lower, []byte{prefixIndex + 1}, func(k, v []byte) error {
+		ref, err := asl.DecodeReference(k[1:])
 		if err != nil {
-			return fmt.Errorf("enumerate: index key %x: %w", it.Key(), err)
-		}
-		v, err := it.ValueAndErr()
-		if err != nil {
-			return fmt.Errorf("enumerate %s: %w", ref, ioErr(err))
+			bad = append(bad, fmt.Errorf("index key %x: %w", k, err))
+			return nil
 		}
 		rec, _, err := decodeIndexHead(v)
 		if err != nil {
-			return fmt.Errorf("enumerate %s: %w", ref, err)
+			bad = append(bad, fmt.Errorf("%s: %w", ref, err))
+			return nil
 		}
-		if err := fn(makeInfo(ref, rec)); err != nil {
-			return err
-		}
+		fnErr = fn(makeInfo(ref, rec))
+		return fnErr
+	})
+	switch {
+	case fnErr != nil:
+		return fnErr
+	case err != nil:
+		return fmt.Errorf("enumerate: %w", err)
 	}
-	if err := it.Error(); err != nil {
-		return fmt.Errorf("enumerate: %w", ioErr(err))
+	if bad = append(bad, damage...); len(bad) > 0 {
+		return fmt.Errorf("enumerate: %w", errors.Join(bad...))
 	}
 	return nil
 }
