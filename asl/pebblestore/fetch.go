@@ -148,7 +148,7 @@ func (s *Store) readChunk(rec indexRecord, i uint64, loc partLoc, buf []byte) (c
 	}
 	defer s.release()
 	if rec.packed() {
-		return s.readPart(rec, i, loc, buf)
+		return s.packs.readPart(rec, i, loc, buf)
 	}
 	var kb [17]byte
 	v, closer, err := s.db.Get(appendChunkKey(kb[:0], rec.Blob, i))

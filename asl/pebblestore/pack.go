@@ -607,7 +607,7 @@ func (s *Store) recoverPacks(full bool) error {
 		clean := !sealed
 		found := 0
 		for p := wm; p < size; {
-			sc, err := s.scanPackRecord(id, p)
+			sc, err := s.packs.scan(id, p)
 			if errors.Is(err, asl.ErrIntegrity) {
 				clean = false // the rest of the pack is garbage
 				break
@@ -668,23 +668,27 @@ func (s *Store) recoverPacks(full bool) error {
 	return nil
 }
 
-// scanned is a pack record that scanPackRecord read and checked: its kind,
+// scanned is a pack record that scan read and checked: its kind,
 // for a whole or large artifact its reference and the index record that
-// names it, and where the next record starts.
+// names it, for a whole one its payload, and where the next record starts.
+// When scan fails after the record's head decoded, it still returns the
+// kind and reference (and, for a large record, next): what was lost can be
+// named.
 type scanned struct {
 	kind int
 	ref  asl.Reference
 	rec  indexRecord
+	data []byte
 	next uint64
 }
 
-// scanPackRecord reads and checks the pack record at p of pack id. A whole
+// scan reads and checks the pack record at p of pack id. A whole
 // artifact's record is decoded and its digest verified; a part's chunk
 // value is CRC-checked; a large artifact's record has its parts read back
 // from its first one (they must end exactly at p) and the digest of all of
 // them verified. Anything wrong with the record wraps asl.ErrIntegrity.
-func (s *Store) scanPackRecord(id, p uint64) (scanned, error) {
-	f, err := s.packs.reader(id)
+func (pk *packs) scan(id, p uint64) (scanned, error) {
+	f, err := pk.reader(id)
 	if err != nil {
 		return scanned{}, err
 	}
@@ -708,25 +712,26 @@ func (s *Store) scanPackRecord(id, p uint64) (scanned, error) {
 	}
 	switch kind {
 	case recordSingle:
-		v, err := s.packs.read(id, c, *head.Stored)
+		named := scanned{kind: kind, ref: ref}
+		v, err := pk.read(id, c, *head.Stored)
 		if err != nil {
-			return scanned{}, err
+			return named, err
 		}
 		ch, _, err := chunkHead(v)
 		if err != nil {
-			return scanned{}, fmt.Errorf("pack %d at %d: %w", id, c, err)
+			return named, fmt.Errorf("pack %d at %d: %w", id, c, err)
 		}
 		rec := indexRecord{Size: ch.Raw, Tag: head.Tag, Stored: *head.Stored, Compression: ch.Codec, Pack: id, Offset: c}
 		data, err := decodePacked(rec, v)
 		if err != nil {
-			return scanned{}, err
+			return named, err
 		}
 		if err := verify(ref, rec.header(), data); err != nil {
-			return scanned{}, fmt.Errorf("pack %d at %d: %w", id, p, err)
+			return named, fmt.Errorf("pack %d at %d: %w", id, p, err)
 		}
-		return scanned{kind: kind, ref: ref, rec: rec, next: c + uint64(len(v))}, nil
+		return scanned{kind: kind, ref: ref, rec: rec, data: data, next: c + uint64(len(v))}, nil
 	case recordPart:
-		v, err := s.packs.read(id, c, *head.Stored)
+		v, err := pk.read(id, c, *head.Stored)
 		if err != nil {
 			return scanned{}, err
 		}
@@ -740,15 +745,16 @@ func (s *Store) scanPackRecord(id, p uint64) (scanned, error) {
 		return scanned{kind: kind, next: c + uint64(len(v))}, nil
 	case recordLarge:
 		rec := indexRecord{Size: *head.Size, Tag: head.Tag, Chunk: *head.Chunk, Pack: id, Offset: *head.First}
+		named := scanned{kind: kind, ref: ref, rec: rec, next: c}
 		if rec.Chunk < MinChunkSize || rec.Chunk > MaxChunkSize || rec.Size <= rec.Chunk || rec.Offset < uint64(len(packMagic)) || rec.Offset >= p {
-			return scanned{}, damaged("pack %d at %d: large record of %d bytes in %d-byte chunks from %d", id, p, rec.Size, rec.Chunk, rec.Offset)
+			return named, damaged("pack %d at %d: large record of %d bytes in %d-byte chunks from %d", id, p, rec.Size, rec.Chunk, rec.Offset)
 		}
-		end, err := s.checkParts(ref, &rec, nil)
+		end, err := pk.checkParts(ref, &rec, nil)
 		if err != nil {
-			return scanned{}, fmt.Errorf("pack %d at %d: %w", id, p, err)
+			return named, fmt.Errorf("pack %d at %d: %w", id, p, err)
 		}
 		if end != p {
-			return scanned{}, damaged("pack %d at %d: the parts of the large record end at %d", id, p, end)
+			return named, damaged("pack %d at %d: the parts of the large record end at %d", id, p, end)
 		}
 		return scanned{kind: kind, ref: ref, rec: rec, next: c}, nil
 	}
@@ -761,7 +767,7 @@ func (s *Store) scanPackRecord(id, p uint64) (scanned, error) {
 // stored size and compression summary. It returns the offset after the
 // last part. fn, if not nil, receives each chunk's raw bytes in order
 // (valid until it returns), before the digest is known.
-func (s *Store) checkParts(ref asl.Reference, rec *indexRecord, fn func([]byte) error) (uint64, error) {
+func (pk *packs) checkParts(ref asl.Reference, rec *indexRecord, fn func([]byte) error) (uint64, error) {
 	h, err := asl.NewHasher(ref.HashID(), rec.header())
 	if err != nil {
 		return 0, err
@@ -773,11 +779,11 @@ func (s *Store) checkParts(ref asl.Reference, rec *indexRecord, fn func([]byte) 
 	)
 	pos := rec.Offset
 	for i := range rec.chunks() {
-		loc, err := s.packs.partAt(rec.Pack, pos, i)
+		loc, err := pk.partAt(rec.Pack, pos, i)
 		if err != nil {
 			return 0, err
 		}
-		c, err := s.readPart(*rec, i, loc, buf)
+		c, err := pk.readPart(*rec, i, loc, buf)
 		if err != nil {
 			return 0, err
 		}
@@ -845,8 +851,8 @@ func (p *packs) partAt(id, at, want uint64) (partLoc, error) {
 // readPart reads part i of the large packed artifact rec, located at loc,
 // into buf (reused when its capacity suffices), checking its CRC (bound to
 // the pack and offset) and raw size.
-func (s *Store) readPart(rec indexRecord, i uint64, loc partLoc, buf []byte) (chunkData, error) {
-	v, err := s.packs.read(rec.Pack, loc.c, loc.stored)
+func (pk *packs) readPart(rec indexRecord, i uint64, loc partLoc, buf []byte) (chunkData, error) {
+	v, err := pk.read(rec.Pack, loc.c, loc.stored)
 	if err != nil {
 		return chunkData{}, err
 	}
