@@ -89,6 +89,9 @@ func Salvage(ctx context.Context, from, to string, opts *Options, progress func(
 	if st, err := fs.Stat(from); err != nil || !st.IsDir() {
 		return rep, fmt.Errorf("salvage %s: %w", from, ErrNoStore)
 	}
+	if names, err := fs.List(to); err == nil && len(names) > 0 {
+		return rep, fmt.Errorf("salvage into %s: the directory is not empty: %w", to, ErrExists)
+	}
 	pk, err := listPacks(fs, from)
 	if err != nil {
 		return rep, fmt.Errorf("salvage %s: %w", from, err)
