@@ -103,9 +103,10 @@ func restoreFS(t testing.TB, files memFiles, path string, off int64, x byte) *vf
 			}
 			continue
 		}
-		b := files[p]
+		// Write a copy: under -race, Pebble's MemFS mangles the buffers
+		// written to it (to catch callers that reuse them).
+		b := bytes.Clone(files[p])
 		if p == path {
-			b = bytes.Clone(b)
 			b[off] ^= x
 		}
 		if err := fs.MkdirAll(fs.PathDir(p), 0o755); err != nil {
