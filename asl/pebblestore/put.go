@@ -65,11 +65,12 @@ const (
 	itemPresent // already stored (or a duplicate within the batch)
 )
 
-// Put implements asl.Receiver. Artifacts up to the chunk size are hashed
-// first and then written with their index record in one synced batch;
-// larger ones are streamed: chunks go to a staging blob in unsynced batches
-// while the payload is hashed, and one synced batch commits the index record
-// (SPECS.md §6.1, §6.4).
+// Put implements asl.Receiver. An artifact up to the chunk size is hashed
+// first and then appended to a pack, which is synced before Put returns;
+// a larger one is streamed: its chunks are appended to a pack as parts
+// while the payload is hashed, then the large record that completes them,
+// and the pack is synced. The index record follows without a sync of its
+// own: Open rebuilds it from the pack if it is lost (SPECS.md §6.1, §6.4).
 func (s *Store) Put(ctx context.Context, id asl.HashID, hdr asl.Header, r io.Reader) (asl.Reference, error) {
 	h, err := asl.NewHasher(id, hdr)
 	if err != nil {
@@ -133,11 +134,11 @@ func expectEOF(r io.Reader, size uint64) error {
 }
 
 // PutBatch implements asl.BatchReceiver: every artifact is hashed, those not
-// yet stored are written, and one sync makes them durable: that of a pack
-// file when the batch's small artifacts are packed (packFresh, packNew),
-// otherwise that of one Pebble batch. Artifacts larger than the chunk size
-// are staged first (unsynced); their index records join the same final
-// batch (SPECS.md §6.4).
+// yet stored are appended to a pack (the larger ones as parts and a large
+// record), and one sync of that pack makes them durable (packFresh,
+// packNew, writeMine). With Options.PackMin < 0 (the version 2 layout) the
+// sync is that of one Pebble batch instead, and artifacts larger than the
+// chunk size are staged first (SPECS.md §6.4).
 func (s *Store) PutBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact) ([]asl.Reference, error) {
 	return s.putBatch(ctx, id, arts, nil)
 }
