@@ -9,8 +9,8 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"math/big"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/amduat/amduat/asl"
@@ -179,11 +179,11 @@ func hasPacks(fs vfs.FS, dir string) bool {
 
 // walkRange calls fn with every key of [lower, upper) and its value, in key
 // order, over one iterator. Damage that Pebble reports on the way does not
-// stop the walk: a value that cannot be read is skipped, and so is the key
-// range of a table whose blocks cannot be read (the rest of the walk goes
-// on after the table's largest key). Each skip is returned in damage, an
-// error wrapping asl.ErrIntegrity that names the keys and the file; err is
-// fn's error, an I/O error, or ctx's.
+// stop the walk: a value that cannot be read is skipped, and so are the keys
+// of a block that cannot be read: probePast finds the first readable key
+// after it, and the walk goes on from there. Each skip is returned in
+// damage, an error wrapping asl.ErrIntegrity that names the keys and the
+// file; err is fn's error, an I/O error, or ctx's.
 func (s *Store) walkRange(ctx context.Context, lower, upper []byte, fn func(k, v []byte) error) (damage []error, err error) {
 	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
@@ -221,12 +221,16 @@ func (s *Store) walkRange(ctx context.Context, lower, upper []byte, fn func(k, v
 		if last != nil {
 			from = append(bytes.Clone(last), 0)
 		}
-		resume, file := s.pastDamagedTable(ierr)
-		if resume == nil || bytes.Compare(resume, from) <= 0 || upper != nil && bytes.Compare(resume, upper) >= 0 {
-			damage = append(damage, fmt.Errorf("keys from %x on unreadable: %w", from, ioErr(ierr)))
-			return damage, nil
+		file := "a table"
+		if m := tableNum.FindStringSubmatch(ierr.Error()); m != nil {
+			file = "table " + m[1] + ".sst"
 		}
-		damage = append(damage, fmt.Errorf("keys from %x up to %x unreadable (table %s damaged): %w", from, resume, file, ioErr(ierr)))
+		resume, found := probePast(ctx, it, from, upper)
+		if !found {
+			damage = append(damage, fmt.Errorf("keys from %x on unreadable (%s damaged): %w", from, file, ioErr(ierr)))
+			return damage, ctx.Err()
+		}
+		damage = append(damage, fmt.Errorf("keys from %x up to %x unreadable (%s damaged): %w", from, resume, file, ioErr(ierr)))
 		last = nil
 		lower = resume
 		ok = it.SeekGE(resume)
@@ -237,28 +241,85 @@ func (s *Store) walkRange(ctx context.Context, lower, upper []byte, fn func(k, v
 // 000123", "backing file 000123", "table 000123").
 var tableNum = regexp.MustCompile(`(?:file|table) 0*([0-9]+)`)
 
-// pastDamagedTable returns the first key after the largest key of the table
-// that err names, with the table's file name, or nil when err names no
-// table of the current version.
-func (s *Store) pastDamagedTable(err error) ([]byte, string) {
-	m := tableNum.FindStringSubmatch(err.Error())
-	if m == nil {
-		return nil, ""
+// probePast finds the first key after from (below upper) that it can seek
+// to without an error: the end of the damaged block (or table) that
+// stopped a walk at from. Keys are taken as numbers of a fixed width; it
+// probes at distances that double from 1/2^32 of the range left, then
+// searches back between the last failing probe and the first good one. A
+// failing probe costs one read of a damaged block.
+func probePast(ctx context.Context, it *pebble.Iterator, from, upper []byte) ([]byte, bool) {
+	width := max(len(from), len(upper), 1) + 1
+	num := func(k []byte) *big.Int {
+		b := make([]byte, width)
+		copy(b, k)
+		return new(big.Int).SetBytes(b)
 	}
-	n, perr := strconv.ParseUint(m[1], 10, 64)
-	if perr != nil {
-		return nil, ""
+	key := func(n *big.Int) []byte {
+		b := n.FillBytes(make([]byte, width))
+		return bytes.TrimRight(b, "\x00")
 	}
-	levels, lerr := s.db.SSTables()
-	if lerr != nil {
-		return nil, ""
+	lo := num(from)
+	hi := new(big.Int).Lsh(big.NewInt(1), uint(8*width))
+	if upper != nil {
+		hi = num(upper)
 	}
-	for _, level := range levels {
-		for _, t := range level {
-			if uint64(t.FileNum) == n {
-				return append(bytes.Clone(t.Largest.UserKey), 0), fmt.Sprintf("%06d.sst", n)
-			}
+	if lo.Cmp(hi) >= 0 {
+		return nil, false
+	}
+	// seek reports whether seeking to n works, and the key it lands on
+	// (nil past the end).
+	seek := func(n *big.Int) (bool, []byte) {
+		if it.SeekGE(key(n)) {
+			return true, bytes.Clone(it.Key())
+		}
+		return it.Error() == nil, nil
+	}
+	span := new(big.Int).Sub(hi, lo)
+	step := new(big.Int).Rsh(span, 32)
+	if step.Sign() == 0 {
+		step.SetInt64(1)
+	}
+	bad := new(big.Int).Set(lo) // seeking here fails
+	var good *big.Int
+	var landed []byte
+	for {
+		if ctx.Err() != nil {
+			return nil, false
+		}
+		p := new(big.Int).Add(lo, step)
+		if p.Cmp(hi) >= 0 {
+			p.Sub(hi, big.NewInt(1))
+		}
+		ok, k := seek(p)
+		if ok {
+			good, landed = p, k
+			break
+		}
+		bad = p
+		if p.Cmp(new(big.Int).Sub(hi, big.NewInt(1))) >= 0 {
+			return nil, false
+		}
+		step.Lsh(step, 1)
+	}
+	// Search back for the first key that reads: between bad (fails) and
+	// good (lands on landed), at most 8·width halvings.
+	for range 8 * width {
+		if ctx.Err() != nil {
+			break
+		}
+		gap := new(big.Int).Sub(good, bad)
+		if gap.Cmp(big.NewInt(1)) <= 0 {
+			break
+		}
+		mid := new(big.Int).Add(bad, gap.Rsh(gap, 1))
+		if ok, k := seek(mid); ok {
+			good, landed = mid, k
+		} else {
+			bad = mid
 		}
 	}
-	return nil, ""
+	if landed == nil {
+		return nil, false // nothing readable after the damage
+	}
+	return landed, true
 }

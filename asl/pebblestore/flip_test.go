@@ -131,13 +131,21 @@ func restoreFS(t testing.TB, files memFiles, path string, off int64, x byte) *vf
 // store has many chunks and Pebble blocks stay small.
 const flipChunk = 8 << 10
 
-// flipOptions are the default options but for the chunk size. (The
-// before table of issue 11 was taken with InlineMax 2 KiB, IngestMin 96 KiB
-// and PackMin 16 KiB, so that the version 2 layout wrote inline records,
-// single chunks, staged chunks and ingested tables.)
+// flipOptions are the default options but for the chunk size. With
+// AMDUAT_FLIP_LAYOUT=v2 they are those the before table of issue 11 was
+// taken with (InlineMax 2 KiB, IngestMin 96 KiB, PackMin 16 KiB: the
+// version 2 layout writes inline records, single chunks, staged chunks,
+// ingested tables and packs), to see what this code makes of damage to
+// such a store; its guarantees (SPECS.md §6.1, "Damage") do not cover it,
+// and the test then only reports.
 func flipOptions(fs vfs.FS) *Options {
+	if flipLegacy() {
+		return &Options{FS: fs, ChunkSize: flipChunk, InlineMax: 2 << 10, IngestMin: 12 * flipChunk, PackMin: 16 << 10}
+	}
 	return &Options{FS: fs, ChunkSize: flipChunk}
 }
+
+func flipLegacy() bool { return os.Getenv("AMDUAT_FLIP_LAYOUT") == "v2" }
 
 // flipWorkload fills a store with every kind of artifact record the store
 // writes (inline, single chunk, chunked, ingested, packed by both batch
@@ -286,7 +294,7 @@ func checkFlip(t testing.TB, fs vfs.FS, acked map[asl.Reference]asl.Artifact) fl
 		classify("open", oerr)
 		openFailed, cue = true, true
 	} else {
-		recovered = s.packRecovered > 0
+		recovered = s.packRecovered > 0 || s.fullRescan
 		for ref, a := range acked {
 			var (
 				got asl.Artifact
@@ -378,9 +386,9 @@ func flipCount(t *testing.T, kinds int) int {
 		}
 		return n
 	}
-	per := 6
+	per := 20
 	if raceEnabled || testing.Short() {
-		per = 3
+		per = 10
 	}
 	return per * kinds
 }
@@ -468,7 +476,11 @@ func TestFlipBytes(t *testing.T) {
 		}
 	}
 	for _, b := range bad {
-		t.Error(b)
+		if flipLegacy() {
+			t.Log(b)
+		} else {
+			t.Error(b)
+		}
 	}
 }
 

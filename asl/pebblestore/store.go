@@ -122,6 +122,7 @@ type Store struct {
 	commits       atomic.Uint64 // Pebble batch commits, for tests
 	recovered     int           // staged blobs deleted by Open
 	packRecovered int           // pack records indexed by Open
+	fullRescan    bool          // Open rescanned every pack record (checkMetadata)
 	unsynced      atomic.Bool   // a commit relied on a pack's sync
 }
 
@@ -376,6 +377,7 @@ func start(db *pebble.DB, dir string, s settings) (*Store, error) {
 		ingestMin:   s.ingestMin,
 		packMin:     s.packMin,
 		fs:          s.fs,
+		fullRescan:  s.fullRescan,
 	}
 	po := pebbleOptions(s)
 	po.EnsureDefaults()
