@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
 	"math/big"
+	"os"
 	"regexp"
 	"strings"
 
@@ -223,7 +223,7 @@ func (s *Store) walkRange(ctx context.Context, lower, upper []byte, fn func(k, v
 		}
 		file := "a table"
 		if m := tableNum.FindStringSubmatch(ierr.Error()); m != nil {
-			file = "table " + m[1] + ".sst"
+			file = fmt.Sprintf("table %06s.sst", m[1])
 		}
 		resume, found := probePast(ctx, it, from, upper)
 		if !found {
