@@ -161,7 +161,7 @@ func (s *Store) readChunk(rec indexRecord, i uint64, loc partLoc, buf []byte) (c
 	defer closer.Close()
 	ch, payload, err := decodeChunk(v, rec.Blob, i, rec.rawLen(i))
 	if err != nil {
-		return chunkData{}, err
+		return chunkData{}, fmt.Errorf("chunk %d of blob %d: %w", i, rec.Blob, err)
 	}
 	c := chunkData{stored: len(payload), codec: uint8(ch.Codec)}
 	if ch.Codec == codecZstd {

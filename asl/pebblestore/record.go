@@ -3,7 +3,9 @@ package pebblestore
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"hash/crc32"
 
 	"github.com/amduat/amduat/asl"
@@ -191,6 +193,9 @@ func damaged(format string, args ...any) error {
 // returns the bytes after the item.
 func decodeCanonical(b []byte, v any, what string) ([]byte, error) {
 	rest, err := decMode.UnmarshalFirst(b, v)
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, damaged("%s record is truncated (%d bytes)", what, len(b))
+	}
 	if err != nil {
 		return nil, damaged("%s record: %v", what, err)
 	}
