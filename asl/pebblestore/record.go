@@ -5,8 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"hash/crc32"
+	"io"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/fxamacker/cbor/v2"
