@@ -323,3 +323,22 @@ func probePast(ctx context.Context, it *pebble.Iterator, from, upper []byte) ([]
 	}
 	return landed, true
 }
+
+// dbGet is db.Get without its blind spot: Pebble's Get returns a value
+// kept in a blob file (value separation) as nil when that file cannot be
+// read, and keeps the error in the iterator it returns as the closer; that
+// error, corruption most likely, is returned here instead of an empty
+// value.
+func dbGet(db *pebble.DB, key []byte) ([]byte, io.Closer, error) {
+	v, closer, err := db.Get(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	if it, ok := closer.(*pebble.Iterator); ok {
+		if verr := it.Error(); verr != nil {
+			closer.Close()
+			return nil, nil, verr
+		}
+	}
+	return v, closer, nil
+}

@@ -33,7 +33,7 @@ func (s *Store) getIndex(ref asl.Reference, fn func(v []byte) error) error {
 		return nil
 	}
 	var kb [64]byte
-	v, closer, err := s.db.Get(appendIndexKey(kb[:0], ref))
+	v, closer, err := dbGet(s.db, appendIndexKey(kb[:0], ref))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return fmt.Errorf("%s: %w", ref, asl.ErrNotFound)
 	}
@@ -151,7 +151,7 @@ func (s *Store) readChunk(rec indexRecord, i uint64, loc partLoc, buf []byte) (c
 		return s.packs.readPart(rec, i, loc, buf)
 	}
 	var kb [17]byte
-	v, closer, err := s.db.Get(appendChunkKey(kb[:0], rec.Blob, i))
+	v, closer, err := dbGet(s.db, appendChunkKey(kb[:0], rec.Blob, i))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return chunkData{}, damaged("chunk %d of blob %d is missing", i, rec.Blob)
 	}

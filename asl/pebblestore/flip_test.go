@@ -147,12 +147,13 @@ func flipOptions(fs vfs.FS) *Options {
 
 func flipLegacy() bool { return os.Getenv("AMDUAT_FLIP_LAYOUT") == "v2" }
 
-// flipWorkload fills a store with every kind of artifact record the store
-// writes (inline, single chunk, chunked, ingested, packed by both batch
-// paths), part of it flushed into tables and blob files and part of it
-// left in the write-ahead log, and closes it. It returns what was
-// acknowledged.
-func flipWorkload(t testing.TB, fs vfs.FS) map[asl.Reference]asl.Artifact {
+// flipWorkload fills a store with every kind of record the store writes
+// (whole and large artifacts by every put path; with AMDUAT_FLIP_LAYOUT=v2
+// inline, single chunk, chunked and ingested ones too; index entries, one
+// large enough for a blob file), part of it flushed into tables and blob
+// files and part of it left in the write-ahead log, and closes it. It
+// returns the artifacts and index entries acknowledged.
+func flipWorkload(t testing.TB, fs vfs.FS) (map[asl.Reference]asl.Artifact, []asl.IndexEntry) {
 	t.Helper()
 	ctx := context.Background()
 	s, err := Create("store", flipOptions(fs))
@@ -160,6 +161,7 @@ func flipWorkload(t testing.TB, fs vfs.FS) map[asl.Reference]asl.Artifact {
 		t.Fatal(err)
 	}
 	acked := map[asl.Reference]asl.Artifact{}
+	var entries []asl.IndexEntry
 	putOne := func(a asl.Artifact) {
 		ref, err := asl.PutArtifact(ctx, s, asl.HashSHA256, a)
 		if err != nil {
@@ -197,6 +199,17 @@ func flipWorkload(t testing.TB, fs vfs.FS) map[asl.Reference]asl.Artifact {
 			putOne(asl.Untagged(genBytes(seed+70+uint64(i), 5*flipChunk+7, i == 0)))
 		}
 		putOne(asl.Untagged(genBytes(seed+80, 13*flipChunk+1, false)))
+		a := asl.Untagged(genBytes(seed+90, 700, false))
+		en := []asl.IndexEntry{
+			{Space: "flip.small", Key: []byte(fmt.Sprint(seed)), Value: genBytes(seed+91, 34, false)},
+			{Space: "flip.large", Key: []byte(fmt.Sprint(seed)), Value: genBytes(seed+92, 3*flipChunk, false)},
+		}
+		refs, err := s.PutIndexed(ctx, asl.HashSHA256, []asl.Artifact{a}, en)
+		if err != nil {
+			t.Fatal(err)
+		}
+		acked[refs[0]] = a
+		entries = append(entries, en...)
 	}
 	phase(1000)
 	if err := s.Sync(); err != nil {
@@ -209,7 +222,7 @@ func flipWorkload(t testing.TB, fs vfs.FS) map[asl.Reference]asl.Artifact {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return acked
+	return acked, entries
 }
 
 // acked2 returns one artifact of acked (a re-put of a stored artifact).
@@ -245,8 +258,10 @@ var flipOutcomeNames = [flipOutcomes]string{"wrong bytes", "wrong class", "silen
 type flipReport struct {
 	outcome flipOutcome
 	detail  string
-	lost    int           // acknowledged artifacts lost without a report
-	slowest time.Duration // the slowest single read (Open, Get, Verify)
+	lost    int // acknowledged artifacts lost without a report
+	// entriesLost counts index entries (derived data) that read as absent.
+	entriesLost int
+	slowest     time.Duration // the slowest single read (Open, Get, Verify)
 }
 
 // salvageFunc, when set (salvage_test.go), copies what can be read from the
@@ -261,7 +276,7 @@ var salvageFunc func(t testing.TB, fs vfs.FS) (*Store, error)
 // list of losses) or the store said it was damaged (Open or verify failed,
 // or verify reported damage) and salvage brought the artifact back. An Open
 // that fails with ErrIntegrity reports the whole store damaged.
-func checkFlip(t testing.TB, fs vfs.FS, acked map[asl.Reference]asl.Artifact) flipReport {
+func checkFlip(t testing.TB, fs vfs.FS, acked map[asl.Reference]asl.Artifact, entries []asl.IndexEntry) flipReport {
 	ctx := context.Background()
 	var (
 		rep        flipReport
@@ -272,6 +287,8 @@ func checkFlip(t testing.TB, fs vfs.FS, acked map[asl.Reference]asl.Artifact) fl
 		cue        = false                    // the store reported damage
 		openFailed = false
 		recovered  = false // the store rebuilt something itself
+		// entryDamage: an index entry failed to read with ErrIntegrity.
+		entryDamage = false
 	)
 	timed := func(f func()) {
 		start := time.Now()
@@ -310,6 +327,22 @@ func checkFlip(t testing.TB, fs vfs.FS, acked map[asl.Reference]asl.Artifact) fl
 				missing[ref] = true
 			case classify("get "+ref.String(), err):
 				named[ref], cue = true, true
+			}
+		}
+		// Index entries are derived data (SPECS.md §6.5): one may be
+		// missing, but never read back other bytes, and a failure to read
+		// it is ErrIntegrity.
+		for _, en := range entries {
+			v, ok, err := s.LookupIndex(ctx, en.Space, en.Key)
+			switch {
+			case err != nil:
+				if classify("lookup "+en.Space, err) {
+					cue, entryDamage = true, true
+				}
+			case !ok:
+				rep.entriesLost++
+			case !bytes.Equal(v, en.Value):
+				wrongBytes = append(wrongBytes, "index entry "+en.Space)
 			}
 		}
 		start := time.Now()
@@ -369,6 +402,8 @@ func checkFlip(t testing.TB, fs vfs.FS, acked map[asl.Reference]asl.Artifact) fl
 		rep.outcome, rep.detail = flipSilentLoss, fmt.Sprintf("%d acknowledged artifacts missing, none named by a report", lost)
 	case gone > 0:
 		rep.outcome, rep.detail = flipDetected, fmt.Sprintf("%d of %d acknowledged artifacts reported damaged and not recovered", gone, len(acked))
+	case entryDamage:
+		rep.outcome, rep.detail = flipDetected, "an index entry reads as damaged (ERR_INTEGRITY)"
 	case cue || len(missing) > 0 || recovered:
 		rep.outcome = flipRecovered
 	default:
@@ -403,7 +438,7 @@ func TestFlipBytes(t *testing.T) {
 		seed = n
 	}
 	fs := vfs.NewMem()
-	acked := flipWorkload(t, fs)
+	acked, entries := flipWorkload(t, fs)
 	files := memFiles{}
 	snapshotFS(t, fs, "store", files)
 	byKind := map[string][]string{}
@@ -424,6 +459,7 @@ func TestFlipBytes(t *testing.T) {
 		flips   int
 		out     [flipOutcomes]int
 		lost    int
+		entries int
 		slowest time.Duration
 	}
 	rows := map[string]*row{}
@@ -434,7 +470,7 @@ func TestFlipBytes(t *testing.T) {
 		path := paths[rng.IntN(len(paths))]
 		off := rng.Int64N(int64(len(files[path])))
 		x := byte(1 + rng.IntN(255))
-		rep := checkFlip(t, restoreFS(t, files, path, off, x), acked)
+		rep := checkFlip(t, restoreFS(t, files, path, off, x), acked, entries)
 		r := rows[kind]
 		if r == nil {
 			r = &row{}
@@ -444,6 +480,7 @@ func TestFlipBytes(t *testing.T) {
 		r.out[rep.outcome]++
 		r.slowest = max(r.slowest, rep.slowest)
 		r.lost += rep.lost
+		r.entries += rep.entriesLost
 		if rep.outcome <= flipSilentLoss {
 			bad = append(bad, fmt.Sprintf("%s byte %d ^ %#02x: %s: %s", path, off, x, flipOutcomeNames[rep.outcome], rep.detail))
 		}
@@ -452,23 +489,24 @@ func TestFlipBytes(t *testing.T) {
 		}
 	}
 	var tb strings.Builder
-	fmt.Fprintf(&tb, "%d acknowledged artifacts, %d flips, seed %d\n", len(acked), n, seed)
-	fmt.Fprintf(&tb, "%-10s %6s %9s %9s %9s %6s %12s %12s %15s %14s\n", "kind", "flips", "harmless", "recovered", "detected", "lost", "wrong class", "wrong bytes", "artifacts lost", "slowest read")
+	fmt.Fprintf(&tb, "%d acknowledged artifacts, %d index entries, %d flips, seed %d\n", len(acked), len(entries), n, seed)
+	fmt.Fprintf(&tb, "%-10s %6s %9s %9s %9s %6s %12s %12s %15s %13s %14s\n", "kind", "flips", "harmless", "recovered", "detected", "lost", "wrong class", "wrong bytes", "artifacts lost", "entries lost", "slowest read")
 	var total row
 	for _, k := range kinds {
 		r := rows[k]
 		if r == nil {
 			continue
 		}
-		fmt.Fprintf(&tb, "%-10s %6d %9d %9d %9d %6d %12d %12d %15d %14v\n", k, r.flips, r.out[flipHarmless], r.out[flipRecovered], r.out[flipDetected], r.out[flipSilentLoss], r.out[flipWrongClass], r.out[flipWrongBytes], r.lost, r.slowest.Round(time.Millisecond))
+		fmt.Fprintf(&tb, "%-10s %6d %9d %9d %9d %6d %12d %12d %15d %13d %14v\n", k, r.flips, r.out[flipHarmless], r.out[flipRecovered], r.out[flipDetected], r.out[flipSilentLoss], r.out[flipWrongClass], r.out[flipWrongBytes], r.lost, r.entries, r.slowest.Round(time.Millisecond))
 		total.flips += r.flips
 		for o := range r.out {
 			total.out[o] += r.out[o]
 		}
 		total.slowest = max(total.slowest, r.slowest)
 		total.lost += r.lost
+		total.entries += r.entries
 	}
-	fmt.Fprintf(&tb, "%-10s %6d %9d %9d %9d %6d %12d %12d %15d %14v\n", "all", total.flips, total.out[flipHarmless], total.out[flipRecovered], total.out[flipDetected], total.out[flipSilentLoss], total.out[flipWrongClass], total.out[flipWrongBytes], total.lost, total.slowest.Round(time.Millisecond))
+	fmt.Fprintf(&tb, "%-10s %6d %9d %9d %9d %6d %12d %12d %15d %13d %14v\n", "all", total.flips, total.out[flipHarmless], total.out[flipRecovered], total.out[flipDetected], total.out[flipSilentLoss], total.out[flipWrongClass], total.out[flipWrongBytes], total.lost, total.entries, total.slowest.Round(time.Millisecond))
 	t.Logf("flip table:\n%s", tb.String())
 	if out := os.Getenv("AMDUAT_FLIPS_OUT"); out != "" {
 		if err := os.WriteFile(out, []byte(tb.String()+strings.Join(bad, "\n")+"\n"), 0o644); err != nil {

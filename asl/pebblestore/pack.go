@@ -588,7 +588,7 @@ func (s *Store) recoverPacks(full bool) error {
 		}
 		size := uint64(st.Size())
 		wm := uint64(len(packMagic))
-		v, closer, err := s.db.Get(watermarkKey(id))
+		v, closer, err := dbGet(s.db, watermarkKey(id))
 		switch {
 		case err == nil:
 			n, derr := decodeUintRecord(v, "pack watermark")

@@ -104,7 +104,7 @@ func Salvage(ctx context.Context, from, to string, opts *Options, progress func(
 	if db != nil {
 		defer db.Close()
 		old.db = db
-		if v, closer, err := db.Get(configKey()); err == nil {
+		if v, closer, err := dbGet(db, configKey()); err == nil {
 			if cfg, err := decodeConfig(v); err == nil {
 				old.hash = asl.HashID(cfg.Hash)
 			} else {

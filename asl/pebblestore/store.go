@@ -287,7 +287,7 @@ func Create(dir string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create store %s: %w", dir, err)
 	}
-	if v, closer, err := db.Get(configKey()); err == nil {
+	if v, closer, err := dbGet(db, configKey()); err == nil {
 		_ = v
 		closer.Close()
 		db.Close()
@@ -331,7 +331,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", dir, openErr(err))
 	}
-	v, closer, err := db.Get(configKey())
+	v, closer, err := dbGet(db, configKey())
 	if err != nil {
 		db.Close()
 		if errors.Is(err, pebble.ErrNotFound) {
@@ -412,7 +412,7 @@ func start(db *pebble.DB, dir string, s settings) (*Store, error) {
 // the next blob id above every id in use.
 func (s *Store) recover() error {
 	next := uint64(1)
-	v, closer, err := s.db.Get(counterKey())
+	v, closer, err := dbGet(s.db, counterKey())
 	switch {
 	case err == nil:
 		n, derr := decodeCounter(v)
