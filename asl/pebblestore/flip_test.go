@@ -28,8 +28,24 @@ import (
 // metamorphic tests: one deterministic workload, many damaged copies.
 //
 // AMDUAT_FLIPS=N runs N flips spread evenly over the file kinds found in the
-// store (default: a small sample for CI); AMDUAT_FLIP_SEED varies which
-// bytes are hit.
+// store (default: 20 per kind, 10 under -race); AMDUAT_FLIP_SEED varies
+// which bytes are hit; AMDUAT_FLIPS_OUT=FILE writes the table there. Each
+// flip is, from the worst outcome to the best:
+//
+//   - wrong bytes: a read (of the store or of its salvaged copy) returned
+//     bytes that are not the artifact's, or not the index entry's;
+//   - wrong class: damage was reported as something else than
+//     asl.ErrIntegrity (an I/O error);
+//   - lost: an acknowledged artifact was not found, and no report named it;
+//   - detected: damage was reported (asl.ErrIntegrity), and some artifact
+//     (or index entry) could not be read back, even by salvage: each is
+//     named by a failing read or by verify;
+//   - recovered: the store noticed the damage (Open failed, or rebuilt
+//     index records from the packs, or a read failed) and every
+//     acknowledged artifact is back, from the store or from salvage;
+//   - harmless: nothing a reader can see changed.
+//
+// The test fails on any wrong bytes, wrong class or loss.
 
 // flipKind names the kind of a store file by its name.
 func flipKind(path string) string {

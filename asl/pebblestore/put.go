@@ -865,7 +865,7 @@ func allSingle(items []item, mine []int) bool {
 	return true
 }
 
-// packResult is what packSinglesLocked appended: for each packed item its
+// packResult is what packItems appended: for each packed item its
 // j and its encoded index record, and the pack's id and end offset after
 // the append.
 type packResult struct {
