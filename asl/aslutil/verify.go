@@ -132,6 +132,11 @@ type Report struct {
 	Checked  int64     // artifacts verified, failed ones included
 	Bytes    int64     // payload bytes read
 	Failures []Failure // in ascending ReferenceBytes order
+	// Damage is what the store could not enumerate: its enumeration went
+	// on past it and reported it at the end as an error wrapping
+	// asl.ErrIntegrity (an unreadable index record, a damaged table's key
+	// range: SPECS.md §6.4, "Damage"), one entry per joined error.
+	Damage []error
 }
 
 // IntegrityFailures counts failures with Integrity set.
@@ -148,8 +153,10 @@ func (r Report) IntegrityFailures() int {
 // Verify reads every selected artifact through s, re-hashes its bytes with
 // its reference's hash and compares the result and the fetched header with
 // the reference and the enumerated header. Per-artifact failures go into the
-// Report; the error is non-nil only when the walk itself fails (enumeration
-// error, ctx cancelled), in which case the Report holds what was done.
+// Report, and so does damage the enumeration reported (Report.Damage): a
+// damaged store is verified to the end. The error is non-nil only when the
+// walk itself fails otherwise (I/O error, ctx cancelled), in which case the
+// Report holds what was done.
 // progress, if non-nil, is called from the calling goroutine only.
 func Verify(ctx context.Context, s VerifyStore, opts VerifyOptions, progress func(Progress)) (Report, error) {
 	workers := opts.Workers
@@ -166,6 +173,9 @@ func Verify(ctx context.Context, s VerifyStore, opts VerifyOptions, progress fun
 	case opts.Sample != nil && opts.Sample.Count > 0:
 		var err error
 		chosen, rep.Stored, err = smallestKeys(ctx, s, *opts.Sample)
+		if rep.Damage = damageOf(err); rep.Damage != nil {
+			err = nil
+		}
 		if err != nil {
 			return rep, err
 		}
@@ -190,7 +200,8 @@ func Verify(ctx context.Context, s VerifyStore, opts VerifyOptions, progress fun
 			}
 			return nil
 		})
-		if err != nil {
+		if err != nil && damageOf(err) == nil {
+			// Damage is reported by the second walk.
 			return rep, fmt.Errorf("enumerate: %w", err)
 		}
 	}
@@ -243,7 +254,7 @@ func Verify(ctx context.Context, s VerifyStore, opts VerifyOptions, progress fun
 			}
 			return send(in)
 		})
-		if err != nil {
+		if rep.Damage = damageOf(err); rep.Damage == nil && err != nil {
 			walkErr = fmt.Errorf("enumerate: %w", err)
 		}
 	}()
@@ -290,6 +301,28 @@ func Verify(ctx context.Context, s VerifyStore, opts VerifyOptions, progress fun
 		return rep, ctxErr
 	}
 	return rep, ctx.Err()
+}
+
+// damageOf splits an enumeration error that reports damage the walk went
+// past (it wraps asl.ErrIntegrity, and no cancellation) into its joined
+// errors; it returns nil for any other error.
+func damageOf(err error) []error {
+	if err == nil || !errors.Is(err, asl.ErrIntegrity) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return nil
+	}
+	for {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			return j.Unwrap()
+		}
+		next := errors.Unwrap(err)
+		if next == nil {
+			return []error{err}
+		}
+		if !errors.Is(next, asl.ErrIntegrity) {
+			return []error{err}
+		}
+		err = next
+	}
 }
 
 // verifyOne fetches one artifact and re-hashes it. It returns the number of

@@ -266,17 +266,40 @@ func TestVerifyCountSample(t *testing.T) {
 	}
 }
 
+// enumFail stops its walk after 5 artifacts with an I/O error.
 type enumFail struct{ aslutil.VerifyStore }
+
+var errEnumIO = errors.New("disk read failed")
 
 func (e enumFail) Enumerate(ctx context.Context, after asl.Reference, fn func(asl.Info) error) error {
 	n := 0
-	err := e.VerifyStore.Enumerate(ctx, after, func(in asl.Info) error {
+	return e.VerifyStore.Enumerate(ctx, after, func(in asl.Info) error {
 		if n++; n > 5 {
-			return fmt.Errorf("index record damaged: %w", asl.ErrIntegrity)
+			return errEnumIO
 		}
 		return fn(in)
 	})
-	return err
+}
+
+// enumDamage skips the 6th and 7th artifacts as if their index records
+// were damaged, walks on, and reports both at the end, as
+// pebblestore.Store.Enumerate does.
+type enumDamage struct{ aslutil.VerifyStore }
+
+func (e enumDamage) Enumerate(ctx context.Context, after asl.Reference, fn func(asl.Info) error) error {
+	n := 0
+	var bad []error
+	err := e.VerifyStore.Enumerate(ctx, after, func(in asl.Info) error {
+		if n++; n == 6 || n == 7 {
+			bad = append(bad, fmt.Errorf("%s: index record damaged: %w", in.Ref, asl.ErrIntegrity))
+			return nil
+		}
+		return fn(in)
+	})
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("enumerate: %w", errors.Join(bad...))
 }
 
 func TestVerifyWalkErrors(t *testing.T) {
@@ -284,8 +307,16 @@ func TestVerifyWalkErrors(t *testing.T) {
 	fill(t, s, 50)
 	for _, opts := range []aslutil.VerifyOptions{{}, {Sample: &aslutil.Sample{Count: 3}}, {Sample: &aslutil.Sample{Percent: 50}}} {
 		_, err := aslutil.Verify(context.Background(), enumFail{s}, opts, func(aslutil.Progress) {})
-		if !errors.Is(err, asl.ErrIntegrity) {
-			t.Errorf("%+v: err = %v, want the enumeration's ErrIntegrity", opts, err)
+		if !errors.Is(err, errEnumIO) {
+			t.Errorf("%+v: err = %v, want the enumeration's I/O error", opts, err)
+		}
+		// Damage the walk went past is reported, and the rest verified.
+		rep, err := aslutil.Verify(context.Background(), enumDamage{s}, opts, func(aslutil.Progress) {})
+		if err != nil || len(rep.Damage) != 2 || !errors.Is(rep.Damage[1], asl.ErrIntegrity) {
+			t.Errorf("%+v: damaged walk: %v, damage %v", opts, err, rep.Damage)
+		}
+		if opts.Sample == nil && (rep.Checked != 48 || rep.Stored != 48) {
+			t.Errorf("damaged walk checked %d of %d, want 48 of 48", rep.Checked, rep.Stored)
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -108,7 +108,7 @@ func appendChunkHeader(dst []byte, h chunkHeader) []byte {
 // parseIndexRecord reads a canonically encoded index record from the start
 // of b and returns it with the bytes after it.
 func parseIndexRecord(b []byte) (r indexRecord, rest []byte, ok bool) {
-	if len(b) == 0 || b[0] < 0xa3 || b[0] > 0xa6 {
+	if len(b) == 0 || b[0] < 0xa3 || b[0] > 0xa7 {
 		return indexRecord{}, nil, false
 	}
 	pairs := int(b[0] - 0xa0)

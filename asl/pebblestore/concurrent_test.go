@@ -22,7 +22,7 @@ func TestConcurrent(t *testing.T) {
 	for _, c := range []struct {
 		packMin int64
 		small   bool
-	}{{-1, false}, {1, false}, {1, true}} {
+	}{{-1, false}, {0, false}, {0, true}} {
 		t.Run(fmt.Sprintf("packmin %d small %v", c.packMin, c.small), func(t *testing.T) { testConcurrent(t, c.packMin, c.small) })
 	}
 }

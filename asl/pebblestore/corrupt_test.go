@@ -44,7 +44,11 @@ func TestCorruption(t *testing.T) {
 		name      string
 		ingestMin int64
 	}{{"batched", -1}, {"ingested", 2 * chunk}} {
-		t.Run(mode.name, func(t *testing.T) { testCorruption(t, &Options{ChunkSize: chunk, IngestMin: mode.ingestMin}) })
+		// The version 2 layout (PackMin < 0): chunks in Pebble, which
+		// stores written before version 3 hold.
+		t.Run(mode.name, func(t *testing.T) {
+			testCorruption(t, &Options{ChunkSize: chunk, IngestMin: mode.ingestMin, PackMin: -1})
+		})
 	}
 }
 
@@ -164,7 +168,7 @@ func testCorruption(t *testing.T, opts *Options) {
 // of a chunked one: every read must fail with ErrIntegrity or return the
 // original bytes, never other bytes.
 func TestCorruptionEveryBit(t *testing.T) {
-	s := newMemStore(t, &Options{ChunkSize: MinChunkSize, InlineMax: 2048, MinCompressSize: 512})
+	s := newMemStore(t, &Options{ChunkSize: MinChunkSize, InlineMax: 2048, MinCompressSize: 512, PackMin: -1})
 	ctx := context.Background()
 	cases := map[string][]byte{
 		"inline raw":   genBytes(110, 300, false),

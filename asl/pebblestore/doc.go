@@ -7,39 +7,41 @@
 //
 // Invariants:
 //
+//   - Every acknowledged artifact lies, with its reference, in a pack file
+//     (packs/) synced before Put or PutBatch returns: one sync per Put or
+//     PutBatch, never one per artifact. An artifact of up to one chunk is
+//     one record; a larger one is its chunks as parts, completed by a large
+//     record once its reference is known. Pebble holds only the index over
+//     the packs (and index entries): its commits need no sync of their own,
+//     and a batch of new artifacts returns once its pack is synced, its
+//     index commit queued for one committer goroutine (reads find its
+//     records in an in-memory pending set meanwhile). Open rebuilds from the
+//     packs the index records Pebble lost, above each pack's watermark, or
+//     from every pack record when Pebble may have lost older ones (SPECS.md
+//     §6.4, "Pack files", "Damage").
 //   - Put is idempotent: an artifact already stored is not written again, also
-//     under concurrent puts of the same artifact. Put and PutBatch are durable
-//     when they return nil: one sync per Put or PutBatch (a synced Pebble
-//     batch, or for a packed batch the pack's sync), never one per artifact.
+//     under concurrent puts of the same artifact.
 //   - Every read verifies: an artifact of up to one chunk is checked against
 //     its digest before any byte is returned; a chunked artifact has each
 //     chunk checked by CRC-32C before its bytes are returned, and its last
 //     chunk is withheld until the digest of the whole payload matches. Damage
-//     (payload, record, missing chunk) yields an error wrapping
-//     asl.ErrIntegrity, never wrong bytes. A missing artifact is
+//     (payload, record, missing chunk, and whatever Pebble's own checksums
+//     or the checks of its MANIFEST and OPTIONS files find) yields an error
+//     wrapping asl.ErrIntegrity, never wrong bytes. A missing artifact is
 //     asl.ErrNotFound, an unregistered hash id asl.ErrUnsupported; any other
 //     error is an I/O error.
+//   - Damage does not stop Enumerate: it skips what it cannot read and names
+//     it at the end. Salvage copies what still reads and verifies from a
+//     store that no longer opens into a new one.
 //   - Artifacts larger than one chunk (default 256 KiB) stream through Put and
 //     Fetch with a few chunk buffers of memory, whatever their size.
 //   - A put that never committed (a crash mid-stream) is never visible: its
-//     chunks sit under a staging record and are deleted by the next Open.
-//   - Artifacts of at least Options.IngestMin bytes (default 16 MiB) bypass
-//     Pebble's write-ahead log: their chunks are written into SSTables that
-//     are ingested, so each byte reaches the disk once. Their staging record
-//     is durable before the ingest; Open removes tables never ingested.
-//   - Artifacts of up to one chunk in a Put or PutBatch of at least
-//     Options.PackMin payload bytes (default 64 KiB) are appended to an
-//     append-only pack file under packs/, synced before their index records
-//     are committed: each payload byte reaches the disk once, and Pebble
-//     holds only small index records. Those commits need no sync of their
-//     own: every pack record carries its reference, and Open rebuilds the
-//     index records above each pack's watermark from verified records.
-//     A batch of new artifacts returns once its pack is synced: its index
-//     commit is queued for one committer goroutine, and reads find its
-//     records in an in-memory pending set meanwhile.
-//     Packs are read through a read-only shared mapping where the file
-//     system has file descriptors (a read is a copy, not a system call); a
-//     pack shrunk behind the store's back gives ErrIntegrity, not a crash.
+//     parts have no large record, and only an index record (or, on
+//     recovery, a verified large record) makes an artifact visible.
+//   - Packs are read through a read-only shared mapping where the file
+//     system has file descriptors (a small read is a copy, not a system
+//     call; the parts of large artifacts are read with pread); a pack
+//     shrunk behind the store's back gives ErrIntegrity, not a crash.
 //   - Chunks are compressed with zstd only where it pays (at least 4 KiB and
 //     a saving of at least one eighth); the choice is recorded per chunk.
 //   - One writer at a time holds the store's lock; a second one gets
@@ -55,4 +57,8 @@
 //   - Store-internal records are deterministic CBOR (RFC 8949 core
 //     deterministic encoding), decoded strictly; they never replace a
 //     normative encoding.
+//   - The store still reads the layout of format versions 1 and 2 (payloads
+//     inline in index records, or as chunks staged in Pebble or ingested as
+//     SSTables), which Options.PackMin < 0 still writes, for tests and
+//     measurements: those artifacts rest on Pebble's files.
 package pebblestore

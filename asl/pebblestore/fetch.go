@@ -33,7 +33,7 @@ func (s *Store) getIndex(ref asl.Reference, fn func(v []byte) error) error {
 		return nil
 	}
 	var kb [64]byte
-	v, closer, err := s.db.Get(appendIndexKey(kb[:0], ref))
+	v, closer, err := dbGet(s.db, appendIndexKey(kb[:0], ref))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return fmt.Errorf("%s: %w", ref, asl.ErrNotFound)
 	}
@@ -88,7 +88,7 @@ func (s *Store) Fetch(ctx context.Context, ref asl.Reference) (io.ReadCloser, as
 		return nil, asl.Header{}, fmt.Errorf("fetch %w", err)
 	}
 	hdr := rec.header()
-	if rec.packed() {
+	if rec.packedSingle() {
 		if data, err = s.readPacked(rec); err != nil {
 			return nil, asl.Header{}, fmt.Errorf("fetch %s: %w", ref, err)
 		}
@@ -137,16 +137,21 @@ type chunkData struct {
 	codec  uint8
 }
 
-// readChunk reads chunk i of rec's blob into buf (capacity at least
+// readChunk reads chunk i of rec's artifact into buf (capacity at least
 // rec.Chunk; with decodeSlack more, zstd decodes faster), checking its CRC
-// and raw size. It holds the store open (acquire/release) while it reads.
-func (s *Store) readChunk(rec indexRecord, i uint64, buf []byte) (chunkData, error) {
+// and raw size: a part in a pack, at loc, for a packed record, else the
+// chunk under the record's blob id in Pebble. It holds the store open
+// (acquire/release) while it reads.
+func (s *Store) readChunk(rec indexRecord, i uint64, loc partLoc, buf []byte) (chunkData, error) {
 	if err := s.acquire(); err != nil {
 		return chunkData{}, err
 	}
 	defer s.release()
+	if rec.packed() {
+		return s.packs.readPart(rec, i, loc, buf)
+	}
 	var kb [17]byte
-	v, closer, err := s.db.Get(appendChunkKey(kb[:0], rec.Blob, i))
+	v, closer, err := dbGet(s.db, appendChunkKey(kb[:0], rec.Blob, i))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return chunkData{}, damaged("chunk %d of blob %d is missing", i, rec.Blob)
 	}
@@ -156,7 +161,7 @@ func (s *Store) readChunk(rec indexRecord, i uint64, buf []byte) (chunkData, err
 	defer closer.Close()
 	ch, payload, err := decodeChunk(v, rec.Blob, i, rec.rawLen(i))
 	if err != nil {
-		return chunkData{}, err
+		return chunkData{}, fmt.Errorf("chunk %d of blob %d: %w", i, rec.Blob, err)
 	}
 	c := chunkData{stored: len(payload), codec: uint8(ch.Codec)}
 	if ch.Codec == codecZstd {
@@ -169,9 +174,19 @@ func (s *Store) readChunk(rec indexRecord, i uint64, buf []byte) (chunkData, err
 	return c, nil
 }
 
-// chunkReadFunc reads chunk i of rec's blob into buf: (*Store).readChunk,
-// or a stand-in in tests.
-type chunkReadFunc func(rec indexRecord, i uint64, buf []byte) (chunkData, error)
+// locatePart finds part i of the large packed artifact rec, whose head is
+// at offset at of its pack, holding the store open while it reads.
+func (s *Store) locatePart(rec indexRecord, at, i uint64) (partLoc, error) {
+	if err := s.acquire(); err != nil {
+		return partLoc{}, err
+	}
+	defer s.release()
+	return s.packs.partAt(rec.Pack, at, i)
+}
+
+// chunkReadFunc reads chunk i of rec's artifact (at loc when it is packed)
+// into buf: (*Store).readChunk, or a stand-in in tests.
+type chunkReadFunc func(rec indexRecord, i uint64, loc partLoc, buf []byte) (chunkData, error)
 
 const (
 	// maxFetchWorkers bounds the goroutines that read chunks for one
@@ -197,6 +212,7 @@ type fetchJob struct {
 	// by the worker that hashes it (after mu orders them) and, once the
 	// job is sent on hashed, by the consumer.
 	i     uint64
+	loc   partLoc // where a packed part lies
 	chunk chunkData
 	err   error
 	ready bool // the chunk is read (or failed); guarded by mu
@@ -256,6 +272,7 @@ type chunkReader struct {
 	nextHash uint64      // the next chunk to hash
 	hashing  bool        // a worker holds the hashing token
 	failed   bool        // a chunk failed: claim and hash no more
+	pos      uint64      // packed record: the head of the next part to claim
 
 	// Hashing state, used only by the holder of the hashing token.
 	h        *asl.Hasher
@@ -284,6 +301,7 @@ func (s *Store) newChunkReader(ctx context.Context, ref asl.Reference, rec index
 		jobs:   make([]*fetchJob, nbuf),
 		hashed: make(chan *fetchJob, nbuf),
 		slots:  make([]*fetchJob, nbuf),
+		pos:    rec.Offset,
 	}
 	for k := range r.jobs {
 		j := &fetchJob{buf: r.newBuf()}
@@ -328,8 +346,8 @@ func (r *chunkReader) work() {
 		}
 		if err := r.ctx.Err(); err != nil {
 			j.err = err
-		} else {
-			j.chunk, j.err = r.read(r.rec, j.i, *j.buf)
+		} else if j.err == nil {
+			j.chunk, j.err = r.read(r.rec, j.i, j.loc, *j.buf)
 		}
 		r.advance(j)
 	}
@@ -355,6 +373,13 @@ func (r *chunkReader) claim() *fetchJob {
 	j := r.free[len(r.free)-1]
 	r.free = r.free[:len(r.free)-1]
 	j.i, j.chunk, j.err, j.ready = r.claimed, chunkData{}, nil, false
+	if r.rec.packed() {
+		// Parts follow each other in the pack: where part i lies is known
+		// once part i-1's head and chunk header are read. A damaged head
+		// fails this part (and, in order, the read).
+		j.loc, j.err = r.s.locatePart(r.rec, r.pos, j.i)
+		r.pos = j.loc.next
+	}
 	r.slots[j.i%uint64(len(r.slots))] = j
 	if r.claimed++; r.claimed == r.n {
 		r.freed.Broadcast() // the other workers may exit
@@ -546,8 +571,12 @@ func makeInfo(ref asl.Reference, rec indexRecord) asl.Info {
 
 // Enumerate implements asl.Enumerator: it walks the index ('i' keys) in
 // ReferenceBytes order over a consistent snapshot, starting strictly after
-// after. A damaged index record stops the walk with an error wrapping
-// asl.ErrIntegrity.
+// after. Damage does not stop the walk (SPECS.md §6.4, "Damage"): an index
+// key or record that does not decode, a value Pebble cannot read, and the
+// keys of a table whose blocks Pebble cannot read are skipped, and once the
+// walk is over Enumerate returns an error wrapping asl.ErrIntegrity that
+// names each (the reference, or the key range and the table file). fn
+// returning an error stops the walk with that error.
 func (s *Store) Enumerate(ctx context.Context, after asl.Reference, fn func(asl.Info) error) error {
 	if err := s.acquire(); err != nil {
 		return fmt.Errorf("enumerate: %w", err)
@@ -560,33 +589,32 @@ func (s *Store) Enumerate(ctx context.Context, after asl.Reference, fn func(asl.
 	if !after.IsZero() {
 		lower = append(after.AppendBytes(lower), 0)
 	}
-	it, err := s.indexReader().NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: []byte{prefixIndex + 1}})
-	if err != nil {
-		return fmt.Errorf("enumerate: %w", ioErr(err))
-	}
-	defer it.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		ref, err := asl.DecodeReference(it.Key()[1:])
+	var (
+		bad   []error
+		fnErr error
+	)
+	damage, err := s.walkRange(ctx, lower, []byte{prefixIndex + 1}, func(k, v []byte) error {
+		ref, err := asl.DecodeReference(k[1:])
 		if err != nil {
-			return fmt.Errorf("enumerate: index key %x: %w", it.Key(), err)
-		}
-		v, err := it.ValueAndErr()
-		if err != nil {
-			return fmt.Errorf("enumerate %s: %w", ref, ioErr(err))
+			bad = append(bad, fmt.Errorf("index key %x: %w", k, err))
+			return nil
 		}
 		rec, _, err := decodeIndexHead(v)
 		if err != nil {
-			return fmt.Errorf("enumerate %s: %w", ref, err)
+			bad = append(bad, fmt.Errorf("%s: %w", ref, err))
+			return nil
 		}
-		if err := fn(makeInfo(ref, rec)); err != nil {
-			return err
-		}
+		fnErr = fn(makeInfo(ref, rec))
+		return fnErr
+	})
+	switch {
+	case fnErr != nil:
+		return fnErr
+	case err != nil:
+		return fmt.Errorf("enumerate: %w", err)
 	}
-	if err := it.Error(); err != nil {
-		return fmt.Errorf("enumerate: %w", ioErr(err))
+	if bad = append(bad, damage...); len(bad) > 0 {
+		return fmt.Errorf("enumerate: %w", errors.Join(bad...))
 	}
 	return nil
 }

@@ -95,21 +95,36 @@ func putPipeArtifacts(t *testing.T, s *Store) []pipeArtifact {
 	return arts
 }
 
+// TestFetchPipelineRoundTrip reads chunked artifacts back in both layouts:
+// parts in a pack (the default) and chunks in Pebble (version 2, PackMin
+// < 0).
 func TestFetchPipelineRoundTrip(t *testing.T) {
-	fs := vfs.NewMem()
-	s := newMemStore(t, &Options{FS: fs, ChunkSize: pipeChunk, IngestMin: -1})
-	arts := putPipeArtifacts(t, s)
-	t.Run("pooled buffers", func(t *testing.T) { checkPipeArtifacts(t, s, arts) })
-	s.Close()
-	// Reopened with another chunk size, the records keep theirs: the
-	// reader's buffers then come from outside the store's pool.
-	s2, err := Open("store", &Options{FS: fs, ChunkSize: 2 * pipeChunk})
-	if err != nil {
-		t.Fatal(err)
+	for _, layout := range []struct {
+		name    string
+		packMin int64
+	}{{"packed", 0}, {"pebble", -1}} {
+		t.Run(layout.name, func(t *testing.T) {
+			fs := vfs.NewMem()
+			s := newMemStore(t, &Options{FS: fs, ChunkSize: pipeChunk, IngestMin: -1, PackMin: layout.packMin})
+			arts := putPipeArtifacts(t, s)
+			for _, a := range arts {
+				if rec := indexOf(t, s, a.ref); rec.packed() != (layout.packMin >= 0) {
+					t.Fatalf("%s: record %+v", a.name, rec)
+				}
+			}
+			t.Run("pooled buffers", func(t *testing.T) { checkPipeArtifacts(t, s, arts) })
+			s.Close()
+			// Reopened with another chunk size, the records keep theirs: the
+			// reader's buffers then come from outside the store's pool.
+			s2, err := Open("store", &Options{FS: fs, ChunkSize: 2 * pipeChunk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s2.Close()
+			t.Run("other chunk size", func(t *testing.T) { checkPipeArtifacts(t, s2, arts) })
+			checkNoReaderGoroutines(t)
+		})
 	}
-	defer s2.Close()
-	t.Run("other chunk size", func(t *testing.T) { checkPipeArtifacts(t, s2, arts) })
-	checkNoReaderGoroutines(t)
 }
 
 func checkPipeArtifacts(t *testing.T, s *Store, arts []pipeArtifact) {
@@ -147,7 +162,7 @@ func checkPipeArtifacts(t *testing.T, s *Store, arts []pipeArtifact) {
 // idempotent, later reads fail, and no reader goroutine is left.
 func TestFetchEarlyClose(t *testing.T) {
 	ctx := context.Background()
-	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1})
+	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1, PackMin: -1})
 	for _, text := range []bool{false, true} {
 		data := genBytes(7, 40*pipeChunk+5, text)
 		ref := put(t, s, asl.HashSHA256, asl.Untagged(data))
@@ -178,7 +193,7 @@ func TestFetchEarlyClose(t *testing.T) {
 // against the same and different artifacts (run it with -race).
 func TestFetchConcurrentReaders(t *testing.T) {
 	ctx := context.Background()
-	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1})
+	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1, PackMin: -1})
 	arts := putPipeArtifacts(t, s)
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
@@ -230,7 +245,7 @@ func TestFetchErrorOrder(t *testing.T) {
 	ctx := context.Background()
 	const chunks = 12
 	for _, text := range []bool{false, true} {
-		s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1})
+		s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1, PackMin: -1})
 		data := genBytes(21, chunks*pipeChunk-100, text)
 		ref := put(t, s, asl.HashSHA256, asl.Untagged(data))
 		rec := indexOf(t, s, ref)
@@ -248,7 +263,7 @@ func TestFetchErrorOrder(t *testing.T) {
 		read := func(t *testing.T, step int, wantChunks int, wantErr string) {
 			t.Helper()
 			fiveDone := make(chan struct{})
-			readFn := func(rec indexRecord, i uint64, buf []byte) (chunkData, error) {
+			readFn := func(rec indexRecord, i uint64, loc partLoc, buf []byte) (chunkData, error) {
 				if i == 3 {
 					select {
 					case <-fiveDone:
@@ -256,7 +271,7 @@ func TestFetchErrorOrder(t *testing.T) {
 						t.Error("chunk 5 was not read while chunk 3 was in flight")
 					}
 				}
-				c, err := s.readChunk(rec, i, buf)
+				c, err := s.readChunk(rec, i, loc, buf)
 				if i == 5 {
 					close(fiveDone)
 				}
@@ -307,7 +322,7 @@ func TestFetchErrorOrder(t *testing.T) {
 // byte before it is returned, its own bytes never are.
 func TestFetchLastChunkWithheld(t *testing.T) {
 	ctx := context.Background()
-	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1})
+	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1, PackMin: -1})
 	data := genBytes(5, 10*pipeChunk+99, false)
 	ref := put(t, s, asl.HashSHA256, asl.Untagged(data))
 	rec := indexOf(t, s, ref)
@@ -334,7 +349,7 @@ func TestFetchLastChunkWithheld(t *testing.T) {
 // TestFetchCancel cancels the context mid-read: the read ends with the
 // context's error, the bytes before it are the artifact's.
 func TestFetchCancel(t *testing.T) {
-	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1})
+	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1, PackMin: -1})
 	data := genBytes(9, 40*pipeChunk, true)
 	ref := put(t, s, asl.HashSHA256, asl.Untagged(data))
 	for _, at := range []int{0, 1, 2*pipeChunk + 5} {
@@ -363,7 +378,7 @@ func TestFetchCancel(t *testing.T) {
 // still returns.
 func TestFetchStoreClosed(t *testing.T) {
 	ctx := context.Background()
-	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1})
+	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1, PackMin: -1})
 	data := genBytes(11, 40*pipeChunk, false)
 	ref := put(t, s, asl.HashSHA256, asl.Untagged(data))
 	rc, _, err := s.Fetch(ctx, ref)
@@ -390,7 +405,7 @@ func TestFetchStoreClosed(t *testing.T) {
 // workers: the bytes do not depend on how many read at once.
 func TestFetchWorkerCounts(t *testing.T) {
 	ctx := context.Background()
-	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1})
+	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1, PackMin: -1})
 	for _, a := range putPipeArtifacts(t, s) {
 		rec := indexOf(t, s, a.ref)
 		for _, workers := range []int{1, 2, 3, 9} {
@@ -409,7 +424,7 @@ func TestFetchWorkerCounts(t *testing.T) {
 // error, stops its goroutines even before Close.
 func TestFetchWorkersExitWithoutClose(t *testing.T) {
 	ctx := context.Background()
-	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1})
+	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1, PackMin: -1})
 	data := genBytes(13, 30*pipeChunk+1, true)
 	ref := put(t, s, asl.HashSHA256, asl.Untagged(data))
 	rc, _, err := s.Fetch(ctx, ref)

@@ -23,6 +23,8 @@ func goldenRecords() []struct{ name, hex string } {
 	inline = append(inline, hello...)
 	packRecord := appendPackHead(nil, ref, asl.Header{Size: 5}, 5)
 	packRecord = append(appendCBOR(packRecord, chunkHeader{Codec: codecRaw, Raw: 5, CRC: chunkCRC(3, uint64(len(packMagic)+len(packRecord)), codecRaw, 5, hello)}), hello...)
+	part := appendPartHead(nil, 2, 5)
+	part = append(appendCBOR(part, chunkHeader{Codec: codecRaw, Raw: 5, CRC: chunkCRC(3, uint64(len(packMagic)+len(part)), codecRaw, 5, hello)}), hello...)
 	rows := []struct {
 		name string
 		b    []byte
@@ -39,6 +41,9 @@ func goldenRecords() []struct{ name, hex string } {
 		{"staging key (blob 7)", stagingKey(7)},
 		{"pack record (\"hello\" untagged, raw, first record of pack 3: head at 8, chunk value at 48)", packRecord},
 		{"pack index value (\"hello\" untagged, pack 3, offset 48)", appendCBOR(nil, indexRecord{Size: 5, Stored: 5, Pack: 3, Offset: 48})},
+		{"pack part (part 2 of a large artifact, raw, 5 bytes \"hello\", first record of pack 3: head at 8, chunk value at 13)", part},
+		{"large record (size 3 MiB + 5, untagged, parts from offset 8, 256 KiB chunks; the reference of \"hello\" stands in for the artifact's)", appendLargeHead(nil, ref, asl.Header{Size: 3<<20 + 5}, 8, 256<<10)},
+		{"packed index value of a large artifact (3 MiB + 5, 256 KiB chunks, stored 1234567, mixed, pack 3, parts from offset 8)", appendCBOR(nil, indexRecord{Size: 3<<20 + 5, Chunk: 256 << 10, Stored: 1234567, Compression: compMixed, Pack: 3, Offset: 8})},
 		{"pack watermark key (pack 3)", watermarkKey(3)},
 		{"pack watermark value (end 64, after that record)", appendCBOR(nil, uint64(64))},
 		{"pack file magic", packMagic[:]},

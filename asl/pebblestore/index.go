@@ -70,7 +70,7 @@ func (s *Store) LookupIndex(ctx context.Context, space string, key []byte) ([]by
 		return nil, false, err
 	}
 	defer s.release()
-	v, closer, err := s.db.Get(indexEntryKey(nil, space, key))
+	v, closer, err := dbGet(s.db, indexEntryKey(nil, space, key))
 	if err == pebble.ErrNotFound {
 		return nil, false, nil
 	}
@@ -153,7 +153,7 @@ func (s *Store) Corrupt(ref asl.Reference, b []byte) bool {
 		return false
 	}
 	key := appendIndexKey(nil, ref)
-	old, closer, err := s.db.Get(key)
+	old, closer, err := dbGet(s.db, key)
 	if err != nil {
 		return false
 	}

@@ -16,10 +16,11 @@ import (
 )
 
 const (
-	// DefaultPackMin is the payload size of a batch from which its
-	// single-chunk artifacts are appended to a pack file instead of being
-	// written through Pebble.
-	DefaultPackMin = 64 << 10
+	// DefaultPackMin is the payload size of a put or batch from which its
+	// artifacts are appended to a pack file instead of being written
+	// through Pebble: 0, every put is packed, so that no acknowledged
+	// artifact rests on Pebble's log alone (SPECS.md §6.4, "Damage").
+	DefaultPackMin = 0
 	// packMaxBytes is the size from which a pack file takes no more
 	// appends and the next one is started.
 	packMaxBytes = 1 << 30
@@ -35,9 +36,16 @@ const (
 	// maxChunkHeader is the longest canonical chunk header: map(3), codec
 	// (at most 1), raw (at most 16 MiB: 5 bytes), crc (5 bytes).
 	maxChunkHeader = 1 + 1 + 1 + 1 + 5 + 1 + 5
-	// maxPackHead bounds a pack record head: map(3), ReferenceBytes of at
-	// most 255 bytes, tag (5 bytes), stored (9 bytes).
-	maxPackHead = 1 + 1 + 2 + 255 + 1 + 5 + 1 + 9
+	// maxPackHead bounds a pack record head: a map, ReferenceBytes of at
+	// most 255 bytes, a tag (5 bytes) and at most three more integers (9
+	// bytes each).
+	maxPackHead = 1 + 1 + 2 + 255 + 1 + 5 + 3*(1+9)
+	// maxPartHead bounds the head of a part: map(2), stored and part (9
+	// bytes each).
+	maxPartHead = 1 + 2*(1+9)
+	// packPaceBytes is how much a stream writes between two writeback
+	// hints (sync_file_range), so that its final sync finds little to do.
+	packPaceBytes = 8 << 20
 )
 
 // packMagic starts every pack file; no record starts before its end, so a
@@ -45,30 +53,46 @@ const (
 var packMagic = [8]byte{'a', 'm', 'd', 'p', 'a', 'c', 'k', 1}
 
 // packs is the append-only value log of a store (SPECS.md §6.4, "Pack
-// files"). A record is a chunk value (chunk header || stored payload) whose
-// CRC binds it to (pack id, offset); only an index record makes it visible.
-// Appends are serialized; every append is synced before its index records
-// are committed, so an index record never names bytes that a crash can take
-// back. Bytes of an append whose commit never happened are garbage that
-// nothing names.
+// files"): every payload the store writes (format version 3) is a record in
+// a pack, and a pack record carries what Open or salvage needs to rebuild
+// its index record. A record is a chunk value (chunk header || stored
+// payload) whose CRC binds it to (pack id, offset); only an index record
+// makes it visible. Appends go through a packWriter, which one appender
+// holds at a time (take, put); every append is synced before its index
+// records are committed, so an index record never names bytes that a crash
+// can take back. Bytes of an append whose commit never happened are
+// garbage that nothing names.
 type packs struct {
 	fs  vfs.FS
 	dir string
 
-	mu      sync.Mutex // serializes appends
-	cur     vfs.File   // the pack appended to; nil until the first append
-	curID   uint64
-	curSize int64
-	nextID  uint64 // id of the next pack to create
+	mu     sync.Mutex    // guards idle, nextID, reuse*
+	idle   []*packWriter // writers no appender holds, most recently put last
+	nextID uint64        // id of the next pack to create
 	// reuseID, when not 0, is the newest pack, found whole by Open: the
-	// first append continues it at reuseSize instead of creating a pack.
+	// first take continues it at reuseSize instead of creating a pack.
 	reuseID   uint64
 	reuseSize int64
 	atOpen    []uint64 // ids of the packs present at Open, ascending
-	buf       []byte
 
 	rmu     sync.RWMutex
 	readers map[uint64]*packReader
+}
+
+// packWriter is one pack file open for appends. An appender takes it from
+// packs, holds it alone while it appends and until the index commit of its
+// records is applied or queued, and puts it back: so the commits that name
+// one pack reach Pebble in the order of its records, as the watermark rule
+// requires (SPECS.md §6.4). Records are gathered into writes of about
+// packWriteBytes; nothing is written after bytes that may be torn: a failed
+// write or sync breaks the writer, and put closes it for good.
+type packWriter struct {
+	id     uint64
+	f      vfs.File
+	size   int64  // end of the bytes written to the file
+	buf    []byte // records not written yet; they go at size
+	broken bool
+	paced  int64 // size at the last writeback hint (streams)
 }
 
 func packName(id uint64) string {
@@ -124,146 +148,281 @@ type packItem struct {
 	stored []byte
 }
 
-// packHead heads every pack record (SPECS.md §6.4, "Pack files"): enough to
-// rebuild the record's index record from the pack alone.
+// packHead heads every pack record (SPECS.md §6.4, "Pack files"); which
+// fields are present says what the record is:
+//
+//   - a whole artifact (ref, tag, stored), followed by its chunk value;
+//   - a part of a large artifact (stored, part), followed by the chunk value
+//     of its chunk number part;
+//   - a large artifact (ref, tag, size, first, chunk), followed by nothing:
+//     its parts are the records from offset first up to this one.
+//
+// Each carries enough to rebuild the index record that names it from the
+// pack alone.
 type packHead struct {
-	Ref    []byte  `cbor:"1,keyasint"`
+	Ref    []byte  `cbor:"1,keyasint,omitempty"`
 	Tag    *uint32 `cbor:"2,keyasint,omitempty"`
-	Stored uint64  `cbor:"3,keyasint"`
+	Stored *uint64 `cbor:"3,keyasint,omitempty"`
+	Part   *uint64 `cbor:"4,keyasint,omitempty"`
+	Size   *uint64 `cbor:"5,keyasint,omitempty"`
+	First  *uint64 `cbor:"6,keyasint,omitempty"`
+	Chunk  *uint64 `cbor:"7,keyasint,omitempty"`
 }
 
-// appendPackHead appends the canonical encoding of a packHead.
-func appendPackHead(dst []byte, ref asl.Reference, hdr asl.Header, stored int) []byte {
-	n := byte(2)
-	if hdr.HasTag {
-		n++
+// Kinds of pack records.
+const (
+	recordSingle = iota + 1
+	recordPart
+	recordLarge
+)
+
+// kind says which record h heads, or 0 when its fields fit none.
+func (h *packHead) kind() int {
+	switch {
+	case h.Ref != nil && h.Stored != nil && h.Part == nil && h.Size == nil && h.First == nil && h.Chunk == nil:
+		return recordSingle
+	case h.Ref == nil && h.Tag == nil && h.Stored != nil && h.Part != nil && h.Size == nil && h.First == nil && h.Chunk == nil:
+		return recordPart
+	case h.Ref != nil && h.Stored == nil && h.Part == nil && h.Size != nil && h.First != nil && h.Chunk != nil:
+		return recordLarge
 	}
-	dst = append(dst, 0xa0+n, 0x01)
+	return 0
+}
+
+// appendRefBytes appends ReferenceBytes as a CBOR byte string.
+func appendRefBytes(dst []byte, ref asl.Reference) []byte {
 	switch l := 2 + len(ref.Digest()); { // ReferenceBytes: hash id, digest
 	case l < 24:
 		dst = append(dst, 0x40+byte(l))
 	default:
 		dst = append(dst, 0x58, byte(l)) // ReferenceBytes are under 256 bytes
 	}
-	dst = ref.AppendBytes(dst)
+	return ref.AppendBytes(dst)
+}
+
+// appendPackHead appends the canonical head of a whole artifact's record.
+func appendPackHead(dst []byte, ref asl.Reference, hdr asl.Header, stored int) []byte {
+	n := byte(2)
+	if hdr.HasTag {
+		n++
+	}
+	dst = appendRefBytes(append(dst, 0xa0+n, 0x01), ref)
 	if hdr.HasTag {
 		dst = appendUint(append(dst, 0x02), uint64(hdr.Tag))
 	}
 	return appendUint(append(dst, 0x03), uint64(stored))
 }
 
-// appendLocked writes the records of items to the current pack and syncs
-// it (appendEachLocked).
-func (p *packs) appendLocked(items []packItem) (offs []uint64, pack, end uint64, err error) {
-	bound := 0
-	for _, it := range items {
-		bound += len(it.stored)
-	}
-	return p.appendEachLocked(len(items), bound, func(k int) (packItem, error) { return items[k], nil })
+// appendPartHead appends the canonical head of part i of a large artifact.
+func appendPartHead(dst []byte, i uint64, stored int) []byte {
+	dst = appendUint(append(dst, 0xa2, 0x03), uint64(stored))
+	return appendUint(append(dst, 0x04), i)
 }
 
-// appendEachLocked appends the records of n items, which item returns in
-// order (it may block until item k is ready), to the current pack, in writes
-// of about packWriteBytes, and syncs it; bound is at least the total of
-// their stored lengths. It returns the offset of each item's chunk value
-// (what its index record names) and the pack id and end offset. On any
-// failure (of item too) the pack is abandoned: the next append starts a new
-// one, so nothing is ever written after bytes that may be torn. The caller
-// holds mu and keeps it until the index records are committed or queued,
-// so index commits follow the pack order (the watermark rule of SPECS.md
-// §6.4).
-func (p *packs) appendEachLocked(n, bound int, item func(k int) (packItem, error)) (offs []uint64, pack, end uint64, err error) {
-	total := n*(maxPackHead+maxChunkHeader) + bound
-	if p.cur == nil && p.reuseID != 0 {
+// appendLargeHead appends the canonical head (the whole record) of a large
+// artifact whose parts start at first.
+func appendLargeHead(dst []byte, ref asl.Reference, hdr asl.Header, first, chunk uint64) []byte {
+	n := byte(4)
+	if hdr.HasTag {
+		n++
+	}
+	dst = appendRefBytes(append(dst, 0xa0+n, 0x01), ref)
+	if hdr.HasTag {
+		dst = appendUint(append(dst, 0x02), uint64(hdr.Tag))
+	}
+	dst = appendUint(append(dst, 0x05), hdr.Size)
+	dst = appendUint(append(dst, 0x06), first)
+	return appendUint(append(dst, 0x07), chunk)
+}
+
+// take returns a writer for an append of about need bytes, which the
+// caller holds alone until put. It continues the newest pack when Open found
+// it whole, or an idle writer with room; otherwise it creates a pack.
+func (p *packs) take(need int64) (*packWriter, error) {
+	p.mu.Lock()
+	if p.reuseID != 0 {
 		id, size := p.reuseID, p.reuseSize
 		p.reuseID = 0
 		if f, err := p.fs.OpenReadWrite(p.fs.PathJoin(p.dir, packName(id)), vfs.WriteCategoryUnspecified); err == nil {
-			p.cur, p.curID, p.curSize = f, id, size
+			p.idle = append(p.idle, &packWriter{id: id, f: f, size: size, paced: size})
 		}
 	}
-	if p.cur == nil || p.curSize+int64(total) > packMaxBytes && p.curSize > int64(len(packMagic)) {
-		if err := p.rollLocked(); err != nil {
-			return nil, 0, 0, err
+	for len(p.idle) > 0 {
+		w := p.idle[len(p.idle)-1]
+		p.idle = p.idle[:len(p.idle)-1]
+		if w.size+need <= packMaxBytes || w.size <= int64(len(packMagic)) {
+			p.mu.Unlock()
+			return w, nil
 		}
+		// Too full for this append: it takes no more.
+		_ = w.f.Close()
 	}
-	offs = make([]uint64, n)
-	// Records are gathered into writes of about packWriteBytes, so the
-	// buffer stays small whatever the batch size.
-	buf, at := p.buf[:0], p.curSize
-	flush := func() error {
-		if _, err := p.cur.WriteAt(buf, at); err != nil {
-			p.abandonLocked()
-			return fmt.Errorf("writing pack %d at %d: %w", p.curID, at, err)
-		}
-		at += int64(len(buf))
-		buf = buf[:0]
-		return nil
-	}
-	for i := range n {
-		it, err := item(i)
-		if err != nil {
-			p.abandonLocked()
-			return nil, 0, 0, err
-		}
-		buf = appendPackHead(buf, it.ref, it.hdr, len(it.stored))
-		off := uint64(at) + uint64(len(buf))
-		offs[i] = off
-		ch := chunkHeader{Codec: uint64(it.codec), Raw: it.hdr.Size, CRC: chunkCRC(p.curID, off, it.codec, it.hdr.Size, it.stored)}
-		buf = append(appendChunkHeader(buf, ch), it.stored...)
-		if len(buf) >= packWriteBytes {
-			if err := flush(); err != nil {
-				return nil, 0, 0, err
-			}
-		}
-	}
-	if len(buf) > 0 {
-		if err := flush(); err != nil {
-			return nil, 0, 0, err
-		}
-	}
-	if cap(buf) <= 2*packWriteBytes+MaxChunkSize/8 {
-		p.buf = buf[:0]
-	}
-	if err := p.cur.SyncData(); err != nil {
-		p.abandonLocked()
-		return nil, 0, 0, fmt.Errorf("syncing pack %d: %w", p.curID, err)
-	}
-	p.curSize = at
-	p.grew(p.curID, at)
-	return offs, p.curID, uint64(p.curSize), nil
+	id := p.nextID
+	p.nextID++
+	p.mu.Unlock()
+	return p.create(id)
 }
 
-// rollLocked closes the current pack and creates the next one: its magic
-// is written and the file and the directory are synced before any record.
-func (p *packs) rollLocked() error {
-	p.abandonLocked()
-	id := p.nextID
+// put gives w back. A broken writer, or one past packMaxBytes, is closed
+// and never appended to again; bytes it buffered but did not write are
+// dropped.
+func (p *packs) put(w *packWriter) {
+	w.buf = w.buf[:0]
+	if cap(w.buf) > 2*packWriteBytes {
+		w.buf = nil
+	}
+	if w.broken || w.size >= packMaxBytes {
+		_ = w.f.Close()
+		return
+	}
+	p.mu.Lock()
+	p.idle = append(p.idle, w)
+	p.mu.Unlock()
+}
+
+// create creates pack id: its magic is written and the file and the
+// directory are synced before any record.
+func (p *packs) create(id uint64) (*packWriter, error) {
 	path := p.fs.PathJoin(p.dir, packName(id))
 	f, err := p.fs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
-		return fmt.Errorf("creating pack %d: %w", id, err)
+		return nil, fmt.Errorf("creating pack %d: %w", id, err)
 	}
-	p.nextID++
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("creating pack %d: %w", id, err)
+		return nil, fmt.Errorf("creating pack %d: %w", id, err)
 	}
 	if f, err = p.fs.OpenReadWrite(path, vfs.WriteCategoryUnspecified); err != nil {
-		return fmt.Errorf("opening pack %d: %w", id, err)
+		return nil, fmt.Errorf("opening pack %d: %w", id, err)
 	}
 	if _, err := f.WriteAt(packMagic[:], 0); err != nil {
 		f.Close()
-		return fmt.Errorf("writing pack %d: %w", id, err)
+		return nil, fmt.Errorf("writing pack %d: %w", id, err)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return fmt.Errorf("syncing pack %d: %w", id, err)
+		return nil, fmt.Errorf("syncing pack %d: %w", id, err)
 	}
 	if err := syncDir(p.fs, p.dir); err != nil {
 		f.Close()
+		return nil, err
+	}
+	return &packWriter{id: id, f: f, size: int64(len(packMagic)), paced: int64(len(packMagic))}, nil
+}
+
+// end is the offset the next record starts at.
+func (w *packWriter) end() uint64 { return uint64(w.size) + uint64(len(w.buf)) }
+
+// flush writes the buffered records.
+func (w *packWriter) flush() error {
+	if len(w.buf) == 0 {
+		return nil
+	}
+	if _, err := w.f.WriteAt(w.buf, w.size); err != nil {
+		w.broken = true
+		return fmt.Errorf("writing pack %d at %d: %w", w.id, w.size, err)
+	}
+	w.size += int64(len(w.buf))
+	w.buf = w.buf[:0]
+	return nil
+}
+
+// chunkValue appends a chunk value at the current end (after a head the
+// caller appended) and returns its offset, to which its CRC is bound. A
+// large stored payload is written directly rather than copied into the
+// buffer.
+func (w *packWriter) chunkValue(codec uint8, raw uint64, stored []byte) (uint64, error) {
+	off := w.end()
+	ch := chunkHeader{Codec: uint64(codec), Raw: raw, CRC: chunkCRC(w.id, off, codec, raw, stored)}
+	w.buf = appendChunkHeader(w.buf, ch)
+	if len(stored) < packWriteBytes/2 {
+		w.buf = append(w.buf, stored...)
+		if len(w.buf) >= packWriteBytes {
+			return off, w.flush()
+		}
+		return off, nil
+	}
+	if err := w.flush(); err != nil {
+		return 0, err
+	}
+	if _, err := w.f.WriteAt(stored, w.size); err != nil {
+		w.broken = true
+		return 0, fmt.Errorf("writing pack %d at %d: %w", w.id, w.size, err)
+	}
+	w.size += int64(len(stored))
+	return off, nil
+}
+
+// single appends the record of a whole artifact (head with its reference)
+// and returns the offset of its chunk value.
+func (w *packWriter) single(it packItem) (uint64, error) {
+	w.buf = appendPackHead(w.buf, it.ref, it.hdr, len(it.stored))
+	return w.chunkValue(it.codec, it.hdr.Size, it.stored)
+}
+
+// part appends part i of a large artifact: a chunk of it, raw bytes of raw
+// payload stored as stored under codec. It returns the offset of the part's
+// head. Nothing is synced.
+func (w *packWriter) part(i uint64, codec uint8, raw uint64, stored []byte) (uint64, error) {
+	at := w.end()
+	w.buf = appendPartHead(w.buf, i, len(stored))
+	if _, err := w.chunkValue(codec, raw, stored); err != nil {
+		return 0, err
+	}
+	// A hint to start writing back what a long stream wrote, so that its
+	// final sync does not find a large backlog.
+	if w.size-w.paced >= packPaceBytes {
+		if _, err := w.f.SyncTo(w.size); err != nil {
+			w.broken = true
+			return 0, fmt.Errorf("syncing pack %d: %w", w.id, err)
+		}
+		w.paced = w.size
+	}
+	return at, nil
+}
+
+// large appends the record that completes a large artifact whose parts
+// start at first (the offset of part 0's head) and end here.
+func (w *packWriter) large(ref asl.Reference, hdr asl.Header, first, chunk uint64) {
+	w.buf = appendLargeHead(w.buf, ref, hdr, first, chunk)
+}
+
+// sync writes what is buffered and syncs the pack (fdatasync); readers
+// learn its new size.
+func (w *packWriter) sync(p *packs) error {
+	if err := w.flush(); err != nil {
 		return err
 	}
-	p.cur, p.curID, p.curSize = f, id, int64(len(packMagic))
+	if err := w.f.SyncData(); err != nil {
+		w.broken = true
+		return fmt.Errorf("syncing pack %d: %w", w.id, err)
+	}
+	p.grew(w.id, w.size)
 	return nil
+}
+
+// appendEach appends the records of n whole artifacts, which item returns
+// in order (it may block until item k is ready), in writes of about
+// packWriteBytes, and syncs the pack. It returns the offset of each item's
+// chunk value (what its index record names) and the pack's end. On any
+// failure (of item too) the writer is broken: put closes it, and the next
+// append goes to another pack, so nothing is ever written after bytes that
+// may be torn.
+func (w *packWriter) appendEach(p *packs, n int, item func(k int) (packItem, error)) (offs []uint64, end uint64, err error) {
+	offs = make([]uint64, n)
+	for i := range n {
+		it, err := item(i)
+		if err != nil {
+			w.broken = true
+			return nil, 0, err
+		}
+		if offs[i], err = w.single(it); err != nil {
+			return nil, 0, err
+		}
+	}
+	if err := w.sync(p); err != nil {
+		return nil, 0, err
+	}
+	return offs, w.end(), nil
 }
 
 func syncDir(fs vfs.FS, dir string) error {
@@ -279,13 +438,6 @@ func syncDir(fs vfs.FS, dir string) error {
 		return fmt.Errorf("syncing %s: %w", dir, err)
 	}
 	return nil
-}
-
-func (p *packs) abandonLocked() {
-	if p.cur != nil {
-		_ = p.cur.Close()
-		p.cur = nil
-	}
 }
 
 // reader returns the reader of pack id, opened once and kept.
@@ -353,7 +505,10 @@ func (p *packs) read(id, offset, stored uint64) ([]byte, error) {
 // close closes every pack handle.
 func (p *packs) close() error {
 	p.mu.Lock()
-	p.abandonLocked()
+	for _, w := range p.idle {
+		_ = w.f.Close()
+	}
+	p.idle = nil
 	p.mu.Unlock()
 	p.rmu.Lock()
 	defer p.rmu.Unlock()
@@ -416,19 +571,21 @@ func decodePacked(rec indexRecord, v []byte) ([]byte, error) {
 // no index record names: the index records of a packed batch are committed
 // without a sync of their own, so a crash can take them back while the
 // pack, synced first, keeps the records (SPECS.md §6.4, "Pack files"). A
-// record is indexed only if it parses, its chunk value passes every check,
+// record is indexed only if it parses, its chunk values pass every check,
 // and its payload hashes to the reference in its head; the scan of a pack
 // stops at the first record that does not (a torn or abandoned tail), and
 // seals the pack (watermark one past its end) so that nothing is ever
-// appended after such bytes. The watermarks move to the ends of the packs
-// in one synced batch with the rebuilt index records; the newest pack, when
-// whole, takes the next appends.
+// appended after such bytes. With full set (the log or MANIFEST lost
+// records they had: recoverFull), every pack is scanned from its start.
+// The watermarks move to the ends of the packs in one synced batch with the
+// rebuilt index records; the newest pack, when whole, takes the next
+// appends.
 //
 // A read-only store writes nothing (SPECS.md §6.6): it syncs no pack and
 // moves no watermark; the index records it rebuilds are returned as a
 // pending set (what getIndex consults first) and kept in an indexed batch
 // that Enumerate reads through.
-func (s *Store) recoverPacks() (map[asl.Reference]pendingRecord, error) {
+func (s *Store) recoverPacks(full bool) (map[asl.Reference]pendingRecord, error) {
 	var b *pebble.Batch
 	if s.readOnly {
 		b = s.db.NewIndexedBatch()
@@ -436,7 +593,7 @@ func (s *Store) recoverPacks() (map[asl.Reference]pendingRecord, error) {
 		b = s.db.NewBatch()
 		defer b.Close()
 	}
-	pending, err := s.scanPacks(b)
+	pending, err := s.scanPacks(b, full)
 	if err != nil || !s.readOnly {
 		if s.readOnly {
 			b.Close()
@@ -453,7 +610,7 @@ func (s *Store) recoverPacks() (map[asl.Reference]pendingRecord, error) {
 
 // scanPacks does the work of recoverPacks, adding the index records it
 // rebuilds (and, for a writable store, the watermarks) to b.
-func (s *Store) scanPacks(b *pebble.Batch) (map[asl.Reference]pendingRecord, error) {
+func (s *Store) scanPacks(b *pebble.Batch, full bool) (map[asl.Reference]pendingRecord, error) {
 	var pending map[asl.Reference]pendingRecord
 	added := map[asl.Reference]bool{}
 	for _, id := range s.packs.atOpen {
@@ -463,7 +620,7 @@ func (s *Store) scanPacks(b *pebble.Batch) (map[asl.Reference]pendingRecord, err
 		}
 		size := uint64(st.Size())
 		wm := uint64(len(packMagic))
-		v, closer, err := s.db.Get(watermarkKey(id))
+		v, closer, err := dbGet(s.db, watermarkKey(id))
 		switch {
 		case err == nil:
 			n, derr := decodeUintRecord(v, "pack watermark")
@@ -475,10 +632,14 @@ func (s *Store) scanPacks(b *pebble.Batch) (map[asl.Reference]pendingRecord, err
 		case !errors.Is(err, pebble.ErrNotFound):
 			return nil, fmt.Errorf("pack %d: reading watermark: %w", id, ioErr(err))
 		}
-		clean := wm <= size
+		sealed := wm > size
+		if full {
+			wm = uint64(len(packMagic))
+		}
+		clean := !sealed
 		found := 0
 		for p := wm; p < size; {
-			rec, ref, next, err := s.scanPackRecord(id, p)
+			sc, err := s.packs.scan(id, p)
 			if errors.Is(err, asl.ErrIntegrity) {
 				clean = false // the rest of the pack is garbage
 				break
@@ -486,26 +647,29 @@ func (s *Store) scanPacks(b *pebble.Batch) (map[asl.Reference]pendingRecord, err
 			if err != nil {
 				return nil, err
 			}
-			p = next
-			found++
-			if added[ref] {
+			p = sc.next
+			if sc.kind == recordPart {
 				continue
 			}
-			key := appendIndexKey(nil, ref)
+			found++
+			if added[sc.ref] {
+				continue
+			}
+			key := appendIndexKey(nil, sc.ref)
 			present, err := s.has(key)
 			if err != nil {
 				return nil, err
 			}
 			if !present {
-				val := appendIndexRecord(nil, rec)
+				val := appendIndexRecord(nil, sc.rec)
 				_ = b.Set(key, val, nil)
-				added[ref] = true
+				added[sc.ref] = true
 				s.packRecovered++
 				if s.readOnly {
 					if pending == nil {
 						pending = map[asl.Reference]pendingRecord{}
 					}
-					pending[ref] = pendingRecord{val: val}
+					pending[sc.ref] = pendingRecord{val: val}
 				}
 			}
 		}
@@ -526,7 +690,7 @@ func (s *Store) scanPacks(b *pebble.Batch) (map[asl.Reference]pendingRecord, err
 		// A pack whose scan stopped early is sealed: its watermark goes one
 		// past its end, so no later Open lets an append continue it.
 		switch end := size + 1; {
-		case !clean && wm != end && wm <= size:
+		case !clean && !sealed:
 			_ = b.Set(watermarkKey(id), appendCBOR(nil, end), nil)
 		case clean && wm != size:
 			_ = b.Set(watermarkKey(id), appendCBOR(nil, size), nil)
@@ -546,44 +710,205 @@ func (s *Store) scanPacks(b *pebble.Batch) (map[asl.Reference]pendingRecord, err
 	return nil, nil
 }
 
-// scanPackRecord reads and checks the pack record at p of pack id and
-// returns the index record that names it, its reference, and where the next
-// record starts. Anything wrong with the record wraps asl.ErrIntegrity.
-func (s *Store) scanPackRecord(id, p uint64) (indexRecord, asl.Reference, uint64, error) {
-	f, err := s.packs.reader(id)
+// scanned is a pack record that scan read and checked: its kind,
+// for a whole or large artifact its reference and the index record that
+// names it, for a whole one its payload, and where the next record starts.
+// When scan fails after the record's head decoded, it still returns the
+// kind and reference (and, for a large record, next): what was lost can be
+// named.
+type scanned struct {
+	kind int
+	ref  asl.Reference
+	rec  indexRecord
+	data []byte
+	next uint64
+}
+
+// scan reads and checks the pack record at p of pack id. A whole
+// artifact's record is decoded and its digest verified; a part's chunk
+// value is CRC-checked; a large artifact's record has its parts read back
+// from its first one (they must end exactly at p) and the digest of all of
+// them verified. Anything wrong with the record wraps asl.ErrIntegrity.
+func (pk *packs) scan(id, p uint64) (scanned, error) {
+	f, err := pk.reader(id)
 	if err != nil {
-		return indexRecord{}, asl.Reference{}, 0, err
+		return scanned{}, err
 	}
 	win := make([]byte, maxPackHead)
 	n, err := f.ReadAt(win, int64(p))
 	if err != nil && !errors.Is(err, io.EOF) {
-		return indexRecord{}, asl.Reference{}, 0, fmt.Errorf("reading pack %d at %d: %w", id, p, err)
+		return scanned{}, fmt.Errorf("reading pack %d at %d: %w", id, p, err)
 	}
 	var head packHead
 	rest, err := decodeCanonical(win[:n], &head, "pack head")
 	if err != nil {
-		return indexRecord{}, asl.Reference{}, 0, err
+		return scanned{}, fmt.Errorf("pack %d at %d: %w", id, p, err)
 	}
-	ref, err := asl.DecodeReference(head.Ref)
-	if err != nil || !ref.Known() {
-		return indexRecord{}, asl.Reference{}, 0, damaged("pack %d at %d: reference %x", id, p, head.Ref)
+	c := p + uint64(n-len(rest)) // where the record's chunk value starts
+	kind := head.kind()
+	var ref asl.Reference
+	if kind == recordSingle || kind == recordLarge {
+		if ref, err = asl.DecodeReference(head.Ref); err != nil || !ref.Known() {
+			return scanned{}, damaged("pack %d at %d: reference %x", id, p, head.Ref)
+		}
 	}
-	c := p + uint64(n-len(rest))
-	v, err := s.packs.read(id, c, head.Stored)
+	switch kind {
+	case recordSingle:
+		named := scanned{kind: kind, ref: ref}
+		v, err := pk.read(id, c, *head.Stored)
+		if err != nil {
+			return named, err
+		}
+		ch, _, err := chunkHead(v)
+		if err != nil {
+			return named, fmt.Errorf("pack %d at %d: %w", id, c, err)
+		}
+		rec := indexRecord{Size: ch.Raw, Tag: head.Tag, Stored: *head.Stored, Compression: ch.Codec, Pack: id, Offset: c}
+		data, err := decodePacked(rec, v)
+		if err != nil {
+			return named, err
+		}
+		if err := verify(ref, rec.header(), data); err != nil {
+			return named, fmt.Errorf("pack %d at %d: %w", id, p, err)
+		}
+		return scanned{kind: kind, ref: ref, rec: rec, data: data, next: c + uint64(len(v))}, nil
+	case recordPart:
+		v, err := pk.read(id, c, *head.Stored)
+		if err != nil {
+			return scanned{}, err
+		}
+		ch, _, err := chunkHead(v)
+		if err != nil {
+			return scanned{}, fmt.Errorf("pack %d at %d: %w", id, c, err)
+		}
+		if _, _, err := decodeChunk(v, id, c, ch.Raw); err != nil {
+			return scanned{}, fmt.Errorf("pack %d at %d: %w", id, c, err)
+		}
+		return scanned{kind: kind, next: c + uint64(len(v))}, nil
+	case recordLarge:
+		rec := indexRecord{Size: *head.Size, Tag: head.Tag, Chunk: *head.Chunk, Pack: id, Offset: *head.First}
+		named := scanned{kind: kind, ref: ref, rec: rec, next: c}
+		if rec.Chunk < MinChunkSize || rec.Chunk > MaxChunkSize || rec.Size <= rec.Chunk || rec.Offset < uint64(len(packMagic)) || rec.Offset >= p {
+			return named, damaged("pack %d at %d: large record of %d bytes in %d-byte chunks from %d", id, p, rec.Size, rec.Chunk, rec.Offset)
+		}
+		end, err := pk.checkParts(ref, &rec, nil)
+		if err != nil {
+			return named, fmt.Errorf("pack %d at %d: %w", id, p, err)
+		}
+		if end != p {
+			return named, damaged("pack %d at %d: the parts of the large record end at %d", id, p, end)
+		}
+		return scanned{kind: kind, ref: ref, rec: rec, next: c}, nil
+	}
+	return scanned{}, damaged("pack %d at %d: pack head of no known kind", id, p)
+}
+
+// checkParts reads every part of the large packed artifact rec names, in
+// order, checks each chunk value (CRC bound to its pack and offset, raw
+// size) and the digest of the whole payload against ref, and fills in rec's
+// stored size and compression summary. It returns the offset after the
+// last part. fn, if not nil, receives each chunk's raw bytes in order
+// (valid until it returns), before the digest is known.
+func (pk *packs) checkParts(ref asl.Reference, rec *indexRecord, fn func([]byte) error) (uint64, error) {
+	h, err := asl.NewHasher(ref.HashID(), rec.header())
 	if err != nil {
-		return indexRecord{}, asl.Reference{}, 0, err
+		return 0, err
 	}
-	ch, _, err := chunkHead(v)
+	var (
+		codecs [2]bool
+		stored uint64
+		buf    []byte
+	)
+	pos := rec.Offset
+	for i := range rec.chunks() {
+		loc, err := pk.partAt(rec.Pack, pos, i)
+		if err != nil {
+			return 0, err
+		}
+		c, err := pk.readPart(*rec, i, loc, buf)
+		if err != nil {
+			return 0, err
+		}
+		if cap(c.data) > cap(buf) {
+			buf = c.data[:0]
+		}
+		h.Write(c.data)
+		if fn != nil {
+			if err := fn(c.data); err != nil {
+				return 0, err
+			}
+		}
+		stored += uint64(c.stored)
+		codecs[c.codec] = true
+		pos = loc.next
+	}
+	rec.Stored, rec.Compression = stored, summarize(codecs)
+	if got, err := h.Sum(); err != nil || got != ref {
+		return 0, fmt.Errorf("stored bytes hash to %s: %w", got, asl.ErrIntegrity)
+	}
+	return pos, nil
+}
+
+// partLoc is where part i of a large packed artifact lies: its chunk value
+// at c, with stored payload bytes, and the next part's head at next.
+type partLoc struct{ c, stored, next uint64 }
+
+// partAt reads the head of part want at offset at of pack id and the chunk
+// header after it, and returns where the part lies. A head that is not
+// part want's, or an unreadable chunk header, is damage.
+func (p *packs) partAt(id, at, want uint64) (partLoc, error) {
+	r, err := p.reader(id)
 	if err != nil {
-		return indexRecord{}, asl.Reference{}, 0, err
+		return partLoc{}, err
 	}
-	rec := indexRecord{Size: ch.Raw, Tag: head.Tag, Stored: head.Stored, Compression: ch.Codec, Pack: id, Offset: c}
-	data, err := decodePacked(rec, v)
+	var win [maxPartHead + maxChunkHeader]byte
+	n, err := r.ReadAt(win[:], int64(at))
+	if err != nil && !errors.Is(err, io.EOF) {
+		return partLoc{}, fmt.Errorf("reading pack %d at %d: %w", id, at, err)
+	}
+	b := win[:n]
+	bad := func() (partLoc, error) {
+		return partLoc{}, damaged("pack %d at %d: no head of part %d", id, at, want)
+	}
+	if len(b) < 2 || b[0] != 0xa2 || b[1] != 0x03 {
+		return bad()
+	}
+	stored, k, ok := readUint(b[2:])
+	if !ok || len(b) < 3+k || b[2+k] != 0x04 {
+		return bad()
+	}
+	part, m, ok := readUint(b[3+k:])
+	if !ok || part != want || stored > MaxChunkSize {
+		return bad()
+	}
+	hl := 3 + k + m
+	_, rest, ok := parseChunkHeader(b[hl:])
+	if !ok {
+		return partLoc{}, damaged("pack %d at %d: chunk header of part %d", id, at+uint64(hl), want)
+	}
+	c := at + uint64(hl)
+	return partLoc{c: c, stored: stored, next: c + uint64(len(b)-hl-len(rest)) + stored}, nil
+}
+
+// readPart reads part i of the large packed artifact rec, located at loc,
+// into buf (reused when its capacity suffices), checking its CRC (bound to
+// the pack and offset) and raw size.
+func (pk *packs) readPart(rec indexRecord, i uint64, loc partLoc, buf []byte) (chunkData, error) {
+	v, err := pk.read(rec.Pack, loc.c, loc.stored)
 	if err != nil {
-		return indexRecord{}, asl.Reference{}, 0, err
+		return chunkData{}, err
 	}
-	if err := verify(ref, rec.header(), data); err != nil {
-		return indexRecord{}, asl.Reference{}, 0, err
+	ch, payload, err := decodeChunk(v, rec.Pack, loc.c, rec.rawLen(i))
+	if err != nil {
+		return chunkData{}, fmt.Errorf("part %d: %w", i, err)
 	}
-	return rec, ref, c + uint64(len(v)), nil
+	c := chunkData{stored: len(payload), codec: uint8(ch.Codec)}
+	if ch.Codec == codecZstd {
+		if c.data, err = decompress(payload, ch.Raw, buf); err != nil {
+			return chunkData{}, fmt.Errorf("part %d: %w", i, err)
+		}
+		return c, nil
+	}
+	c.data = append(buf[:0], payload...)
+	return c, nil
 }

@@ -76,7 +76,7 @@ func readFileRange(t *testing.T, fs vfs.FS, path string, off, end int64) []byte 
 
 // packCases are the artifacts of one packed batch: empty, tiny, raw,
 // compressible (zstd), above InlineMax, tagged, and one larger than a
-// chunk, which is staged as a blob instead.
+// chunk, which is written as parts and a large record.
 func packCases() []asl.Artifact {
 	return []asl.Artifact{
 		asl.Untagged(nil),
@@ -102,7 +102,7 @@ func TestPackRoundTrip(t *testing.T) {
 		t.Helper()
 		for i, ref := range refs {
 			rec := indexOf(t, s, ref)
-			if single := len(arts[i].Bytes) <= 64<<10; single != rec.packed() || !single != rec.chunked() {
+			if single := len(arts[i].Bytes) <= 64<<10; !rec.packed() || single != rec.packedSingle() {
 				t.Fatalf("artifact %d (%d bytes): record %+v", i, len(arts[i].Bytes), rec)
 			}
 			if got := get(t, s, ref); !sameArtifact(got, arts[i]) {
@@ -141,32 +141,42 @@ func TestPackRoundTrip(t *testing.T) {
 	}
 }
 
-// TestPackMin: a put or batch below PackMin keeps its payloads in Pebble
-// (one fsync); from PackMin on they go to a pack.
+// TestPackMin: by default every put is packed, a single small Put and the
+// parts of a large one too (SPECS.md §6.4): no acknowledged artifact rests
+// on Pebble's log alone. A positive PackMin keeps the payloads of smaller
+// puts in Pebble (one fsync), and a negative one packs nothing.
 func TestPackMin(t *testing.T) {
 	ctx := context.Background()
-	s := newMemStore(t, nil)
 	small := []asl.Artifact{asl.Untagged(genBytes(310, 30<<10, false)), asl.Untagged(genBytes(311, 30<<10, false))}
-	refs, err := s.PutBatch(ctx, asl.HashSHA256, small)
-	if err != nil {
-		t.Fatal(err)
-	}
-	one := put(t, s, asl.HashSHA256, asl.Untagged(genBytes(312, 60<<10, false)))
-	for _, ref := range append(refs, one) {
-		if indexOf(t, s, ref).packed() {
-			t.Fatalf("%s packed below PackMin", ref)
+	tiny := asl.Untagged([]byte("one small put"))
+	one := asl.Untagged(genBytes(312, 60<<10, false))
+	big := asl.Untagged(genBytes(315, 600<<10, false))
+	for _, c := range []struct {
+		packMin int64
+		packed  func(a asl.Artifact, batch int) bool
+	}{
+		{0, func(asl.Artifact, int) bool { return true }},
+		{64 << 10, func(a asl.Artifact, batch int) bool { return batch >= 64<<10 || len(a.Bytes) > 256<<10 }},
+		{-1, func(asl.Artifact, int) bool { return false }},
+	} {
+		s := newMemStore(t, &Options{PackMin: c.packMin})
+		refs, err := s.PutBatch(ctx, asl.HashSHA256, small)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if one = put(t, s, asl.HashSHA256, asl.Untagged(genBytes(315, 200<<10, false))); !indexOf(t, s, one).packed() {
-		t.Fatalf("a put of 200 KiB was not packed")
-	}
-	big := []asl.Artifact{asl.Untagged(genBytes(313, 40<<10, false)), asl.Untagged(genBytes(314, 30<<10, false))}
-	if refs, err = s.PutBatch(ctx, asl.HashSHA256, big); err != nil {
-		t.Fatal(err)
-	}
-	for _, ref := range refs {
-		if !indexOf(t, s, ref).packed() {
-			t.Fatalf("%s not packed in a batch of %d bytes", ref, 70<<10)
+		for i, ref := range refs {
+			if indexOf(t, s, ref).packed() != c.packed(small[i], 60<<10) {
+				t.Fatalf("PackMin %d: batch artifact %d: record %+v", c.packMin, i, indexOf(t, s, ref))
+			}
+		}
+		for _, a := range []asl.Artifact{tiny, one, big} {
+			ref := put(t, s, asl.HashSHA256, a)
+			if got := get(t, s, ref); !sameArtifact(got, a) {
+				t.Fatal("artifact differs")
+			}
+			if indexOf(t, s, ref).packed() != c.packed(a, len(a.Bytes)) {
+				t.Fatalf("PackMin %d: put of %d bytes: record %+v", c.packMin, len(a.Bytes), indexOf(t, s, ref))
+			}
 		}
 	}
 }

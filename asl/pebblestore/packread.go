@@ -34,9 +34,17 @@ func openPackReader(f vfs.File) *packReader {
 	return r
 }
 
+// mappedReadMax is the longest read served from the mapping. Longer ones
+// (the parts of large artifacts) go through ReadAt: a mapped page once read
+// stays in the process's resident set until the mapping goes, and streaming
+// a large artifact through the mapping would grow it by the artifact's size
+// (TestLargeArtifactBoundedMemory); a system call per part costs nothing
+// next to the part's bytes.
+const mappedReadMax = 64 << 10
+
 // ReadAt reads len(b) bytes at off, like io.ReaderAt.
 func (r *packReader) ReadAt(b []byte, off int64) (int, error) {
-	if end := off + int64(len(b)); r.data != nil && off >= 0 && end <= r.size.Load() && end <= int64(len(r.data)) {
+	if end := off + int64(len(b)); r.data != nil && len(b) <= mappedReadMax && off >= 0 && end <= r.size.Load() && end <= int64(len(r.data)) {
 		return copyMapped(b, r.data[off:end], off)
 	}
 	return r.f.ReadAt(b, off)

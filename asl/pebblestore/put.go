@@ -65,11 +65,12 @@ const (
 	itemPresent // already stored (or a duplicate within the batch)
 )
 
-// Put implements asl.Receiver. Artifacts up to the chunk size are hashed
-// first and then written with their index record in one synced batch;
-// larger ones are streamed: chunks go to a staging blob in unsynced batches
-// while the payload is hashed, and one synced batch commits the index record
-// (SPECS.md §6.1, §6.4).
+// Put implements asl.Receiver. An artifact up to the chunk size is hashed
+// first and then appended to a pack, which is synced before Put returns;
+// a larger one is streamed: its chunks are appended to a pack as parts
+// while the payload is hashed, then the large record that completes them,
+// and the pack is synced. The index record follows without a sync of its
+// own: Open rebuilds it from the pack if it is lost (SPECS.md §6.1, §6.4).
 //
 // A read-only store refuses it (ErrReadOnly); a put that runs out of space
 // fails with ErrNoSpace, and the store refuses writes from then on
@@ -138,12 +139,12 @@ func expectEOF(r io.Reader, size uint64) error {
 }
 
 // PutBatch implements asl.BatchReceiver: every artifact is hashed, those not
-// yet stored are written, and one sync makes them durable: that of a pack
-// file when the batch's small artifacts are packed (packFresh, packNew),
-// otherwise that of one Pebble batch. Artifacts larger than the chunk size
-// are staged first (unsynced); their index records join the same final
-// batch (SPECS.md §6.4). Like Put, it is refused on a read-only store and
-// on a store that ran out of space (SPECS.md §6.6).
+// yet stored are appended to a pack (the larger ones as parts and a large
+// record), and one sync of that pack makes them durable (packFresh,
+// packNew, writeMine). With Options.PackMin < 0 (the version 2 layout) the
+// sync is that of one Pebble batch instead, and artifacts larger than the
+// chunk size are staged first (SPECS.md §6.4). Like Put, it is refused on a
+// read-only store and on a store that ran out of space (SPECS.md §6.6).
 func (s *Store) PutBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact) ([]asl.Reference, error) {
 	return s.putBatch(ctx, id, arts, nil)
 }
@@ -178,7 +179,9 @@ func (s *Store) putBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact
 	// one ingest.
 	var g *ingester
 	for i := range items {
-		if items[i].hdr.Size <= uint64(s.chunkSize) {
+		if items[i].hdr.Size <= uint64(s.chunkSize) || s.packMin >= 0 {
+			// Packed: large artifacts in memory are written as parts by
+			// packItems, with the rest of the batch.
 			continue
 		}
 		var gi *ingester
@@ -491,13 +494,15 @@ func (s *Store) writeMine(ctx context.Context, items []item, extra *indexExtra) 
 		packed map[int][]byte
 	)
 	if s.packable(items, mine) {
-		// The pack lock is held from the append to the commit, and queued
+		// The pack writer is held from the append to the commit, and queued
 		// index commits go first: index commits follow the pack order
 		// (SPECS.md §6.4).
-		s.packs.mu.Lock()
-		defer s.packs.mu.Unlock()
-		var err error
-		if pk, err = s.packSinglesLocked(items, mine); err != nil {
+		w, err := s.packs.take(packNeed(items, mine))
+		if err != nil {
+			return err
+		}
+		defer s.packs.put(w)
+		if pk, err = s.packItems(w, items, mine); err != nil {
 			return err
 		}
 		packed = pk.byJ()
@@ -592,9 +597,12 @@ func (s *Store) packNew(ctx context.Context, items []item, mine []int) (bool, er
 	if err != nil || stored {
 		return false, err
 	}
-	s.packs.mu.Lock()
-	defer s.packs.mu.Unlock()
-	pk, err := s.packSinglesLocked(items, mine)
+	w, err := s.packs.take(packNeed(items, mine))
+	if err != nil {
+		return true, err
+	}
+	defer s.packs.put(w)
+	pk, err := s.packItems(w, items, mine)
 	if err != nil {
 		return true, err
 	}
@@ -745,9 +753,16 @@ func (s *Store) packFresh(ctx context.Context, id asl.HashID, arts []asl.Artifac
 		pis[k].codec, pis[k].stored = compressChunk(arts[k].Bytes, nil, s.minCompress)
 		return pis[k], nil
 	}
-	s.packs.mu.Lock()
-	defer s.packs.mu.Unlock()
-	offs, pack, end, err := s.packs.appendEachLocked(n, bound, next)
+	w, err := s.packs.take(int64(n*(maxPackHead+maxChunkHeader) + bound))
+	if err != nil {
+		stop.Store(true)
+		for range ready {
+		}
+		return nil, true, err
+	}
+	defer s.packs.put(w)
+	offs, end, err := w.appendEach(s.packs, n, next)
+	pack := w.id
 	// The hasher reads arts, which are the caller's once this returns.
 	stop.Store(true)
 	for range ready {
@@ -857,7 +872,7 @@ func allSingle(items []item, mine []int) bool {
 	return true
 }
 
-// packResult is what packSinglesLocked appended: for each packed item its
+// packResult is what packItems appended: for each packed item its
 // j and its encoded index record, and the pack's id and end offset after
 // the append.
 type packResult struct {
@@ -878,24 +893,61 @@ func (pk packResult) byJ() map[int][]byte {
 	return m
 }
 
-// packSinglesLocked appends the payloads of the single-chunk items among
-// items[mine[j]] still to be written to a pack, in one synced write, and
-// returns their index records. The caller holds s.packs.mu and has checked
-// packable: below PackMin the payloads travel in the Pebble batch instead,
-// so a small put costs one fsync, not two (SPECS.md §6.4, "Pack files").
-func (s *Store) packSinglesLocked(items []item, mine []int) (packResult, error) {
+// packNeed bounds the pack bytes that packItems appends for the items still
+// to be written.
+func packNeed(items []item, mine []int) int64 {
+	js, total := singles(items, mine)
+	return total + int64(len(js))*(maxPackHead+maxChunkHeader)
+}
+
+// packItems appends the payloads of the in-memory items among
+// items[mine[j]] still to be written to the pack of w, and syncs it once: an
+// artifact of up to one chunk as one record, a larger one as parts (one per
+// chunk) completed by its large record. It returns their index records.
+// The caller holds w until the records are committed or queued, and has
+// checked packable: below PackMin the payloads travel in the Pebble batch
+// instead (SPECS.md §6.4, "Pack files").
+func (s *Store) packItems(w *packWriter, items []item, mine []int) (packResult, error) {
 	js, _ := singles(items, mine)
-	pis := make([]packItem, len(js))
+	vals := make([][]byte, len(js))
+	arena := make([]byte, 0, len(js)*48)
+	scratch := s.getBuf()
+	defer s.putBuf(scratch)
 	for k, j := range js {
 		it := &items[mine[j]]
-		pis[k] = packItem{ref: it.ref, hdr: it.hdr}
-		pis[k].codec, pis[k].stored = compressChunk(it.payload, nil, s.minCompress)
+		var rec indexRecord
+		if it.hdr.Size <= uint64(s.chunkSize) {
+			codec, stored := compressChunk(it.payload, *scratch, s.minCompress)
+			off, err := w.single(packItem{ref: it.ref, hdr: it.hdr, codec: codec, stored: stored})
+			if err != nil {
+				return packResult{}, err
+			}
+			rec = indexRecord{Size: it.hdr.Size, Stored: uint64(len(stored)), Compression: uint64(codec), Pack: w.id, Offset: off}
+		} else {
+			first := w.end()
+			var codecs [2]bool
+			var total uint64
+			for i, off := uint64(0), uint64(0); off < it.hdr.Size; i, off = i+1, off+uint64(s.chunkSize) {
+				raw := it.payload[off:min(off+uint64(s.chunkSize), it.hdr.Size)]
+				codec, stored := compressChunk(raw, *scratch, s.minCompress)
+				if _, err := w.part(i, codec, uint64(len(raw)), stored); err != nil {
+					return packResult{}, err
+				}
+				codecs[codec] = true
+				total += uint64(len(stored))
+			}
+			w.large(it.ref, it.hdr, first, uint64(s.chunkSize))
+			rec = indexRecord{Size: it.hdr.Size, Chunk: uint64(s.chunkSize), Stored: total, Compression: summarize(codecs), Pack: w.id, Offset: first}
+		}
+		setTag(&rec, it.hdr)
+		at := len(arena)
+		arena = appendIndexRecord(arena, rec)
+		vals[k] = arena[at:len(arena):len(arena)]
 	}
-	offs, pack, end, err := s.packs.appendLocked(pis)
-	if err != nil {
+	if err := w.sync(s.packs); err != nil {
 		return packResult{}, err
 	}
-	return packResult{js: js, vals: packedVals(pis, offs, pack), pack: pack, end: end}, nil
+	return packResult{js: js, vals: vals, pack: w.id, end: w.end()}, nil
 }
 
 // packedVals encodes the index records of pis, appended to pack with their

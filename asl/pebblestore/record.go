@@ -3,8 +3,10 @@ package pebblestore
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/fxamacker/cbor/v2"
@@ -23,9 +25,10 @@ const (
 
 const (
 	formatName = "amduat-pebblestore"
-	// formatVersion is written by Create; Open also reads version 1 (no
-	// pack records) and upgrades its config record.
-	formatVersion = 2
+	// formatVersion is written by Create; Open also reads versions 1 (no
+	// pack records) and 2 (no parts of large artifacts in packs) and
+	// upgrades their config record.
+	formatVersion = 3
 
 	codecRaw  = 0
 	codecZstd = 1
@@ -110,7 +113,11 @@ func (r indexRecord) header() asl.Header {
 
 func (r indexRecord) inline() bool { return r.Blob == 0 && r.Pack == 0 }
 
+// packed: the payload is in a pack, as one record (packedSingle) or as
+// parts that a large record completes (Chunk set).
 func (r indexRecord) packed() bool { return r.Pack != 0 }
+
+func (r indexRecord) packedSingle() bool { return r.Pack != 0 && r.Chunk == 0 }
 
 func (r indexRecord) chunked() bool { return r.Blob != 0 }
 
@@ -186,6 +193,9 @@ func damaged(format string, args ...any) error {
 // returns the bytes after the item.
 func decodeCanonical(b []byte, v any, what string) ([]byte, error) {
 	rest, err := decMode.UnmarshalFirst(b, v)
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, damaged("%s record is truncated (%d bytes)", what, len(b))
+	}
 	if err != nil {
 		return nil, damaged("%s record: %v", what, err)
 	}
@@ -219,7 +229,7 @@ func decodeConfig(b []byte) (configRecord, error) {
 	if c.Format != formatName {
 		return configRecord{}, damaged("config record: format %q, want %q", c.Format, formatName)
 	}
-	if c.Version != 1 && c.Version != formatVersion {
+	if c.Version < 1 || c.Version > formatVersion {
 		return configRecord{}, fmt.Errorf("config record: format version %d, this build reads %d: %w", c.Version, formatVersion, asl.ErrUnsupported)
 	}
 	if _, ok := asl.LookupHash(asl.HashID(c.Hash)); !ok {
@@ -253,9 +263,21 @@ func decodeIndexHead(b []byte) (indexRecord, []byte, error) {
 	if r.Compression > compMixed {
 		return indexRecord{}, nil, damaged("index record: compression %d is unknown", r.Compression)
 	}
+	if (r.Pack != 0 || r.Offset != 0) && r.Chunk != 0 {
+		// A large packed artifact: parts from the head at Offset.
+		switch {
+		case r.Pack == 0 || r.Offset < uint64(len(packMagic)) || r.Blob != 0:
+			return indexRecord{}, nil, damaged("index record: pack %d, offset %d with blob %d, chunk size %d", r.Pack, r.Offset, r.Blob, r.Chunk)
+		case r.Chunk < MinChunkSize || r.Chunk > MaxChunkSize || r.Size <= r.Chunk:
+			return indexRecord{}, nil, damaged("index record: packed parts of %d bytes, size %d", r.Chunk, r.Size)
+		case len(rest) != 0:
+			return indexRecord{}, nil, damaged("index record: %d trailing bytes after a packed record", len(rest))
+		}
+		return r, rest, nil
+	}
 	if r.Pack != 0 || r.Offset != 0 {
 		switch {
-		case r.Pack == 0 || r.Blob != 0 || r.Chunk != 0:
+		case r.Pack == 0 || r.Blob != 0:
 			return indexRecord{}, nil, damaged("index record: pack %d, offset %d with blob %d, chunk size %d", r.Pack, r.Offset, r.Blob, r.Chunk)
 		case r.Offset < uint64(len(packMagic)) || r.Size > MaxChunkSize || r.Stored > MaxChunkSize || r.Compression == compMixed:
 			return indexRecord{}, nil, damaged("index record: pack record at offset %d with size %d, stored %d, compression %d", r.Offset, r.Size, r.Stored, r.Compression)

@@ -61,16 +61,23 @@ type Options struct {
 	MemTableSize uint64
 	// CacheSize is Pebble's block cache size: 0 means DefaultCacheSize.
 	CacheSize int64
-	// IngestMin is the artifact size from which chunks bypass Pebble's
-	// write-ahead log: they are written into SSTables that are ingested, so
-	// each byte reaches the disk once. 0 means DefaultIngestMin, negative
-	// means never.
+	// IngestMin applies only when PackMin is negative: the artifact size
+	// from which chunks bypass Pebble's write-ahead log: they are written
+	// into SSTables that are ingested, so each byte reaches the disk once.
+	// 0 means DefaultIngestMin, negative means never.
 	IngestMin int64
 	// PackMin is the payload size of one Put or PutBatch from which its
-	// artifacts of up to one chunk are appended to a pack file (synced)
-	// and only their index records go through Pebble, so each payload byte
-	// is written once. 0 means DefaultPackMin, negative means never.
-	// Smaller puts keep one fsync each.
+	// artifacts are appended to a pack file (synced) and only their index
+	// records go through Pebble, so each payload byte is written once and
+	// every acknowledged artifact lies in a file the store checks and
+	// Open rebuilds the index from (SPECS.md §6.4). 0 means DefaultPackMin:
+	// every put is packed, artifacts larger than one chunk too. A positive
+	// value keeps the artifacts of smaller puts in Pebble's log and tables
+	// (inline or as chunks), and a negative one writes the version 2 layout
+	// throughout (nothing packed; large artifacts staged in Pebble or
+	// ingested, see IngestMin): both give up the guarantee that damage to
+	// Pebble's files loses no acknowledged artifact, and exist to measure
+	// and test that layout, which the store still reads.
 	PackMin int64
 
 	// ReadOnly makes Open open the store without creating, changing,
@@ -139,6 +146,7 @@ type Store struct {
 	commits       atomic.Uint64 // Pebble batch commits, for tests
 	recovered     int           // staged blobs deleted by Open
 	packRecovered int           // pack records indexed by Open
+	fullRescan    bool          // Open rescanned every pack record (checkMetadata)
 	unsynced      atomic.Bool   // a commit relied on a pack's sync
 
 	readOnly bool          // opened with Options.ReadOnly
@@ -163,6 +171,9 @@ type settings struct {
 	packMin     int64
 	readOnly    bool
 	reserve     int64
+	// fullRescan: Pebble may have lost index records below the packs'
+	// watermarks (checkMetadata); Open rebuilds them from every pack.
+	fullRescan bool
 }
 
 func resolve(opts *Options) (settings, error) {
@@ -210,7 +221,7 @@ func resolve(opts *Options) (settings, error) {
 	}
 	switch {
 	case o.PackMin == 0:
-		s.packMin = DefaultPackMin
+		s.packMin = DefaultPackMin // 0: everything packed
 	case o.PackMin < 0:
 		s.packMin = -1
 	default:
@@ -330,7 +341,7 @@ func Create(dir string, opts *Options) (*Store, error) {
 		lock.Close()
 		return nil, fmt.Errorf("create store %s: %w", dir, g.check(err))
 	}
-	if v, closer, err := db.Get(configKey()); err == nil {
+	if v, closer, err := dbGet(db, configKey()); err == nil {
 		_ = v
 		closer.Close()
 		return fail(ErrExists)
@@ -358,6 +369,11 @@ func Open(dir string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
 	if s.readOnly {
+		if desc, err := pebble.Peek(dir, s.fs); err == nil && desc.Exists {
+			if err := s.checkMetadata(desc, dir); err != nil {
+				return nil, err
+			}
+		}
 		db, _, err := openReadOnly(dir, s)
 		if err != nil {
 			return nil, err
@@ -377,6 +393,9 @@ func Open(dir string, opts *Options) (*Store, error) {
 	}
 	if !desc.Exists {
 		return nil, fmt.Errorf("open store %s: %w", dir, ErrNoStore)
+	}
+	if err := s.checkMetadata(desc, dir); err != nil {
+		return nil, err
 	}
 	db, lock, g, err := openWritable(dir, s, true)
 	if err != nil {
@@ -398,6 +417,20 @@ func Open(dir string, opts *Options) (*Store, error) {
 		return nil, err
 	}
 	return st, nil
+}
+
+// checkMetadata runs the damage checks of Pebble's own metadata before
+// Pebble reads it (SPECS.md §6.4, Damage), and records whether Open must
+// rebuild the index from every pack.
+func (s *settings) checkMetadata(desc *pebble.DBDesc, dir string) error {
+	po := pebbleOptions(*s)
+	po.ErrorIfNotExists = true
+	full, err := checkMetadata(s.fs, desc, dir, po)
+	if err != nil {
+		return fmt.Errorf("open store %s: %w", dir, err)
+	}
+	s.fullRescan = full
+	return nil
 }
 
 // openErr prefixes err with the store, unless it names the store already
@@ -436,7 +469,7 @@ func openWritable(dir string, s settings, mustExist bool) (*pebble.DB, *pebble.L
 		// Pebble dropped its reference to the lock when its Open failed;
 		// an abandoned Open (out of space) drops it if it ever returns.
 		lock.Close()
-		return nil, nil, nil, g.check(err)
+		return nil, nil, nil, g.check(pebbleOpenErr(err))
 	}
 	return db, lock, g, nil
 }
@@ -446,9 +479,14 @@ func openWritable(dir string, s settings, mustExist bool) (*pebble.DB, *pebble.L
 // build may have written a pack record, a version 1 reader must refuse the
 // store. A read-only open reads it as it is.
 func readConfig(db *pebble.DB, dir string, s *settings) error {
-	v, closer, err := db.Get(configKey())
+	v, closer, err := dbGet(db, configKey())
 	if err != nil {
 		if errors.Is(err, pebble.ErrNotFound) {
+			if hasPacks(s.fs, dir) {
+				// Pebble lost its first records, not a store that was
+				// never created: packs are written only after the config.
+				return fmt.Errorf("open store %s: no config record, but pack files: %w", dir, asl.ErrIntegrity)
+			}
 			return fmt.Errorf("open store %s: no config record: %w", dir, ErrNoStore)
 		}
 		return fmt.Errorf("open store %s: reading config: %w", dir, ioErr(err))
@@ -460,6 +498,9 @@ func readConfig(db *pebble.DB, dir string, s *settings) error {
 	}
 	s.hash = asl.HashID(cfg.Hash)
 	if cfg.Version < formatVersion && !s.readOnly {
+		// Version 1 stores have no pack records, version 2 ones no parts
+		// of large artifacts in packs; once this build may have written
+		// them, an older reader must refuse the store.
 		cfg.Version = formatVersion
 		if err := db.Set(configKey(), encodeConfig(cfg), pebble.Sync); err != nil {
 			return fmt.Errorf("open store %s: upgrading config to version %d: %w", dir, formatVersion, ioErr(err))
@@ -484,6 +525,7 @@ func start(db *pebble.DB, dir string, s settings, lock *pebble.Lock, g *spaceGua
 		readOnly:    s.readOnly,
 		lock:        lock,
 		space:       g,
+		fullRescan:  s.fullRescan,
 	}
 	fail := func(err error) (*Store, error) {
 		if st.packs != nil {
@@ -510,7 +552,7 @@ func start(db *pebble.DB, dir string, s settings, lock *pebble.Lock, g *spaceGua
 	if st.packs, err = openPacks(s.fs, dir, s.readOnly); err != nil {
 		return fail(err)
 	}
-	pending, err := st.recoverPacks()
+	pending, err := st.recoverPacks(s.fullRescan)
 	if err != nil {
 		return fail(err)
 	}
@@ -534,7 +576,7 @@ func start(db *pebble.DB, dir string, s settings, lock *pebble.Lock, g *spaceGua
 // the next blob id above every id in use.
 func (s *Store) recover() error {
 	next := uint64(1)
-	v, closer, err := s.db.Get(counterKey())
+	v, closer, err := dbGet(s.db, counterKey())
 	switch {
 	case err == nil:
 		n, derr := decodeCounter(v)
@@ -727,15 +769,6 @@ func (s *Store) DefaultHash() asl.HashID { return s.hash }
 
 // Dir is the directory the store lives in.
 func (s *Store) Dir() string { return s.dir }
-
-// ioErr maps a Pebble error: corruption detected by Pebble's own checksums
-// is an integrity failure; anything else stays an I/O error.
-func ioErr(err error) error {
-	if errors.Is(err, pebble.ErrCorruption) {
-		return fmt.Errorf("%w: %w", asl.ErrIntegrity, err)
-	}
-	return err
-}
 
 func (s *Store) getBuf() *[]byte {
 	if b, ok := s.bufs.Get().(*[]byte); ok {

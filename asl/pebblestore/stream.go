@@ -170,13 +170,15 @@ type chunkSlot struct {
 	ready        chan struct{}
 }
 
-// putStream stores an artifact larger than one chunk. The caller's
-// goroutine reads and hashes the payload; GOMAXPROCS compressor goroutines
-// compress chunks in parallel (compression is the bottleneck for
-// compressible data); one writer goroutine writes them strictly in order
-// (the staging batches and ingested tables need ascending keys). A fixed
-// set of chunk slots circulates between them, which bounds memory.
+// putStream stores an artifact larger than one chunk, through
+// chunkPipeline: as parts in a pack (putStreamPacked), or, in the version 2
+// layout (PackMin < 0), as chunks staged in Pebble under a fresh blob id
+// (the staging batches and ingested tables need ascending keys, which the
+// pipeline's in-order writer gives).
 func (s *Store) putStream(ctx context.Context, h *asl.Hasher, hdr asl.Header, r io.Reader) (asl.Reference, error) {
+	if s.packMin >= 0 {
+		return s.putStreamPacked(ctx, h, hdr, r)
+	}
 	var g *ingester
 	if hdr.Size >= s.ingestMin {
 		g = s.newIngester()
@@ -185,6 +187,39 @@ func (s *Store) putStream(ctx context.Context, h *asl.Hasher, hdr asl.Header, r 
 	if err != nil {
 		return asl.Reference{}, fmt.Errorf("put: %w", err)
 	}
+	rerr := s.chunkPipeline(ctx, h, hdr, r, w.write)
+	if rerr == nil {
+		rerr = w.finish()
+	}
+	if rerr == nil && g != nil {
+		rerr = g.ingest(ctx)
+	}
+	if rerr != nil {
+		if g != nil {
+			g.abort()
+		}
+		w.abort()
+		return asl.Reference{}, rerr
+	}
+	ref, err := h.Sum()
+	if err != nil {
+		w.abort()
+		return asl.Reference{}, fmt.Errorf("put: %w", err)
+	}
+	items := []item{{ref: ref, hdr: hdr, staged: true, blob: w.blob, chunk: uint64(s.chunkSize), stored: w.stored, comp: w.comp()}}
+	if err := s.commit(ctx, items, nil); err != nil {
+		return asl.Reference{}, fmt.Errorf("put %s: %w", ref, err)
+	}
+	return ref, nil
+}
+
+// chunkPipeline reads an artifact's payload of hdr.Size bytes from r in
+// chunks on the caller's goroutine, hashing each into h; GOMAXPROCS
+// compressor goroutines compress chunks in parallel; write receives them
+// strictly in chunk order, on one goroutine. A fixed set of chunk slots
+// circulates between them, which bounds memory. It returns the first error
+// of the reader, of the payload's length, or of write.
+func (s *Store) chunkPipeline(ctx context.Context, h *asl.Hasher, hdr asl.Header, r io.Reader, write func(rawLen int, codec uint8, stored []byte) error) error {
 	workers := max(1, runtime.GOMAXPROCS(0))
 	nslot := workers + 3
 	free := make(chan *chunkSlot, nslot)
@@ -208,19 +243,15 @@ func (s *Store) putStream(ctx context.Context, h *asl.Hasher, hdr asl.Header, r 
 		for sl := range order {
 			<-sl.ready
 			if err == nil {
-				if err = w.write(sl.n, sl.codec, sl.stored); err != nil {
+				if err = write(sl.n, sl.codec, sl.stored); err != nil {
 					failed.Store(true)
 				}
 			}
 			sl.stored = nil
 			free <- sl
 		}
-		if err == nil {
-			err = w.finish()
-		}
 		done <- err
 	}()
-
 	var rerr error
 	for off := uint64(0); off < hdr.Size && !failed.Load(); {
 		if rerr = ctx.Err(); rerr != nil {
@@ -252,24 +283,93 @@ func (s *Store) putStream(ctx context.Context, h *asl.Hasher, hdr asl.Header, r 
 	if rerr == nil {
 		rerr = werr
 	}
-	if rerr == nil && g != nil {
-		rerr = g.ingest(ctx)
+	return rerr
+}
+
+// putStreamPacked stores an artifact larger than one chunk in a pack
+// (SPECS.md §6.4, "Pack files"): it holds one pack writer for the whole
+// put, appends the chunks as parts (unsynced) while the payload is read and
+// hashed, and once the reference is known and the artifact is not stored
+// yet, appends the large record that completes them and syncs the pack: the
+// put is durable then. Its index record is queued for an unsynced commit,
+// as for a batch of new small artifacts. A put that fails, or whose
+// artifact turns out to be stored already, leaves parts that nothing names.
+func (s *Store) putStreamPacked(ctx context.Context, h *asl.Hasher, hdr asl.Header, r io.Reader) (asl.Reference, error) {
+	if err := s.idx.failed(); err != nil {
+		return asl.Reference{}, fmt.Errorf("put: %w", err)
 	}
-	if rerr != nil {
-		if g != nil {
-			g.abort()
+	w, err := s.packs.take(int64(hdr.Size) + int64(hdr.Size/uint64(s.chunkSize)+2)*(maxPartHead+maxChunkHeader) + maxPackHead)
+	if err != nil {
+		return asl.Reference{}, fmt.Errorf("put: %w", err)
+	}
+	defer s.packs.put(w)
+	first := w.end()
+	var (
+		part   uint64
+		stored uint64
+		codecs [2]bool
+	)
+	err = s.chunkPipeline(ctx, h, hdr, r, func(rawLen int, codec uint8, st []byte) error {
+		if _, err := w.part(part, codec, uint64(rawLen), st); err != nil {
+			return err
 		}
-		w.abort()
-		return asl.Reference{}, rerr
+		part++
+		stored += uint64(len(st))
+		codecs[codec] = true
+		return nil
+	})
+	if err != nil {
+		return asl.Reference{}, err
 	}
 	ref, err := h.Sum()
 	if err != nil {
-		w.abort()
 		return asl.Reference{}, fmt.Errorf("put: %w", err)
 	}
-	items := []item{{ref: ref, hdr: hdr, staged: true, blob: w.blob, chunk: uint64(s.chunkSize), stored: w.stored, comp: w.comp()}}
-	if err := s.commit(ctx, items, nil); err != nil {
+	rec := indexRecord{Size: hdr.Size, Chunk: uint64(s.chunkSize), Stored: stored, Compression: summarize(codecs), Pack: w.id, Offset: first}
+	setTag(&rec, hdr)
+	if err := s.commitLarge(ctx, w, ref, hdr, rec); err != nil {
 		return asl.Reference{}, fmt.Errorf("put %s: %w", ref, err)
 	}
 	return ref, nil
+}
+
+// commitLarge completes the parts of a large artifact that w holds: unless
+// the artifact is stored already, it appends the large record, syncs the
+// pack and queues the index record. The reference is claimed meanwhile, so
+// a concurrent put of the same artifact waits and then finds it stored.
+func (s *Store) commitLarge(ctx context.Context, w *packWriter, ref asl.Reference, hdr asl.Header, rec indexRecord) error {
+	me := &claim{done: make(chan struct{})}
+	sh := s.shard(ref)
+	for {
+		sh.mu.Lock()
+		owner, ok := sh.m[ref]
+		if !ok {
+			sh.m[ref] = me
+			sh.mu.Unlock()
+			break
+		}
+		sh.mu.Unlock()
+		select {
+		case <-owner.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	defer func() {
+		sh.mu.Lock()
+		delete(sh.m, ref)
+		sh.mu.Unlock()
+		close(me.done)
+	}()
+	if stored, err := s.anyStoredRefs([]asl.Reference{ref}); err != nil || stored {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	w.large(ref, hdr, rec.Offset, rec.Chunk)
+	if err := w.sync(s.packs); err != nil {
+		return err
+	}
+	return s.idx.enqueue(&indexJob{refs: []asl.Reference{ref}, vals: [][]byte{appendIndexRecord(nil, rec)}, pack: w.id, end: w.end()})
 }

@@ -261,9 +261,42 @@ func TestPutStdinLargePipeAndFile(t *testing.T) {
 	oneErrorLine(t, r, "put")
 }
 
-// corrupt opens the store's Pebble database directly and flips one byte in
-// every value that holds needle, standing in for disk damage.
+// corrupt flips one byte of every stored copy of needle, standing in for
+// disk damage: in the pack files (where the store keeps payloads) and in
+// the values of the store's Pebble database, opened directly (payloads of
+// the version 2 layout).
 func corrupt(t *testing.T, dir string, needle []byte) int {
+	t.Helper()
+	n := 0
+	packs, _ := filepath.Glob(filepath.Join(dir, "packs", "*.pack"))
+	for _, p := range packs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		changed := false
+		for at := 0; ; {
+			i := bytes.Index(b[at:], needle)
+			if i < 0 {
+				break
+			}
+			b[at+i+len(needle)/2] ^= 0x40
+			at += i + len(needle)
+			n++
+			changed = true
+		}
+		if changed {
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return n + corruptValues(t, dir, needle)
+}
+
+// corruptValues flips one byte in every value of the store's Pebble
+// database that holds needle.
+func corruptValues(t *testing.T, dir string, needle []byte) int {
 	t.Helper()
 	db, err := pebble.Open(dir, &pebble.Options{FormatMajorVersion: pebble.FormatNewest, Logger: quietLog{}})
 	if err != nil {
@@ -576,9 +609,76 @@ func TestHelpDocumentsExitCodes(t *testing.T) {
 			t.Errorf("--help lacks %q", want)
 		}
 	}
-	for _, sub := range []string{"init", "put", "get", "has", "stat", "verify", "conformance", "demo", "version"} {
+	for _, sub := range []string{"init", "put", "get", "has", "stat", "verify", "salvage", "conformance", "demo", "version"} {
 		if !strings.Contains(r.stdout, "\n  "+sub+" ") {
 			t.Errorf("--help does not list %s", sub)
 		}
 	}
+}
+
+// TestSalvage: a store whose MANIFEST is damaged no longer opens (exit 4,
+// pointing at salvage); salvage copies every artifact into a new store,
+// which then reads and verifies; its --json and exit codes are as
+// documented (SPECS.md §16.3).
+func TestSalvage(t *testing.T) {
+	c := newCLI(t)
+	c.must(0, "init", "--hash", "blake3")
+	small := []byte("a small artifact")
+	large := demoBytes("salvaged large", 700<<10)
+	refs := lines(c.must(0, "put", c.write("small", small), c.write("large", large)).stdout)
+	if len(refs) != 2 {
+		t.Fatalf("put printed %v", refs)
+	}
+	to := filepath.Join(c.cwd, "rescued")
+	r := c.must(exitUsage, "salvage")
+	oneErrorLine(t, r, "salvage")
+	c.must(exitUsage, "salvage", "--to", c.store)
+	var clean salvageResult
+	oneJSON(t, c.must(0, "--json", "salvage", "--to", to).stdout, &clean)
+	if clean.Artifacts != 2 || clean.FromPacks != 2 || len(clean.Lost) != 0 || len(clean.Damage) != 0 || clean.Hash != "blake3" {
+		t.Fatalf("salvage of an intact store: %+v", clean)
+	}
+	r = c.must(exitStore, "salvage", "--to", to)
+	oneErrorLine(t, r, "salvage")
+	c.must(exitStore, "--store", filepath.Join(c.cwd, "none"), "salvage", "--to", filepath.Join(c.cwd, "x"))
+
+	// Damage the MANIFEST: the store no longer opens.
+	manifests, _ := filepath.Glob(filepath.Join(c.store, "MANIFEST-*"))
+	if len(manifests) == 0 {
+		t.Fatal("no MANIFEST")
+	}
+	current := manifests[len(manifests)-1] // the newest (names sort by number)
+	b, err := os.ReadFile(current)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 8; i < len(b); i += 16 {
+		b[i] ^= 0x5a
+	}
+	if err := os.WriteFile(current, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = c.must(exitIntegrity, "get", refs[0])
+	oneErrorLine(t, r, "get")
+	r = c.must(exitIntegrity, "verify")
+	if !strings.Contains(r.stderr, "amduat salvage --to DIR") {
+		t.Fatalf("verify of an unopenable store: %q", r.stderr)
+	}
+	to2 := filepath.Join(c.cwd, "rescued2")
+	r = c.must(exitIntegrity, "salvage", "--to", to2)
+	if !strings.HasPrefix(r.stdout, "salvaged 2 artifacts ("+fmt.Sprint(len(small)+len(large))+" bytes) into "+to2+": 0 lost, ") {
+		t.Fatalf("salvage stdout %q", r.stdout)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+		if !strings.HasPrefix(l, "amduat: salvage: ") || !strings.Contains(l, "ERR_INTEGRITY") {
+			t.Errorf("salvage stderr line %q", l)
+		}
+	}
+	if got := c.must(0, "--store", to2, "get", refs[1]).stdout; got != string(large) {
+		t.Fatal("salvaged large artifact differs")
+	}
+	if got := c.must(0, "--store", to2, "get", refs[0]).stdout; got != string(small) {
+		t.Fatal("salvaged small artifact differs")
+	}
+	c.must(0, "--store", to2, "verify")
 }

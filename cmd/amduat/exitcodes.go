@@ -31,7 +31,7 @@ const exitCodeHelp = `Exit codes:
   1    negative answer: has found a missing reference; conformance vectors failed
   2    usage error: bad flag or argument, malformed reference text
   3    not found (ERR_NOT_FOUND)
-  4    integrity error (ERR_INTEGRITY): damaged data; verify found corruption
+  4    integrity error (ERR_INTEGRITY): damaged data or store files; verify found corruption
   5    unsupported (ERR_UNSUPPORTED): unregistered hash id
   6    I/O or other operational error; the store is in use by another
        process, or out of space

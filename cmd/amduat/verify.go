@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -29,6 +30,10 @@ type verifyResult struct {
 	Corrupt  int             `json:"corrupt"`
 	Failed   int             `json:"failed"`
 	Failures []verifyFailure `json:"failures"`
+	// Damage lists what the store could not enumerate (an unreadable
+	// index record, a damaged table's key range), each also counted in
+	// Corrupt (SPECS.md §16.3).
+	Damage []string `json:"damage"`
 }
 
 func newVerifyCmd(a *app) *cobra.Command {
@@ -52,6 +57,13 @@ The sample key of an artifact is the first 8 bytes (big-endian) of
 SHA-256(u32 len(seed) || seed || ReferenceBytes): the same store and seed
 always select the same artifacts, and another --seed selects another subset.
 
+Damage met while listing the store (an unreadable index record, a table of
+the index whose blocks cannot be read) does not stop verify: it is reported
+on stderr, counted as corrupt and listed under "damage" in --json, and
+everything else is still checked. A store that cannot be opened at all
+because its metadata is damaged is exit 4 too: copy what can be read into a
+new store with ` + "`amduat salvage --to DIR`" + `.
+
 Exit 0 when everything checked is intact, 4 when corruption was found
 (integrity failures: damaged or missing data), 6 when only other failures
 occurred (I/O errors, unsupported hash). A progress bar is drawn on stderr
@@ -62,7 +74,7 @@ when stderr is a terminal.`,
 		Args: rangeArgs(0, 0),
 		RunE: func(c *cobra.Command, _ []string) (err error) {
 			opts := aslutil.VerifyOptions{Workers: workers}
-			res := verifyResult{Seed: seed, Failures: []verifyFailure{}}
+			res := verifyResult{Seed: seed, Failures: []verifyFailure{}, Damage: []string{}}
 			if sampleArg != "" {
 				smp, err := aslutil.ParseSample(sampleArg)
 				if err != nil {
@@ -75,6 +87,9 @@ when stderr is a terminal.`,
 			}
 			s, err := a.openStoreReadOnly()
 			if err != nil {
+				if errors.Is(err, asl.ErrIntegrity) {
+					return fmt.Errorf("%w; copy what can still be read into a new store with `amduat salvage --to DIR`", err)
+				}
 				return err
 			}
 			defer closeStore(s, a.storeDir, &err)
@@ -109,6 +124,11 @@ when stderr is a terminal.`,
 					res.Failed++
 				}
 				a.warnf(f.Ref.String(), f.Err)
+			}
+			for _, d := range rep.Damage {
+				res.Damage = append(res.Damage, oneLine(d.Error()))
+				res.Corrupt++
+				a.warnf("", d)
 			}
 			if verr != nil {
 				return failAuto("", verr)
