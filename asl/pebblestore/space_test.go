@@ -176,10 +176,12 @@ func TestNoSpaceInjected(t *testing.T) {
 		}},
 		{"pebble log write", 1 << 20, func(t *testing.T, ss *spaceStore, s *Store) (error, *Store) {
 			ss.model.full.Store(true)
-			// A small artifact goes through Pebble's log: its write
-			// frees the reserve and succeeds; the next put is refused.
-			if err := ss.putBatch(s, batchOf(9, 1, 100)); err != nil {
-				t.Fatalf("the put that frees the reserve: %v", err)
+			// Index entries alone go through Pebble's log only (every
+			// payload goes to a pack): their write frees the reserve and
+			// succeeds; the next put is refused.
+			entries := []asl.IndexEntry{{Space: "test.space", Key: []byte("k"), Value: []byte("v")}}
+			if _, err := s.PutIndexed(t.Context(), asl.HashSHA256, nil, entries); err != nil {
+				t.Fatalf("the write that frees the reserve: %v", err)
 			}
 			if _, err := os.Stat(ss.model.reserve); !errors.Is(err, os.ErrNotExist) {
 				t.Fatalf("reserve after Pebble met ENOSPC: %v", err)

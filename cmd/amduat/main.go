@@ -66,13 +66,20 @@ func main() {
 	// return at once. Whatever does not (a file system or Pebble call that
 	// blocks) must not keep the process alive: a second later it exits with
 	// 130. Stores are crash-safe, so this loses nothing acknowledged.
+	finished := make(chan struct{})
 	go func() {
 		<-ctx.Done()
+		select {
+		case <-finished: // stop below cancelled ctx: no signal came
+			return
+		default:
+		}
 		time.Sleep(interruptGrace)
 		fmt.Fprintln(os.Stderr, "amduat: interrupted")
 		os.Exit(exitInterrupted)
 	}()
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	close(finished)
 	stop()
 	os.Exit(code)
 }
