@@ -43,7 +43,7 @@ func startServe(t *testing.T, dir string, extra ...string) string {
 		t.Fatalf("serve printed no address: %v; log: %s", err, log)
 	}
 	var info serveJSON
-	if err := json.Unmarshal([]byte(line), &info); err != nil || !strings.HasPrefix(info.URL, "http://127.0.0.1:") {
+	if err := json.Unmarshal([]byte(line), &info); err != nil || !strings.Contains(info.URL, "://127.0.0.1:") {
 		t.Fatalf("serve --json printed %q: %v", line, err)
 	}
 	t.Cleanup(func() {
