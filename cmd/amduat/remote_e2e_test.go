@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,7 +21,11 @@ func startServe(t *testing.T, dir string, extra ...string) string {
 	if out, err := exec.Command(amduatBin, "--store", dir, "init").CombinedOutput(); err != nil {
 		t.Fatalf("init %s: %v: %s", dir, err, out)
 	}
-	args := append([]string{"--store", dir, "--json", "serve", "--listen", "127.0.0.1:0"}, extra...)
+	args := []string{"--store", dir, "--json", "serve"}
+	if !slices.Contains(extra, "--unix") {
+		args = append(args, "--listen", "127.0.0.1:0")
+	}
+	args = append(args, extra...)
 	cmd := exec.Command(amduatBin, args...)
 	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=20")
 	stdout, err := cmd.StdoutPipe()
@@ -43,7 +48,7 @@ func startServe(t *testing.T, dir string, extra ...string) string {
 		t.Fatalf("serve printed no address: %v; log: %s", err, log)
 	}
 	var info serveJSON
-	if err := json.Unmarshal([]byte(line), &info); err != nil || !strings.Contains(info.URL, "://127.0.0.1:") {
+	if err := json.Unmarshal([]byte(line), &info); err != nil || !(strings.Contains(info.URL, "://127.0.0.1:") || strings.HasPrefix(info.URL, "unix:")) {
 		t.Fatalf("serve --json printed %q: %v", line, err)
 	}
 	t.Cleanup(func() {

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"io"
 	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,5 +106,28 @@ func TestServeTLSAndTokens(t *testing.T) {
 	r = other.run("serve", "--listen", "0.0.0.0:0")
 	if r.code != exitUsage || !strings.Contains(r.stderr, "--auth-file") {
 		t.Fatalf("serve on 0.0.0.0 without --auth-file: exit %d: %s", r.code, r.stderr)
+	}
+}
+
+// TestServeUnixSocket serves on a unix socket: requests over it work, and
+// the socket is removed at shutdown.
+func TestServeUnixSocket(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "amduat.sock")
+	url := startServe(t, filepath.Join(dir, "served"), "--unix", sock)
+	if url != "unix:"+sock {
+		t.Fatalf("serve --unix prints %s", url)
+	}
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	resp, err := hc.Post("http://amduat/v1/artifacts", "application/octet-stream", strings.NewReader("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "00011f1d4ea728bc4c10bbc8211c7644aa950b6296c9b3e70d263e4ae6fc83e895e4") {
+		t.Fatalf("put over the socket: %d %s", resp.StatusCode, body)
 	}
 }
