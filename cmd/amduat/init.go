@@ -45,6 +45,18 @@ for large artifacts). Fails with exit code 7 if a store exists there already.`,
 			if err != nil {
 				return err
 			}
+			if isS3(a.storeDir) {
+				s, err := a.openS3(true, alg.ID)
+				if err != nil {
+					return err
+				}
+				s.Close()
+				if a.jsonOut {
+					return a.printJSON(initResult{Store: a.storeDir, Hash: alg.Short, HashID: uint16(alg.ID)})
+				}
+				a.printf("initialized store %s (hash %s)\n", a.storeDir, alg.Short)
+				return nil
+			}
 			s, err := pebblestore.Create(a.storeDir, &pebblestore.Options{DefaultHash: alg.ID})
 			if errors.Is(err, pebblestore.ErrExists) {
 				return fail(exitStore, a.storeDir, fmt.Errorf("a store exists here already: %w", pebblestore.ErrExists))
