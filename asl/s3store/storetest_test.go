@@ -61,6 +61,16 @@ func create(t *testing.T, m *miniotest.Server, bucket string, o s3store.Options)
 	return st
 }
 
+func createB(b *testing.B, m *miniotest.Server, o s3store.Options) *s3store.Store {
+	b.Helper()
+	st, err := s3store.Create(b.Context(), "bench", fmt.Sprintf("b%d", seq.Add(1)), o)
+	if err != nil {
+		b.Fatalf("Create: %v", err)
+	}
+	b.Cleanup(func() { st.Close() })
+	return st
+}
+
 // TestStoreSuite runs the shared backend suite (asl/storetest) against a
 // real MinIO, with the default part size and with the smallest one (5
 // MiB, so that the suite's large artifacts take the multipart path) and
