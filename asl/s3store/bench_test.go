@@ -36,6 +36,24 @@ func BenchmarkPutBatch1KiB(b *testing.B) {
 			b.ReportMetric(float64(b.N*256)/b.Elapsed().Seconds(), "artifacts/s")
 		})
 	}
+	// The bound a packed layout could reach: the same 256 artifacts as one
+	// object, one raw PUT.
+	b.Run("raw-one-object", func(b *testing.B) {
+		st := createB(b, m, options(m))
+		b.SetBytes(256 << 10)
+		seed := uint64(1 << 40)
+		for b.Loop() {
+			var pack []byte
+			for range 256 {
+				seed++
+				pack = append(pack, asl.EncodeArtifact(asl.Untagged(gen(seed, 1<<10)))...)
+			}
+			if _, err := st.Client().PutObject(b.Context(), st.Bucket(), fmt.Sprintf("pack%d", seed), bytes.NewReader(pack), int64(len(pack)), minio.PutObjectOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.N*256)/b.Elapsed().Seconds(), "artifacts/s")
+	})
 }
 
 // BenchmarkGet1KiB: a random get of a 1 KiB artifact (one GET, verified).
