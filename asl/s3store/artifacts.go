@@ -75,15 +75,27 @@ func (s *Store) Fetch(ctx context.Context, ref asl.Reference) (io.ReadCloser, as
 		body.Close()
 		return nil, asl.Header{}, err
 	}
-	hdr, err := readHeader(body)
+	// The object's length (Content-Length) is known: one shorter than any
+	// header is damage; bytes it promised that do not arrive are a
+	// transport failure (an I/O error), never damage.
+	if info.Size < 9 {
+		return fail(fmt.Errorf("s3store: fetch s3://%s/%s (%s): object is %d bytes, shorter than any ArtifactBytes: %w",
+			s.bucket, key, ref, info.Size, asl.ErrIntegrity))
+	}
+	head := make([]byte, min(info.Size, 13))
+	if _, err := io.ReadFull(body, head); err != nil {
+		return fail(s.errorf("fetch", key, ref, err))
+	}
+	hdr, err := readHeader(bytes.NewReader(head))
 	if err != nil {
 		return fail(s.damaged("fetch", key, ref, err))
 	}
-	if info.Size >= 0 && uint64(info.Size) != uint64(headerLen(hdr))+hdr.Size {
+	if uint64(info.Size) != uint64(headerLen(hdr))+hdr.Size {
 		return fail(fmt.Errorf("s3store: fetch s3://%s/%s (%s): object is %d bytes, its header says %d: %w",
 			s.bucket, key, ref, info.Size, uint64(headerLen(hdr))+hdr.Size, asl.ErrIntegrity))
 	}
-	vr, err := asl.VerifyReader(ref, hdr, body)
+	payload := io.MultiReader(bytes.NewReader(head[headerLen(hdr):]), body)
+	vr, err := asl.VerifyReader(ref, hdr, payload)
 	if err != nil {
 		return fail(err)
 	}
@@ -133,8 +145,10 @@ func (f *fetchReader) Read(p []byte) (int, error) {
 	case errors.Is(err, asl.ErrIntegrity):
 		return n, fmt.Errorf("s3store: fetch s3://%s/%s: %w", f.s.bucket, f.key, err)
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return n, fmt.Errorf("s3store: fetch s3://%s/%s (%s): body ends after %d of %d bytes: %w: %w",
-			f.s.bucket, f.key, f.ref, f.read, f.size, asl.ErrIntegrity, err)
+		// The object store promised the bytes (Content-Length): a body
+		// cut short is the connection's failure, an I/O error.
+		return n, fmt.Errorf("s3store: fetch s3://%s/%s (%s): connection ended after %d of %d payload bytes: %w",
+			f.s.bucket, f.key, f.ref, f.read, f.size, err)
 	default:
 		return n, fmt.Errorf("s3store: fetch s3://%s/%s (%s): reading at payload byte %d: %w", f.s.bucket, f.key, f.ref, f.read, err)
 	}

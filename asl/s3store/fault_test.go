@@ -336,13 +336,41 @@ func TestRestart(t *testing.T) {
 		acked, arts = append(acked, ref), append(arts, a)
 	}
 
+	// A streamed get during which MinIO dies: an I/O error naming the
+	// object, never wrong bytes and never a store error.
+	big0 := asl.Untagged(gen(8, 24<<20))
+	big0Ref, err := asl.PutArtifact(ctx, st, asl.HashSHA256, big0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, _, err := st.Fetch(ctx, big0Ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := make([]byte, 1<<20)
+	if _, err := io.ReadFull(rc, head); err != nil {
+		t.Fatal(err)
+	}
+	m.Stop()
+	rest, err := io.ReadAll(rc)
+	rc.Close()
+	if err == nil {
+		t.Fatalf("streamed get across the crash read %d bytes and no error", len(rest))
+	}
+	t.Logf("streamed get across the crash: %v", err)
+	if asl.IsContentError(err) || !strings.Contains(err.Error(), big0Ref.String()) || !strings.Contains(err.Error(), "s3://"+st.Bucket()+"/") {
+		t.Errorf("streamed get across the crash: %v; want an I/O error naming the object and reference", err)
+	}
+	m.Restart()
+
 	// A large put during which MinIO dies.
 	big := asl.Untagged(gen(7, 11<<20))
 	bigRef := asl.MustDerive(asl.HashSHA256, big)
-	_, err := st.Put(ctx, asl.HashSHA256, big.Header(), &stopAt{r: bytes.NewReader(big.Bytes), n: 6 << 20, stop: m.Stop})
+	_, err = st.Put(ctx, asl.HashSHA256, big.Header(), &stopAt{r: bytes.NewReader(big.Bytes), n: 6 << 20, stop: m.Stop})
 	if err == nil {
 		t.Fatal("Put across the crash succeeded")
 	}
+	t.Logf("large put across the crash: %v", err)
 	if asl.IsContentError(err) || !strings.Contains(err.Error(), "s3://"+st.Bucket()+"/") {
 		t.Errorf("interrupted large put: %v; want an I/O error naming the bucket and key", err)
 	}
@@ -366,6 +394,7 @@ func TestRestart(t *testing.T) {
 			t.Errorf("%s with MinIO down succeeded", c.name)
 			continue
 		}
+		t.Logf("%s with MinIO down: %v", c.name, c.err)
 		if asl.IsContentError(c.err) {
 			t.Errorf("%s with MinIO down = %v, a store error; want an I/O error", c.name, c.err)
 		}
@@ -377,6 +406,9 @@ func TestRestart(t *testing.T) {
 	}
 
 	m.Restart()
+	if got, err := asl.Get(ctx, st, big0Ref, 0); err != nil || !bytes.Equal(got.Bytes, big0.Bytes) {
+		t.Fatalf("acknowledged %s after restart: %v", big0Ref, err)
+	}
 	for i, ref := range acked {
 		got, err := asl.Get(ctx, st, ref, 0)
 		if err != nil || !bytes.Equal(got.Bytes, arts[i].Bytes) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/pebblestore"
+	"github.com/amduat/amduat/asl/s3store"
 )
 
 func init() { addCommand(newInitCmd) }
@@ -46,6 +47,15 @@ for large artifacts). Fails with exit code 7 if a store exists there already.`,
 				return err
 			}
 			if isS3(a.storeDir) {
+				// As for a directory, init refuses a store that exists
+				// (exit 7); s3store.Create itself accepts one of the same
+				// hash, so that concurrent inits are safe.
+				if s, err := a.openS3(false, 0); err == nil {
+					s.Close()
+					return fail(exitStore, a.storeDir, fmt.Errorf("a store exists here already: %w", s3store.ErrExists))
+				} else if !errors.Is(err, s3store.ErrNoStore) {
+					return err
+				}
 				s, err := a.openS3(true, alg.ID)
 				if err != nil {
 					return err

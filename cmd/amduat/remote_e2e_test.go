@@ -20,6 +20,12 @@ func startServe(t *testing.T, dir string, extra ...string) string {
 	if out, err := exec.Command(amduatBin, "--store", dir, "init").CombinedOutput(); err != nil {
 		t.Fatalf("init %s: %v: %s", dir, err, out)
 	}
+	return serveStore(t, dir, extra...)
+}
+
+// serveStore is startServe of an existing store.
+func serveStore(t *testing.T, dir string, extra ...string) string {
+	t.Helper()
 	args := append([]string{"--store", dir, "--json", "serve", "--listen", "127.0.0.1:0"}, extra...)
 	cmd := exec.Command(amduatBin, args...)
 	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=20")
