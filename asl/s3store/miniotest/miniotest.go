@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -59,7 +60,7 @@ type Server struct {
 	AccessKey string
 	SecretKey string
 
-	t    testing.TB
+	t    testing.TB // nil when Launched
 	bin  string
 	dir  string
 	mu   sync.Mutex
@@ -72,28 +73,45 @@ type Server struct {
 // when MinIO is not installed.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	if Binary() == "" {
+		t.Skip(SkipMessage)
+	}
+	s, err := Launch(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.t = t
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// ErrNotInstalled: no minio binary was found.
+var ErrNotInstalled = errors.New(SkipMessage)
+
+// Launch starts a MinIO server with its data under dir (outside tests:
+// `amduat bench`); the caller Stops it.
+func Launch(dir string) (*Server, error) {
 	bin := Binary()
 	if bin == "" {
-		t.Skip(SkipMessage)
+		return nil, ErrNotInstalled
 	}
 	var k [12]byte
 	rand.Read(k[:])
 	s := &Server{
-		t: t, bin: bin, dir: t.TempDir(),
+		bin: bin, dir: dir,
 		AccessKey: "amduat" + hex.EncodeToString(k[:4]),
 		SecretKey: hex.EncodeToString(k[4:]) + "secret",
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("miniotest: %v", err)
+		return nil, fmt.Errorf("miniotest: %w", err)
 	}
 	s.Endpoint = l.Addr().String()
 	l.Close()
 	if err := s.start(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	t.Cleanup(s.Stop)
-	return s
+	return s, nil
 }
 
 func (s *Server) start() error {
@@ -154,8 +172,10 @@ func (s *Server) Stop() {
 
 // Restart starts the stopped server again on the same port and data.
 func (s *Server) Restart() {
-	s.t.Helper()
 	if err := s.start(); err != nil {
+		if s.t == nil {
+			panic(err)
+		}
 		s.t.Fatal(err)
 	}
 }
