@@ -519,3 +519,38 @@ func mustHasher(id asl.HashID, hdr asl.Header) *asl.Hasher {
 	}
 	return h
 }
+
+// GetBatch implements asl.BatchFetcher: the artifacts are read with
+// Parallel GETs in flight, each verified as Fetch does, and fn is called
+// in input order with each artifact or the error of that reference alone
+// (asl.ErrNotFound, asl.ErrIntegrity, …). limit bounds each artifact as
+// in asl.Get. An operational error (I/O, cancellation) stops the batch.
+func (s *Store) GetBatch(ctx context.Context, refs []asl.Reference, limit int64, fn func(i int, a asl.Artifact, err error) error) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	const window = 256
+	for lo := 0; lo < len(refs); lo += window {
+		part := refs[lo:min(lo+window, len(refs))]
+		arts := make([]asl.Artifact, len(part))
+		errs := make([]error, len(part))
+		s.parallel(len(part), func(i int) {
+			if err := ctx.Err(); err != nil {
+				errs[i] = err
+				return
+			}
+			arts[i], errs[i] = asl.Get(ctx, s, part[i], limit)
+		})
+		for i := range part {
+			if errs[i] != nil && !asl.IsContentError(errs[i]) {
+				return errs[i]
+			}
+			if err := fn(lo+i, arts[i], errs[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

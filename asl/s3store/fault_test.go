@@ -425,3 +425,55 @@ func TestRestart(t *testing.T) {
 		t.Fatalf("put after restart: %v", err)
 	}
 }
+
+// TestGetBatch: the batch read calls fn in input order with each artifact
+// or its own content error.
+func TestGetBatch(t *testing.T) {
+	m := miniotest.Start(t)
+	o := options(m)
+	o.Parallel = 3
+	st := create(t, m, "batch", o)
+	ctx := t.Context()
+	arts := make([]asl.Artifact, 300)
+	for i := range arts {
+		arts[i] = asl.Tagged(asl.TypeTag(i), gen(uint64(i), i))
+	}
+	refs, err := st.PutBatch(ctx, asl.HashSHA256, arts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	damaged := refs[7]
+	st.Client().PutObject(ctx, st.Bucket(), st.ArtifactKey(damaged), bytes.NewReader([]byte("garbage!!!!!!")), 13, minio.PutObjectOptions{})
+	missing := asl.MustDerive(asl.HashSHA256, asl.Untagged([]byte("never put")))
+	ask := append(append([]asl.Reference{missing}, refs...), missing)
+	want := func(i int) (asl.Artifact, error) {
+		switch {
+		case i == 0 || i == len(ask)-1:
+			return asl.Artifact{}, asl.ErrNotFound
+		case ask[i] == damaged:
+			return asl.Artifact{}, asl.ErrIntegrity
+		}
+		return arts[i-1], nil
+	}
+	next := 0
+	err = st.GetBatch(ctx, ask, 0, func(i int, a asl.Artifact, err error) error {
+		if i != next {
+			t.Fatalf("fn called for %d, want %d", i, next)
+		}
+		next++
+		wa, werr := want(i)
+		if werr != nil {
+			if !errors.Is(err, werr) {
+				t.Errorf("GetBatch[%d] = %v, want %v", i, err, werr)
+			}
+			return nil
+		}
+		if err != nil || !bytes.Equal(a.Bytes, wa.Bytes) || a.Header() != wa.Header() {
+			t.Errorf("GetBatch[%d] = %d bytes, %v", i, len(a.Bytes), err)
+		}
+		return nil
+	})
+	if err != nil || next != len(ask) {
+		t.Fatalf("GetBatch = %v after %d of %d", err, next, len(ask))
+	}
+}

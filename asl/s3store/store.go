@@ -90,7 +90,8 @@ type Options struct {
 	Transport http.RoundTripper
 }
 
-// Store is an asl.Store, asl.Indexer and asl.IndexSeeker over one bucket
+// Store is an asl.Store, asl.Indexer, asl.IndexSeeker and
+// asl.BatchFetcher over one bucket
 // and key prefix.
 type Store struct {
 	core   *minio.Core
@@ -107,6 +108,7 @@ var (
 	_ asl.Store       = (*Store)(nil)
 	_ asl.Indexer     = (*Store)(nil)
 	_ asl.IndexSeeker = (*Store)(nil)
+	_ asl.BatchFetcher = (*Store)(nil)
 )
 
 // ParseURL splits s3://BUCKET[/PREFIX][?endpoint=HOST:PORT&region=R&insecure=1&path-style=1]
