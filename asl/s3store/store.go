@@ -105,9 +105,9 @@ type Store struct {
 }
 
 var (
-	_ asl.Store       = (*Store)(nil)
-	_ asl.Indexer     = (*Store)(nil)
-	_ asl.IndexSeeker = (*Store)(nil)
+	_ asl.Store        = (*Store)(nil)
+	_ asl.Indexer      = (*Store)(nil)
+	_ asl.IndexSeeker  = (*Store)(nil)
 	_ asl.BatchFetcher = (*Store)(nil)
 )
 
