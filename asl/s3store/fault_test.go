@@ -234,8 +234,10 @@ func flip(b []byte, i int) []byte {
 func TestTwoStores(t *testing.T) {
 	m := miniotest.Start(t)
 	ctx := t.Context()
-	a := create(t, m, "shared", options(m))
-	b, err := s3store.Open(ctx, a.Bucket(), a.Prefix(), options(m))
+	o := options(m)
+	o.PartSize = 5 << 20 // the large artifact below takes the multipart path
+	a := create(t, m, "shared", o)
+	b, err := s3store.Open(ctx, a.Bucket(), a.Prefix(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,6 +268,32 @@ func TestTwoStores(t *testing.T) {
 	if v, ok, err := b.LookupIndex(ctx, "t.x", []byte{1}); err != nil || !ok || string(v) != "from a" {
 		t.Fatalf("LookupIndex through b = %q, %v, %v", v, ok, err)
 	}
+	// The same large artifact put through both at once: both succeed with
+	// the same reference, one object, no staging object left.
+	big := asl.Untagged(gen(77, 6<<20+3))
+	bigRefs := make([]asl.Reference, 2)
+	for i, st := range []*s3store.Store{a, b} {
+		go func() {
+			var err error
+			bigRefs[i], err = st.Put(ctx, asl.HashSHA256, big.Header(), onlyReader{bytes.NewReader(big.Bytes)})
+			errc <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if bigRefs[0] != bigRefs[1] || bigRefs[0] != asl.MustDerive(asl.HashSHA256, big) {
+		t.Fatalf("concurrent large puts = %v", bigRefs)
+	}
+	if got, err := asl.Get(ctx, a, bigRefs[0], 0); err != nil || !bytes.Equal(got.Bytes, big.Bytes) {
+		t.Fatalf("large artifact after concurrent puts: %v", err)
+	}
+	if k := listKeys(t, a, "tmp/"); len(k) != 0 {
+		t.Errorf("staging objects left: %v", k)
+	}
+	arts = append(arts, big)
 	n := 0
 	if err := b.Enumerate(ctx, asl.Reference{}, func(asl.Info) error { n++; return nil }); err != nil || n != len(arts) {
 		t.Fatalf("Enumerate through b: %d, %v", n, err)
