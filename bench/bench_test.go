@@ -176,6 +176,7 @@ func TestGroupsTiny(t *testing.T) {
 		"server": {"put-batch", "put-c1", "put-c16", "put-c64", "get-c1", "get-c16", "get-c64", "get-batch", "run-p50", "run-p99",
 			"load-rate", "load-errors", "load-wrong", "large-put", "large-get",
 			"large-put-rss-server", "large-put-rss-client", "large-get-rss-server", "large-get-rss-client"},
+		"s3": s3RowNames,
 	}
 	for _, g := range Groups() {
 		t.Run(g.Name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/pebblestore"
+	"github.com/amduat/amduat/asl/s3store"
 )
 
 func init() { addCommand(newInitCmd) }
@@ -44,6 +45,27 @@ for large artifacts). Fails with exit code 7 if a store exists there already.`,
 			alg, err := hashFlag(hashName)
 			if err != nil {
 				return err
+			}
+			if isS3(a.storeDir) {
+				// As for a directory, init refuses a store that exists
+				// (exit 7); s3store.Create itself accepts one of the same
+				// hash, so that concurrent inits are safe.
+				if s, err := a.openS3(false, 0); err == nil {
+					s.Close()
+					return fail(exitStore, a.storeDir, fmt.Errorf("a store exists here already: %w", s3store.ErrExists))
+				} else if !errors.Is(err, s3store.ErrNoStore) {
+					return err
+				}
+				s, err := a.openS3(true, alg.ID)
+				if err != nil {
+					return err
+				}
+				s.Close()
+				if a.jsonOut {
+					return a.printJSON(initResult{Store: a.storeDir, Hash: alg.Short, HashID: uint16(alg.ID)})
+				}
+				a.printf("initialized store %s (hash %s)\n", a.storeDir, alg.Short)
+				return nil
 			}
 			s, err := pebblestore.Create(a.storeDir, &pebblestore.Options{DefaultHash: alg.ID})
 			if errors.Is(err, pebblestore.ErrExists) {

@@ -28,6 +28,7 @@ import (
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/httpstore"
 	"github.com/amduat/amduat/asl/pebblestore"
+	"github.com/amduat/amduat/asl/s3store"
 )
 
 // app holds the global flags and the process's streams for one invocation.
@@ -250,6 +251,26 @@ func isRemote(store string) bool {
 	return strings.HasPrefix(store, "http://") || strings.HasPrefix(store, "https://")
 }
 
+// isS3 reports whether a --store value names an S3 bucket (SPECS.md §6.7):
+// s3://BUCKET[/PREFIX][?endpoint=…&region=…&insecure=1&path-style=1].
+func isS3(store string) bool { return strings.HasPrefix(store, "s3://") }
+
+// openS3 opens (or, for init, creates) the S3 store a --store URL names;
+// credentials come from the standard AWS environment variables and files.
+func (a *app) openS3(create bool, hash asl.HashID) (*s3store.Store, error) {
+	s, err := s3store.OpenURL(a.context(), a.storeDir, create, s3store.Options{Hash: hash})
+	if errors.Is(err, s3store.ErrNoStore) {
+		return nil, fail(exitStore, a.storeDir, fmt.Errorf("no store here (create one with `amduat init --store %s`): %w", a.storeDir, err))
+	}
+	if errors.Is(err, s3store.ErrExists) {
+		return nil, fail(exitStore, a.storeDir, err)
+	}
+	if err != nil {
+		return nil, failAuto(a.storeDir, err)
+	}
+	return s, nil
+}
+
 // openStore opens the store named by --store for writing: a server when it
 // is an http(s) URL (token from AMDUAT_TOKEN), else a directory. A missing
 // store is exit code 7 with a hint to run `amduat init`; a store held by
@@ -284,6 +305,9 @@ func (a *app) open(opts *pebblestore.Options) (backend, error) {
 			return nil, failAuto(a.storeDir, err)
 		}
 		return c, nil
+	}
+	if isS3(a.storeDir) {
+		return a.openS3(false, 0)
 	}
 	if st, serr := os.Stat(a.storeDir); serr == nil && !st.IsDir() {
 		return nil, fail(exitStore, a.storeDir, errors.New("is a file, not a store directory (create a store with `amduat init --store DIR`)"))

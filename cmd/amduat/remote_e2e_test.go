@@ -21,6 +21,12 @@ func startServe(t *testing.T, dir string, extra ...string) string {
 	if out, err := exec.Command(amduatBin, "--store", dir, "init").CombinedOutput(); err != nil {
 		t.Fatalf("init %s: %v: %s", dir, err, out)
 	}
+	return serveStore(t, dir, extra...)
+}
+
+// serveStore is startServe of an existing store.
+func serveStore(t *testing.T, dir string, extra ...string) string {
+	t.Helper()
 	args := []string{"--store", dir, "--json", "serve"}
 	if !slices.Contains(extra, "--unix") {
 		args = append(args, "--listen", "127.0.0.1:0")

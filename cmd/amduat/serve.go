@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/net/netutil"
 
-	"github.com/amduat/amduat/asl/pebblestore"
 	"github.com/amduat/amduat/server"
 )
 
@@ -103,7 +102,11 @@ cut off.`,
 			if err != nil {
 				return err
 			}
-			store := s.(*pebblestore.Store)
+			store, ok := s.(server.Backend)
+			if !ok {
+				s.Close()
+				return usagef("--store %s cannot be served", a.storeDir)
+			}
 			defer closeStore(s, a.storeDir, &err)
 			srv, err := server.New(server.Config{Store: store, Auth: auth, Logger: logger, Limits: limits, Version: moduleVersion()})
 			if err != nil {

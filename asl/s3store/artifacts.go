@@ -1,0 +1,556 @@
+package s3store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+
+	"github.com/amduat/amduat/asl"
+)
+
+// headerLen is the length of the ArtifactBytes prefix of h (SPECS.md §3.1).
+func headerLen(h asl.Header) int64 {
+	if h.HasTag {
+		return 13
+	}
+	return 9
+}
+
+// readHeader reads the ArtifactBytes prefix from r: a short or malformed
+// prefix is damage.
+func readHeader(r io.Reader) (asl.Header, error) {
+	var b [13]byte
+	if _, err := io.ReadFull(r, b[:1]); err != nil {
+		return asl.Header{}, err
+	}
+	var h asl.Header
+	rest := b[1:9]
+	switch b[0] {
+	case 0:
+	case 1:
+		h.HasTag = true
+		rest = b[1:13]
+	default:
+		return asl.Header{}, fmt.Errorf("has_type_tag is 0x%02x: %w", b[0], asl.ErrIntegrity)
+	}
+	if _, err := io.ReadFull(r, rest); err != nil {
+		return asl.Header{}, err
+	}
+	if h.HasTag {
+		h.Tag = asl.TypeTag(binary.BigEndian.Uint32(rest[:4]))
+		rest = rest[4:]
+	}
+	h.Size = binary.BigEndian.Uint64(rest)
+	return h, nil
+}
+
+// Fetch implements asl.Fetcher: one GET of the artifact's object, whose
+// ArtifactBytes are re-hashed under ref (SPECS.md §6.2). An artifact up to
+// 256 KiB is verified before the reader is returned; a larger one streams
+// and its final Read fails with asl.ErrIntegrity, withholding its last
+// bytes, when the object is damaged or cut short.
+func (s *Store) Fetch(ctx context.Context, ref asl.Reference) (io.ReadCloser, asl.Header, error) {
+	if err := checkRef(ref); err != nil {
+		return nil, asl.Header{}, fmt.Errorf("s3store: fetch: %w", err)
+	}
+	if err := s.check(); err != nil {
+		return nil, asl.Header{}, err
+	}
+	key := s.ArtifactKey(ref)
+	body, info, _, err := s.core.GetObject(ctx, s.bucket, key, minio.GetObjectOptions{})
+	if err != nil {
+		return nil, asl.Header{}, s.errorf("fetch", key, ref, err)
+	}
+	fail := func(err error) (io.ReadCloser, asl.Header, error) {
+		body.Close()
+		return nil, asl.Header{}, err
+	}
+	// The object's length (Content-Length) is known: one shorter than any
+	// header is damage; bytes it promised that do not arrive are a
+	// transport failure (an I/O error), never damage.
+	if info.Size < 9 {
+		return fail(fmt.Errorf("s3store: fetch s3://%s/%s (%s): object is %d bytes, shorter than any ArtifactBytes: %w",
+			s.bucket, key, ref, info.Size, asl.ErrIntegrity))
+	}
+	head := make([]byte, min(info.Size, 13))
+	if _, err := io.ReadFull(body, head); err != nil {
+		return fail(s.errorf("fetch", key, ref, err))
+	}
+	hdr, err := readHeader(bytes.NewReader(head))
+	if err != nil {
+		return fail(s.damaged("fetch", key, ref, err))
+	}
+	if uint64(info.Size) != uint64(headerLen(hdr))+hdr.Size {
+		return fail(fmt.Errorf("s3store: fetch s3://%s/%s (%s): object is %d bytes, its header says %d: %w",
+			s.bucket, key, ref, info.Size, uint64(headerLen(hdr))+hdr.Size, asl.ErrIntegrity))
+	}
+	payload := io.MultiReader(bytes.NewReader(head[headerLen(hdr):]), body)
+	vr, err := asl.VerifyReader(ref, hdr, payload)
+	if err != nil {
+		return fail(err)
+	}
+	fr := &fetchReader{s: s, vr: vr, body: body, key: key, ref: ref, size: hdr.Size}
+	if hdr.Size > fetchWholeMax {
+		return fr, hdr, nil
+	}
+	defer fr.Close()
+	buf := make([]byte, hdr.Size)
+	if _, err := io.ReadFull(fr, buf); err != nil {
+		return nil, asl.Header{}, err
+	}
+	if _, err := fr.Read(nil); err != io.EOF {
+		return nil, asl.Header{}, err
+	}
+	return io.NopCloser(bytes.NewReader(buf)), hdr, nil
+}
+
+// damaged classifies an error met reading an object's bytes: an object
+// cut short is asl.ErrIntegrity; a failing connection stays an I/O error.
+func (s *Store) damaged(op, key string, ref asl.Reference, err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("s3store: %s s3://%s/%s (%s): object ends inside its header: %w", op, s.bucket, key, ref, asl.ErrIntegrity)
+	}
+	if errors.Is(err, asl.ErrIntegrity) {
+		return fmt.Errorf("s3store: %s s3://%s/%s (%s): %w", op, s.bucket, key, ref, err)
+	}
+	return s.errorf(op, key, ref, err)
+}
+
+type fetchReader struct {
+	s    *Store
+	vr   io.Reader
+	body io.ReadCloser
+	key  string
+	ref  asl.Reference
+	size uint64
+	read uint64
+}
+
+func (f *fetchReader) Read(p []byte) (int, error) {
+	n, err := f.vr.Read(p)
+	f.read += uint64(n)
+	switch {
+	case err == nil || err == io.EOF:
+		return n, err
+	case errors.Is(err, asl.ErrIntegrity):
+		return n, fmt.Errorf("s3store: fetch s3://%s/%s: %w", f.s.bucket, f.key, err)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		// The object store promised the bytes (Content-Length): a body
+		// cut short is the connection's failure, an I/O error.
+		return n, fmt.Errorf("s3store: fetch s3://%s/%s (%s): connection ended after %d of %d payload bytes: %w",
+			f.s.bucket, f.key, f.ref, f.read, f.size, err)
+	default:
+		return n, fmt.Errorf("s3store: fetch s3://%s/%s (%s): reading at payload byte %d: %w", f.s.bucket, f.key, f.ref, f.read, err)
+	}
+}
+
+func (f *fetchReader) Close() error { return f.body.Close() }
+
+// Stat implements asl.Statter with one ranged GET of the object's first 13
+// bytes: the header from the bytes, the length from Content-Range. The
+// payload is not verified; an object whose length disagrees with its
+// header is asl.ErrIntegrity.
+func (s *Store) Stat(ctx context.Context, ref asl.Reference) (asl.Info, error) {
+	if err := checkRef(ref); err != nil {
+		return asl.Info{}, fmt.Errorf("s3store: stat: %w", err)
+	}
+	if err := s.check(); err != nil {
+		return asl.Info{}, err
+	}
+	return s.stat(ctx, ref, s.ArtifactKey(ref))
+}
+
+func (s *Store) stat(ctx context.Context, ref asl.Reference, key string) (asl.Info, error) {
+	var o minio.GetObjectOptions
+	o.SetRange(0, 12)
+	body, info, h, err := s.core.GetObject(ctx, s.bucket, key, o)
+	if err != nil {
+		if code(err) == "InvalidRange" { // a zero-length object
+			return asl.Info{}, fmt.Errorf("s3store: stat s3://%s/%s (%s): object is empty: %w", s.bucket, key, ref, asl.ErrIntegrity)
+		}
+		return asl.Info{}, s.errorf("stat", key, ref, err)
+	}
+	defer body.Close()
+	hdr, err := readHeader(body)
+	if err != nil {
+		return asl.Info{}, s.damaged("stat", key, ref, err)
+	}
+	total := info.Size
+	if cr := h.Get("Content-Range"); cr != "" {
+		if i := strings.LastIndexByte(cr, '/'); i >= 0 {
+			if n, err := strconv.ParseInt(cr[i+1:], 10, 64); err == nil {
+				total = n
+			}
+		}
+	}
+	if total < 0 || uint64(total) != uint64(headerLen(hdr))+hdr.Size {
+		return asl.Info{}, fmt.Errorf("s3store: stat s3://%s/%s (%s): object is %d bytes, its header says %d: %w",
+			s.bucket, key, ref, total, uint64(headerLen(hdr))+hdr.Size, asl.ErrIntegrity)
+	}
+	return asl.Info{Ref: ref, Header: hdr, StoredSize: int64(hdr.Size), Compression: "none"}, nil
+}
+
+// Enumerate implements asl.Enumerator: a ListObjectsV2 walk of PREFIX a/
+// from the key of after (S3 lists keys in ascending UTF-8 binary order,
+// which is ReferenceBytes order for these keys, SPECS.md §6.7), with a
+// Stat of each listed object, Parallel at a time, reported in order.
+func (s *Store) Enumerate(ctx context.Context, after asl.Reference, fn func(asl.Info) error) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	lo := minio.ListObjectsOptions{Prefix: s.prefix + "a/", Recursive: true}
+	if !after.IsZero() {
+		lo.StartAfter = s.ArtifactKey(after)
+	}
+	type item struct {
+		ref asl.Reference
+		key string
+	}
+	page := make([]item, 0, 256)
+	flush := func() error {
+		infos := make([]asl.Info, len(page))
+		errs := make([]error, len(page))
+		s.parallel(len(page), func(i int) {
+			infos[i], errs[i] = s.stat(ctx, page[i].ref, page[i].key)
+		})
+		for i := range page {
+			if errors.Is(errs[i], asl.ErrNotFound) {
+				continue // removed between the listing and the stat
+			}
+			if errs[i] != nil {
+				return errs[i]
+			}
+			if err := fn(infos[i]); err != nil {
+				return err
+			}
+		}
+		page = page[:0]
+		return nil
+	}
+	for obj := range s.core.Client.ListObjects(ctx, s.bucket, lo) {
+		if obj.Err != nil {
+			return s.errorf("list", lo.Prefix, asl.Reference{}, obj.Err)
+		}
+		ref, err := asl.ParseReference(path.Base(obj.Key))
+		if err != nil || s.ArtifactKey(ref) != obj.Key {
+			return fmt.Errorf("s3store: list s3://%s/%s: key is no artifact key: %w", s.bucket, obj.Key, asl.ErrIntegrity)
+		}
+		page = append(page, item{ref, obj.Key})
+		if len(page) == cap(page) {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return flush()
+}
+
+// parallel runs f(0..n-1), at most Parallel at once.
+func (s *Store) parallel(n int, f func(i int)) {
+	if n == 1 {
+		f(0)
+		return
+	}
+	sem := make(chan struct{}, s.opts.Parallel)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			f(i)
+		}()
+	}
+	wg.Wait()
+}
+
+// Put implements asl.Receiver. An artifact up to PartSize is read into
+// memory, hashed and written with one conditional PUT (If-None-Match: *)
+// under its key. A larger one streams, hashed on the way, as a multipart
+// upload to a staging key PREFIX tmp/… (memory: about one part), is then
+// copied on the server to its key and the staging object removed: nothing
+// is visible under an artifact key before the whole object is (SPECS.md
+// §6.7). Put returns once the object store acknowledged the object.
+func (s *Store) Put(ctx context.Context, id asl.HashID, hdr asl.Header, r io.Reader) (asl.Reference, error) {
+	if err := checkHash(id); err != nil {
+		return asl.Reference{}, err
+	}
+	if err := s.check(); err != nil {
+		return asl.Reference{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return asl.Reference{}, err
+	}
+	h, err := asl.NewHasher(id, hdr)
+	if err != nil {
+		return asl.Reference{}, err
+	}
+	if hdr.Size <= s.opts.PartSize {
+		buf := hdr.AppendHeader(make([]byte, 0, uint64(headerLen(hdr))+hdr.Size))
+		buf = buf[:cap(buf)]
+		payload := buf[headerLen(hdr):]
+		if _, err := io.ReadFull(r, payload); err != nil {
+			return asl.Reference{}, payloadErr(hdr, err)
+		}
+		if err := noMore(r, hdr); err != nil {
+			return asl.Reference{}, err
+		}
+		h.Write(payload)
+		ref, err := h.Sum()
+		if err != nil {
+			return asl.Reference{}, err
+		}
+		return ref, s.putObject(ctx, ref, buf)
+	}
+	return s.putLarge(ctx, h, hdr, r)
+}
+
+func payloadErr(hdr asl.Header, err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("s3store: put: payload ends before the %d bytes its header says: %w", hdr.Size, io.ErrUnexpectedEOF)
+	}
+	return fmt.Errorf("s3store: put: reading the payload: %w", err)
+}
+
+// noMore checks that r is exhausted (the payload length rule, SPECS.md
+// §6.1).
+func noMore(r io.Reader, hdr asl.Header) error {
+	var one [1]byte
+	for {
+		n, err := r.Read(one[:])
+		if n > 0 {
+			return fmt.Errorf("s3store: put: payload is longer than the %d bytes its header says", hdr.Size)
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("s3store: put: reading the payload: %w", err)
+		}
+	}
+}
+
+// putObject writes the ArtifactBytes b of ref under its key, unless an
+// object is there already (If-None-Match: *; a 412 means the same bytes
+// are stored). A conflicting concurrent conditional write (409) is retried.
+func (s *Store) putObject(ctx context.Context, ref asl.Reference, b []byte) error {
+	key := s.ArtifactKey(ref)
+	po := minio.PutObjectOptions{ContentType: "application/octet-stream", DisableMultipart: true}
+	po.SetMatchETagExcept("*")
+	var err error
+	for attempt := range 6 {
+		_, err = s.core.Client.PutObject(ctx, s.bucket, key, bytes.NewReader(b), int64(len(b)), po)
+		if err == nil || alreadyExists(err) {
+			return nil
+		}
+		if code(err) != "ConditionalRequestConflict" {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(50<<attempt) * time.Millisecond):
+		}
+	}
+	return s.errorf("put", key, ref, err)
+}
+
+// hashingReader hashes the payload as it passes and refuses a short one.
+type hashingReader struct {
+	r    io.Reader
+	h    *asl.Hasher
+	left uint64
+	err  error
+}
+
+func (x *hashingReader) Read(p []byte) (int, error) {
+	if x.left == 0 {
+		return 0, io.EOF
+	}
+	if uint64(len(p)) > x.left {
+		p = p[:x.left]
+	}
+	n, err := x.r.Read(p)
+	x.h.Write(p[:n])
+	x.left -= uint64(n)
+	if err == io.EOF && x.left > 0 {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil && err != io.EOF {
+		x.err = err
+	}
+	return n, err
+}
+
+func (s *Store) putLarge(ctx context.Context, h *asl.Hasher, hdr asl.Header, r io.Reader) (asl.Reference, error) {
+	tmp := s.tmpKey()
+	hr := &hashingReader{r: r, h: h, left: hdr.Size}
+	body := io.MultiReader(bytes.NewReader(hdr.AppendHeader(nil)), hr)
+	total := int64(uint64(headerLen(hdr)) + hdr.Size)
+	_, err := s.core.Client.PutObject(ctx, s.bucket, tmp, body, total, minio.PutObjectOptions{
+		ContentType: "application/octet-stream", PartSize: s.opts.PartSize, NumThreads: 1,
+	})
+	cleanup := func() {
+		// The library aborts a failed multipart upload; this removes a
+		// staging object that was completed. Best effort: a bucket
+		// lifecycle rule on tmp/ removes what a crash leaves (§6.7).
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		s.core.Client.RemoveObject(rctx, s.bucket, tmp, minio.RemoveObjectOptions{})
+	}
+	if err != nil {
+		cleanup()
+		if hr.err != nil {
+			return asl.Reference{}, payloadErr(hdr, hr.err)
+		}
+		if hr.left > 0 && ctx.Err() == nil && (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)) {
+			return asl.Reference{}, payloadErr(hdr, err)
+		}
+		return asl.Reference{}, s.errorf("put (staging upload)", tmp, asl.Reference{}, err)
+	}
+	if hr.left > 0 {
+		cleanup()
+		return asl.Reference{}, payloadErr(hdr, io.ErrUnexpectedEOF)
+	}
+	if err := noMore(r, hdr); err != nil {
+		cleanup()
+		return asl.Reference{}, err
+	}
+	ref, err := h.Sum()
+	if err != nil {
+		cleanup()
+		return asl.Reference{}, err
+	}
+	defer cleanup()
+	key := s.ArtifactKey(ref)
+	if _, err := s.core.Client.StatObject(ctx, s.bucket, key, minio.StatObjectOptions{}); err == nil {
+		return ref, nil // already stored: rewrite nothing
+	} else if code(err) != "NoSuchKey" {
+		return asl.Reference{}, s.errorf("put (stat)", key, ref, err)
+	}
+	_, err = s.core.Client.ComposeObject(ctx,
+		minio.CopyDestOptions{Bucket: s.bucket, Object: key, ContentType: "application/octet-stream", ReplaceMetadata: true},
+		minio.CopySrcOptions{Bucket: s.bucket, Object: tmp})
+	if err != nil {
+		return asl.Reference{}, s.errorf("put (copy from s3://"+s.bucket+"/"+tmp+")", key, ref, err)
+	}
+	return ref, nil
+}
+
+// PutBatch implements asl.BatchReceiver: one object per artifact, Parallel
+// PUTs at a time. When it returns nil every object is acknowledged.
+func (s *Store) PutBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact) ([]asl.Reference, error) {
+	if err := checkHash(id); err != nil {
+		return nil, err
+	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	refs := make([]asl.Reference, len(arts))
+	for i, a := range arts {
+		ref, err := asl.Derive(id, a)
+		if err != nil {
+			return nil, err
+		}
+		refs[i] = ref
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(arts))
+	seen := make(map[asl.Reference]bool, len(arts))
+	var todo []int
+	for i, ref := range refs {
+		if !seen[ref] {
+			seen[ref] = true
+			todo = append(todo, i)
+		}
+	}
+	s.parallel(len(todo), func(j int) {
+		i := todo[j]
+		if ctx.Err() != nil {
+			errs[i] = ctx.Err()
+			return
+		}
+		a := arts[i]
+		if uint64(len(a.Bytes)) <= s.opts.PartSize {
+			errs[i] = s.putObject(ctx, refs[i], asl.EncodeArtifact(a))
+		} else {
+			_, errs[i] = s.putLarge(ctx, mustHasher(id, a.Header()), a.Header(), bytes.NewReader(a.Bytes))
+		}
+		if errs[i] != nil {
+			cancel()
+		}
+	})
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return nil, err
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return refs, nil
+}
+
+func mustHasher(id asl.HashID, hdr asl.Header) *asl.Hasher {
+	h, err := asl.NewHasher(id, hdr)
+	if err != nil {
+		panic(err)
+	}
+	return h
+}
+
+// GetBatch implements asl.BatchFetcher: the artifacts are read with
+// Parallel GETs in flight, each verified as Fetch does, and fn is called
+// in input order with each artifact or the error of that reference alone
+// (asl.ErrNotFound, asl.ErrIntegrity, …). limit bounds each artifact as
+// in asl.Get. An operational error (I/O, cancellation) stops the batch.
+func (s *Store) GetBatch(ctx context.Context, refs []asl.Reference, limit int64, fn func(i int, a asl.Artifact, err error) error) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	const window = 256
+	for lo := 0; lo < len(refs); lo += window {
+		part := refs[lo:min(lo+window, len(refs))]
+		arts := make([]asl.Artifact, len(part))
+		errs := make([]error, len(part))
+		s.parallel(len(part), func(i int) {
+			if err := ctx.Err(); err != nil {
+				errs[i] = err
+				return
+			}
+			arts[i], errs[i] = asl.Get(ctx, s, part[i], limit)
+		})
+		for i := range part {
+			if errs[i] != nil && !asl.IsContentError(errs[i]) {
+				return errs[i]
+			}
+			if err := fn(lo+i, arts[i], errs[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

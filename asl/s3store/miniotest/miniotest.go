@@ -1,0 +1,184 @@
+// Package miniotest runs a MinIO server for tests of the S3 backend
+// (SPECS.md §6.7): a fresh data directory, a free loopback port and fresh
+// credentials per server. Tests skip, with one line saying how to install
+// it, when no minio binary is on PATH or in $(go env GOPATH)/bin.
+package miniotest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// SkipMessage is the one line a test skips with when MinIO is missing.
+const SkipMessage = "minio not installed: go install github.com/minio/minio@latest; S3 tests skipped"
+
+// Binary returns the path of the minio binary, or "".
+func Binary() string {
+	if p, err := exec.LookPath("minio"); err == nil {
+		return p
+	}
+	var dirs []string
+	if gp := os.Getenv("GOPATH"); gp != "" {
+		dirs = append(dirs, filepath.SplitList(gp)...)
+	}
+	if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
+		dirs = append(dirs, filepath.SplitList(string(trim(out)))...)
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		dirs = append(dirs, filepath.Join(home, "go"))
+	}
+	for _, d := range dirs {
+		p := filepath.Join(d, "bin", "minio")
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
+}
+
+func trim(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r' || b[len(b)-1] == ' ') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// Server is one running MinIO.
+type Server struct {
+	Endpoint  string // 127.0.0.1:PORT
+	AccessKey string
+	SecretKey string
+
+	t    testing.TB // nil when Launched
+	bin  string
+	dir  string
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+	log  *os.File
+}
+
+// Start starts a MinIO server for t, stopped at t's cleanup; it skips t
+// when MinIO is not installed.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	if Binary() == "" {
+		t.Skip(SkipMessage)
+	}
+	s, err := Launch(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.t = t
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// ErrNotInstalled: no minio binary was found.
+var ErrNotInstalled = errors.New(SkipMessage)
+
+// Launch starts a MinIO server with its data under dir (outside tests:
+// `amduat bench`); the caller Stops it.
+func Launch(dir string) (*Server, error) {
+	bin := Binary()
+	if bin == "" {
+		return nil, ErrNotInstalled
+	}
+	var k [12]byte
+	rand.Read(k[:])
+	s := &Server{
+		bin: bin, dir: dir,
+		AccessKey: "amduat" + hex.EncodeToString(k[:4]),
+		SecretKey: hex.EncodeToString(k[4:]) + "secret",
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("miniotest: %w", err)
+	}
+	s.Endpoint = l.Addr().String()
+	l.Close()
+	if err := s.start(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	logf, err := os.OpenFile(filepath.Join(s.dir, "minio.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(s.bin, "server", filepath.Join(s.dir, "data"), "--address", s.Endpoint, "--console-address", "127.0.0.1:0", "--quiet")
+	cmd.Env = append(os.Environ(),
+		"MINIO_ROOT_USER="+s.AccessKey, "MINIO_ROOT_PASSWORD="+s.SecretKey,
+		"MINIO_BROWSER=off", "MINIO_UPDATE=off", "CI=true")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("miniotest: start %s: %w", s.bin, err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	s.cmd, s.done, s.log = cmd, done, logf
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-done:
+			b, _ := os.ReadFile(logf.Name())
+			return fmt.Errorf("miniotest: minio exited at start: %s", b)
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.Endpoint+"/minio/health/ready", nil)
+		resp, err := http.DefaultClient.Do(req)
+		cancel()
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("miniotest: minio at %s not ready within 60s", s.Endpoint)
+}
+
+// Stop stops the server (SIGKILL: as abrupt as a crash); its data stays
+// for Restart.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	s.cmd.Process.Kill()
+	<-s.done
+	s.log.Close()
+	s.cmd = nil
+}
+
+// Restart starts the stopped server again on the same port and data.
+func (s *Server) Restart() {
+	if err := s.start(); err != nil {
+		if s.t == nil {
+			panic(err)
+		}
+		s.t.Fatal(err)
+	}
+}
+
+// DataDir is the server's data directory.
+func (s *Server) DataDir() string { return filepath.Join(s.dir, "data") }
