@@ -10,6 +10,7 @@ import (
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/pebblestore"
+	"github.com/amduat/amduat/pel"
 )
 
 // Exit codes (SPECS.md §16). 10-19 are reserved for `amduat pel run`, which
@@ -23,6 +24,7 @@ const (
 	exitUnsupported = 5 // ERR_UNSUPPORTED: unregistered hash id, unsupported operation
 	exitIO          = 6 // I/O or other operational failure
 	exitStore       = 7 // no store at --store, or init found one already
+	exitInternal    = 8 // internal failure: an operation panicked, a bug, an allocation that failed
 	exitInterrupted = 130
 )
 
@@ -36,6 +38,7 @@ const exitCodeHelp = `Exit codes:
   6    I/O or other operational error; the store is in use by another
        process, or out of space
   7    no store at --store (run amduat init), or init: a store exists already
+  8    internal failure (an operation panicked, an allocation failed); nothing was stored
   10-19  reserved for program execution statuses (pel run)
   130  interrupted`
 
@@ -100,6 +103,8 @@ func classify(err error) int {
 		return exitOK
 	case errors.Is(err, context.Canceled):
 		return exitInterrupted
+	case errors.Is(err, pel.ErrInternal):
+		return exitInternal
 	case errors.Is(err, asl.ErrIntegrity):
 		return exitIntegrity
 	case errors.Is(err, asl.ErrNotFound):
