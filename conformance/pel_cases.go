@@ -310,10 +310,12 @@ type execCase struct {
 	diag       uint32 // code of the first diagnostic (0 for OK)
 }
 
-// limitCase is an execCase run with deterministic bounds (§12.6).
+// limitCase is an execCase run with deterministic bounds (§12.6), or with
+// a registry other than the kernel (§7.9).
 type limitCase struct {
 	execCase
-	limits pel.Limits
+	limits   pel.Limits
+	registry string
 }
 
 func progArt(p pel.Program) asl.Artifact {
@@ -468,27 +470,49 @@ func limitExecCases() []limitCase {
 	hashN := func(id, src pel.NodeID) pel.Node { return opNode(id, opreg.OpHash, nil, pel.FromNode(src, 0)) }
 	type e = execCase
 	return []limitCase{
-		{e{name: "runtime-failed.limit-nodes", desc: "seed const-hash with max_nodes 1: node 2 is not evaluated, status_code 4",
-			prog: seed("const-hash"), status: pel.StatusRuntimeFailed, diag: pel.DiagLimitNodes}, pel.Limits{MaxNodes: 1}},
-		{e{name: "runtime-failed.limit-output-bytes", desc: "seed concat of \"hello \" and \"world\" with max_output_bytes 10: 11 bytes, status_code 5",
-			prog: seed("concat"), inputs: arts("hello ", "world"), status: pel.StatusRuntimeFailed, diag: pel.DiagLimitOutputBytes}, pel.Limits{MaxOutputBytes: 10}},
-		{e{name: "runtime-failed.limit-nodes-before-inputs", desc: "max_nodes 1 and node 2 reads a missing input: the node bound is checked before inputs resolve",
+		{execCase: e{name: "runtime-failed.limit-nodes", desc: "seed const-hash with max_nodes 1: node 2 is not evaluated, status_code 4",
+			prog: seed("const-hash"), status: pel.StatusRuntimeFailed, diag: pel.DiagLimitNodes}, limits: pel.Limits{MaxNodes: 1}},
+		{execCase: e{name: "runtime-failed.limit-output-bytes", desc: "seed concat of \"hello \" and \"world\" with max_output_bytes 10: 11 bytes, status_code 5",
+			prog: seed("concat"), inputs: arts("hello ", "world"), status: pel.StatusRuntimeFailed, diag: pel.DiagLimitOutputBytes}, limits: pel.Limits{MaxOutputBytes: 10}},
+		{execCase: e{name: "runtime-failed.limit-nodes-before-inputs", desc: "max_nodes 1 and node 2 reads a missing input: the node bound is checked before inputs resolve",
 			prog:   prog(roots(2, 0), constNode(1, "a"), opNode(2, opreg.OpConcat, nil, pel.FromNode(1, 0), pel.External(5))),
-			status: pel.StatusRuntimeFailed, diag: pel.DiagLimitNodes}, pel.Limits{MaxNodes: 1}},
-		{e{name: "ok.within-limits", desc: "seed const-hash with max_nodes 2 and max_output_bytes 37 (5 + 32 bytes): both bounds are inclusive",
-			prog: seed("const-hash"), status: pel.StatusOK}, pel.Limits{MaxNodes: 2, MaxOutputBytes: 37}},
-		{e{name: "runtime-failed.slice-error-before-limit", desc: "slice offset 9 length 9 of \"hello\" with max_output_bytes 1: a failing operation declares no size, so its runtime error wins over the bound",
-			prog: prog(roots(1, 0), opNode(1, opreg.OpSlice, sliceParams(9, 9), pel.External(0))), inputs: arts("hello"), status: pel.StatusRuntimeFailed, diag: pel.DiagNodeFailed}, pel.Limits{MaxOutputBytes: 1}},
-		{e{name: "runtime-failed.limit-output-bytes-declared", desc: "const \"ab\" then concat of it four times with max_output_bytes 9: the declared 8 bytes bring the total to 10, checked before the concat runs",
+			status: pel.StatusRuntimeFailed, diag: pel.DiagLimitNodes}, limits: pel.Limits{MaxNodes: 1}},
+		{execCase: e{name: "ok.within-limits", desc: "seed const-hash with max_nodes 2 and max_output_bytes 37 (5 + 32 bytes): both bounds are inclusive",
+			prog: seed("const-hash"), status: pel.StatusOK}, limits: pel.Limits{MaxNodes: 2, MaxOutputBytes: 37}},
+		{execCase: e{name: "runtime-failed.slice-error-before-limit", desc: "slice offset 9 length 9 of \"hello\" with max_output_bytes 1: a failing operation declares no size, so its runtime error wins over the bound",
+			prog: prog(roots(1, 0), opNode(1, opreg.OpSlice, sliceParams(9, 9), pel.External(0))), inputs: arts("hello"), status: pel.StatusRuntimeFailed, diag: pel.DiagNodeFailed}, limits: pel.Limits{MaxOutputBytes: 1}},
+		{execCase: e{name: "runtime-failed.limit-output-bytes-declared", desc: "const \"ab\" then concat of it four times with max_output_bytes 9: the declared 8 bytes bring the total to 10, checked before the concat runs",
 			prog:   prog(roots(2, 0), constNode(1, "ab"), opNode(2, opreg.OpConcat, nil, pel.FromNode(1, 0), pel.FromNode(1, 0), pel.FromNode(1, 0), pel.FromNode(1, 0))),
-			status: pel.StatusRuntimeFailed, diag: pel.DiagLimitOutputBytes}, pel.Limits{MaxOutputBytes: 9}},
-		{e{name: "invalid-program.before-limits", desc: "a cycle with max_nodes 1: validation precedes evaluation and its bounds",
-			prog: prog(roots(1, 0), hashN(1, 2), hashN(2, 1)), status: pel.StatusInvalidProgram, diag: pel.DiagCycle}, pel.Limits{MaxNodes: 1}},
+			status: pel.StatusRuntimeFailed, diag: pel.DiagLimitOutputBytes}, limits: pel.Limits{MaxOutputBytes: 9}},
+		{execCase: e{name: "invalid-program.before-limits", desc: "a cycle with max_nodes 1: validation precedes evaluation and its bounds",
+			prog: prog(roots(1, 0), hashN(1, 2), hashN(2, 1)), status: pel.StatusInvalidProgram, diag: pel.DiagCycle}, limits: pel.Limits{MaxNodes: 1}},
 	}
 }
 
-func execVector(c execCase, limits pel.Limits) (execInput, execExpect, error) {
-	in := execInput{Program: ptr(artifactToJSON(c.prog)), Inputs: []artifactJSON{}}
+// testRegistryExecCases need an operation the kernel lacks: they run with
+// the registry "kernel+test/1" (§7.9).
+func testRegistryExecCases() []limitCase {
+	zero := opreg.OperationID{Name: TestOpZero, Version: 1}
+	type e = execCase
+	return []limitCase{
+		{execCase: e{name: "invalid-program.zero-outputs-as-input", desc: "node 1 (test.zero) has no outputs and node 2 reads its output 0",
+			prog:   prog(roots(2, 0), opNode(1, zero, nil), opNode(2, opreg.OpHash, nil, pel.FromNode(1, 0))),
+			status: pel.StatusInvalidProgram, diag: pel.DiagNodeOutputIndex}, registry: RegistryKernelTest},
+		{execCase: e{name: "invalid-program.zero-outputs-as-root", desc: "the root names output 0 of node 1 (test.zero), which has no outputs",
+			prog:   prog(roots(1, 0), opNode(1, zero, nil, pel.External(0))),
+			inputs: arts("x"), status: pel.StatusInvalidProgram, diag: pel.DiagRootOutputIndex}, registry: RegistryKernelTest},
+		{execCase: e{name: "ok.zero-outputs-unread", desc: "node 1 (test.zero) runs and yields nothing; the root is node 2",
+			prog:   prog(roots(2, 0), opNode(1, zero, nil), constNode(2, "x")),
+			status: pel.StatusOK}, registry: RegistryKernelTest},
+	}
+}
+
+func execVector(c execCase, limits pel.Limits, registry string) (execInput, execExpect, error) {
+	reg, err := vectorRegistry(registry)
+	if err != nil {
+		return execInput{}, execExpect{}, err
+	}
+	in := execInput{Program: ptr(artifactToJSON(c.prog)), Inputs: []artifactJSON{}, Registry: registry}
 	for _, a := range c.inputs {
 		in.Inputs = append(in.Inputs, artifactToJSON(a))
 	}
@@ -497,7 +521,7 @@ func execVector(c execCase, limits pel.Limits) (execInput, execExpect, error) {
 	}
 	in.Limits = limitsToVec(limits)
 	var events []pel.NodeEvent
-	outs, res, err := pel.ExecDAGWith(nil, c.prog, c.inputs, c.params, pel.ObserverFunc(func(e pel.NodeEvent) { events = append(events, e) }), pel.RunOptions{Limits: limits})
+	outs, res, err := pel.ExecDAGWith(reg, c.prog, c.inputs, c.params, pel.ObserverFunc(func(e pel.NodeEvent) { events = append(events, e) }), pel.RunOptions{Limits: limits})
 	if err != nil {
 		return execInput{}, execExpect{}, err
 	}
@@ -530,14 +554,18 @@ func genPELExec() ([]Vector, error) {
 	for _, c := range execCases() {
 		cases = append(cases, limitCase{execCase: c})
 	}
-	for _, c := range append(cases, limitExecCases()...) {
-		in, exp, err := execVector(c.execCase, c.limits)
+	cases = append(cases, limitExecCases()...)
+	for _, c := range append(cases, testRegistryExecCases()...) {
+		in, exp, err := execVector(c.execCase, c.limits, c.registry)
 		if err != nil {
 			return nil, err
 		}
 		spec := specExec
 		if c.limits != (pel.Limits{}) {
 			spec = "§12.6"
+		}
+		if c.registry != "" {
+			spec = "§7.9"
 		}
 		l.add("pel.exec."+c.name, c.desc, spec, KindExecDAG, in, exp)
 	}
