@@ -296,7 +296,7 @@ func genPELOrder() ([]Vector, error) {
 			return nil, fmt.Errorf("order case %s: %v, %v; want %v", c.name, got, err, c.want)
 		}
 		l.add("pel.order."+c.name, "canonical order: "+c.desc, specOrder, KindCanonicalOrder,
-			programInput{Program: &pv}, orderExpect{Order: got})
+			programInput{Program: &pv}, orderExpect{Order: &got})
 	}
 	return l.vs, l.err
 }
