@@ -159,7 +159,7 @@ func checkProgramDecode(_ context.Context, v Vector) error {
 
 type orderExpect struct {
 	Order   *[]uint32 `json:"order,omitempty"` // an empty order is written "order": []
-	Invalid *diagVec `json:"invalid,omitempty"`
+	Invalid *diagVec  `json:"invalid,omitempty"`
 }
 
 func checkCanonicalOrder(_ context.Context, v Vector) error {

@@ -278,3 +278,58 @@ func TestDeclaredSizeLimitMatchesUndeclared(t *testing.T) {
 		t.Fatal("no case reached the limit")
 	}
 }
+
+// TestMemoryBudget: an operational bound on the output bytes held at once.
+// Declared outputs that would not fit stop the run with ErrOutOfMemory (an
+// internal failure: no result) before they are allocated; outputs whose
+// last reader has run no longer count.
+func TestMemoryBudget(t *testing.T) {
+	// 1: const "aaaa" (4 bytes); 2: concat(1, 1) (8); 3: concat(2, 2) (16).
+	// When node 3 runs, node 1 is released: 8 bytes are held.
+	chain := mustArtifact(t, pel.Program{Nodes: []pel.Node{
+		constNode(t, 1, "aaaa"),
+		concatNode(2, pel.FromNode(1, 0), pel.FromNode(1, 0)),
+		concatNode(3, pel.FromNode(2, 0), pel.FromNode(2, 0)),
+	}, Roots: root(3)})
+	tests := []struct {
+		name   string
+		budget uint64
+		oom    string // "" when the run succeeds
+	}{
+		{"unbounded", 0, ""},
+		{"exact", 24, ""},
+		{"one byte short", 23, "node 3: operation pel.bytes.concat version 1: out of memory: 16 output bytes declared with 8 held, above the memory budget of 23"},
+		{"first node", 3, "node 1: operation pel.bytes.const version 1: out of memory: 4 output bytes declared with 0 held, above the memory budget of 3"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			outs, res, err := pel.ExecDAGWith(nil, chain, nil, nil, nil, pel.RunOptions{MemoryBudget: tc.budget})
+			if tc.oom == "" {
+				if err != nil || res.Status != pel.StatusOK || len(outs) != 1 || len(outs[0].Bytes) != 16 {
+					t.Fatalf("got %v %+v %v", outs, res, err)
+				}
+				return
+			}
+			if !errors.Is(err, pel.ErrOutOfMemory) || !errors.Is(err, pel.ErrInternal) || !strings.Contains(err.Error(), tc.oom) {
+				t.Fatalf("err = %v, want %q", err, tc.oom)
+			}
+			if outs != nil || res.PEL1Version != 0 {
+				t.Fatalf("a result on out of memory: %+v", res)
+			}
+		})
+	}
+	t.Run("hostile concat", func(t *testing.T) {
+		prog := hostileConcat(t, 5000)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, _, err := pel.ExecDAGWith(nil, prog, nil, nil, nil, pel.RunOptions{MemoryBudget: 64 << 20})
+		runtime.ReadMemStats(&after)
+		if !errors.Is(err, pel.ErrOutOfMemory) {
+			t.Fatalf("err = %v, want ErrOutOfMemory", err)
+		}
+		if got := after.TotalAlloc - before.TotalAlloc; got > 16<<20 {
+			t.Fatalf("the run allocated %d bytes before stopping", got)
+		}
+	})
+}

@@ -149,7 +149,19 @@ type RunOptions struct {
 	// the evaluation with that error and no result (an operational
 	// failure outside the model, such as a wall-time bound).
 	Interrupt func() error
+	// MemoryBudget, if non-zero, bounds the payload bytes of node outputs
+	// the evaluation holds at once (outputs are released when their last
+	// reader has run; roots are held to the end). It is an operational
+	// bound of the machine, not a limit of the model: before an operation
+	// whose size is declared would bring the held bytes above it, the
+	// evaluation stops with ErrOutOfMemory and no result (SPECS.md §12.8).
+	MemoryBudget uint64
 }
+
+// ErrOutOfMemory is returned (wrapped in an *InternalError, so it also
+// matches ErrInternal) when a node's declared outputs do not fit
+// RunOptions.MemoryBudget.
+var ErrOutOfMemory = errors.New("out of memory")
 
 // RunWith is Run with limits, a node memo and an interrupt. Its error is
 // non-nil only when Interrupt aborted the evaluation.
@@ -169,7 +181,8 @@ func (pl *Plan) RunWith(inputs []asl.Artifact, params *asl.Artifact, obs Observe
 		}
 		return nil, result(s, code, diags...), nil
 	}
-	var evaluated, outputBytes uint64
+	var evaluated, outputBytes, held uint64
+	sizes := make([]uint64, len(nodes)) // payload bytes of each held outs[t]
 
 	for _, i := range pl.g.order {
 		node, op := &nodes[i], pl.ops[i]
@@ -224,6 +237,10 @@ func (pl *Plan) RunWith(inputs []asl.Artifact, params *asl.Artifact, obs Observe
 			return stop(node, StatusRuntimeFailed, StatusLimitOutputBytes, diag(DiagLimitOutputBytes,
 				"node %d: outputs total %d bytes, above the limit of %d", node.ID, satAdd(outputBytes, declared), opts.Limits.MaxOutputBytes))
 		}
+		if hasDeclared && opts.MemoryBudget > 0 && overLimit(held, declared, opts.MemoryBudget) {
+			return nil, ExecutionResultValue{}, &InternalError{NodeID: node.ID, Op: node.Op, Value: ErrOutOfMemory,
+				Reason: fmt.Sprintf("out of memory: %d output bytes declared with %d held, above the memory budget of %d", declared, held, opts.MemoryBudget)}
+		}
 		var res []asl.Artifact
 		var oerr *opreg.OpError
 		memoHit := false
@@ -273,11 +290,14 @@ func (pl *Plan) RunWith(inputs []asl.Artifact, params *asl.Artifact, obs Observe
 				t, _ := x.find(in.NodeID)
 				if remaining[t]--; remaining[t] == 0 {
 					outs[t] = nil
+					held -= sizes[t]
 				}
 			}
 		}
 		if remaining[i] > 0 {
 			outs[i] = res
+			sizes[i] = produced
+			held += produced
 		}
 		if obs != nil {
 			obs.ObserveNode(NodeEvent{NodeID: node.ID, Op: node.Op, Status: StatusOK, Outputs: res})
