@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/httpstore"
 	"github.com/amduat/amduat/asl/pebblestore"
 	"github.com/amduat/amduat/pel"
 )
@@ -103,7 +104,7 @@ func classify(err error) int {
 		return exitOK
 	case errors.Is(err, context.Canceled):
 		return exitInterrupted
-	case errors.Is(err, pel.ErrInternal):
+	case errors.Is(err, pel.ErrInternal), isRemoteInternal(err):
 		return exitInternal
 	case errors.Is(err, asl.ErrIntegrity):
 		return exitIntegrity
@@ -163,4 +164,11 @@ func rangeArgs(lo, hi int) func(*cobra.Command, []string) error {
 		}
 		return nil
 	}
+}
+
+// isRemoteInternal reports a server's internal failure of a run (HTTP 500
+// "internal", SPECS.md §18.2), which keeps its exit code 8 over the wire.
+func isRemoteInternal(err error) bool {
+	var he *httpstore.Error
+	return errors.As(err, &he) && he.Code == httpstore.CodeInternal
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/httpstore"
 	"github.com/amduat/amduat/asl/memstore"
 	"github.com/amduat/amduat/asl/pebblestore"
 	"github.com/amduat/amduat/pel"
@@ -166,6 +167,8 @@ func TestClassify(t *testing.T) {
 		{pebblestore.ErrStale, exitIO},
 		{pebblestore.ErrNoStore, exitStore},
 		{fmt.Errorf("surface run: %w", &pel.InternalError{NodeID: 2, Value: "boom"}), exitInternal},
+		{&httpstore.Error{Status: 500, Code: httpstore.CodeInternal}, exitInternal},
+		{&httpstore.Error{Status: 500, Code: httpstore.CodeIO}, exitIO},
 	} {
 		if got := classify(tt.err); got != tt.code {
 			t.Errorf("classify(%v) = %d, want %d", tt.err, got, tt.code)

@@ -105,6 +105,13 @@ cut off.`,
 			}
 			store := s.(*pebblestore.Store)
 			defer closeStore(s, a.storeDir, &err)
+			if limits.RunMemoryBudget == 0 {
+				runs := limits.MaxConcurrentRuns
+				if runs <= 0 {
+					runs = server.DefaultLimits.MaxConcurrentRuns
+				}
+				limits.RunMemoryBudget = memoryBudget(0) / uint64(runs)
+			}
 			srv, err := server.New(server.Config{Store: store, Auth: auth, Logger: logger, Limits: limits, Version: moduleVersion()})
 			if err != nil {
 				return fail(exitIO, a.storeDir, err)
