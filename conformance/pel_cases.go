@@ -296,7 +296,7 @@ func genPELOrder() ([]Vector, error) {
 			return nil, fmt.Errorf("order case %s: %v, %v; want %v", c.name, got, err, c.want)
 		}
 		l.add("pel.order."+c.name, "canonical order: "+c.desc, specOrder, KindCanonicalOrder,
-			programInput{Program: &pv}, orderExpect{Order: got})
+			programInput{Program: &pv}, orderExpect{Order: &got})
 	}
 	return l.vs, l.err
 }
@@ -310,10 +310,12 @@ type execCase struct {
 	diag       uint32 // code of the first diagnostic (0 for OK)
 }
 
-// limitCase is an execCase run with deterministic bounds (§12.6).
+// limitCase is an execCase run with deterministic bounds (§12.6), or with
+// a registry other than the kernel (§7.9).
 type limitCase struct {
 	execCase
-	limits pel.Limits
+	limits   pel.Limits
+	registry string
 }
 
 func progArt(p pel.Program) asl.Artifact {
@@ -427,6 +429,38 @@ func execCases() []execCase {
 		{"runtime-failed.first-in-canonical-order", "two failing slices; node 3 runs before node 2 because node 2 reads node 4: node 3 is reported",
 			prog(roots(2, 0, 3, 0), constNode(1, "abc"), opNode(2, opreg.OpSlice, sliceParams(0, 9), pel.FromNode(4, 0)), opNode(3, opreg.OpSlice, sliceParams(5, 1), pel.FromNode(1, 0)), hashN(4, 1)),
 			nil, nil, rf, pel.DiagNodeFailed},
+
+		// Precedence (§12.2): each rule that orders two failures, pinned.
+		{"invalid-program.unknown-op-before-params", "node 1's const params do not decode and node 2's operation is unknown: operations are resolved first (seed §5.3 step 2)",
+			prog(roots(2, 0), pel.Node{ID: 1, Op: opreg.OpConst, Params: []byte{}}, opNode(2, opreg.OperationID{Name: "acme.unknown", Version: 1}, nil)), nil, nil, ip, pel.DiagUnknownOperation},
+		{"invalid-program.structure-before-unknown-op", "node 1's operation is unknown and node 2 reads missing node 7: structure is checked first",
+			prog(roots(2, 0), opNode(1, opreg.OperationID{Name: "acme.unknown", Version: 1}, nil), hashN(2, 7)), nil, nil, ip, pel.DiagDanglingInput},
+		{"invalid-program.params-node1-before-arity-node2", "node 1's params do not decode, node 2 has a wrong input count: per node, in ascending id order",
+			prog(roots(2, 0), pel.Node{ID: 1, Op: opreg.OpConst, Params: h("02")}, opNode(2, opreg.OpHash, nil)), nil, nil, ip, pel.DiagParamsDecode},
+		{"invalid-program.arity-node1-before-params-node2", "node 1 has a wrong input count, node 2's params do not decode: node 1 is reported",
+			prog(roots(2, 0), opNode(1, opreg.OpHash, nil), pel.Node{ID: 2, Op: opreg.OpConst, Params: h("02")}), nil, nil, ip, pel.DiagArity},
+		{"invalid-program.arity-before-params-same-node", "one slice node with two inputs and 3-byte params: arity is checked before params",
+			prog(r1, opNode(1, opreg.OpSlice, h("000102"), pel.External(0), pel.External(0))), hello, nil, ip, pel.DiagArity},
+		{"invalid-program.output-index-before-missing-input", "node 2's input 0 names output 1 of node 1, its input 1 is missing external input 5: inputs resolve in order",
+			prog(roots(2, 0), constNode(1, "x"), opNode(2, opreg.OpConcat, nil, pel.FromNode(1, 1), pel.External(5))), nil, nil, ip, pel.DiagNodeOutputIndex},
+		{"invalid-inputs.missing-input-before-output-index", "node 2's input 0 is missing external input 5, its input 1 names output 1 of node 1: inputs resolve in order",
+			prog(roots(2, 0), constNode(1, "x"), opNode(2, opreg.OpConcat, nil, pel.External(5), pel.FromNode(1, 1))), nil, nil, ii, pel.DiagMissingInput},
+		{"invalid-program.output-index-before-root", "node 2 names output 1 of node 1 and the root names output 3 of node 2: evaluation fails before roots resolve",
+			prog(roots(2, 3), constNode(1, "x"), opNode(2, opreg.OpHash, nil, pel.FromNode(1, 1))), nil, nil, ip, pel.DiagNodeOutputIndex},
+		{"runtime-failed.before-root-error", "node 1's slice fails at runtime and the root names output 1: the runtime failure is reported",
+			prog(roots(1, 1), opNode(1, opreg.OpSlice, sliceParams(9, 9), pel.External(0))), hello, nil, rf, pel.DiagNodeFailed},
+		{"runtime-failed.before-missing-global", "node 1's slice fails at runtime, node 2 is pel.bytes.params without global params: node 1 runs first",
+			prog(roots(2, 0), opNode(1, opreg.OpSlice, sliceParams(9, 9), pel.External(0)), opNode(2, opreg.OpParams, nil)), hello, nil, rf, pel.DiagNodeFailed},
+
+		// Params bounds (§11.2).
+		{"ok.const-1mib", "pel.bytes.const of exactly 1 MiB (the bound) is accepted; node 2 hashes it so the output stays small",
+			prog(roots(2, 0), pel.Node{ID: 1, Op: opreg.OpConst, Params: constParams(string(bytes.Repeat([]byte{0xa5}, opreg.MaxConstBytes)))}, hashN(2, 1)), nil, nil, ok, 0},
+		{"invalid-program.params-const-1mib-plus-1", "pel.bytes.const of 1 MiB + 1 bytes (all present): above the bound",
+			prog(r1, pel.Node{ID: 1, Op: opreg.OpConst, Params: cat(h("00"), rawBytes32(bytes.Repeat([]byte{0xa5}, opreg.MaxConstBytes+1)))}), nil, nil, ip, pel.DiagParamsDecode},
+		{"invalid-program.params-const-length-past-end", "pel.bytes.const params claiming 5 bytes with 2 present",
+			prog(r1, pel.Node{ID: 1, Op: opreg.OpConst, Params: h("00 00000005 6869")}), nil, nil, ip, pel.DiagParamsDecode},
+		{"invalid-program.params-slice-long", "pel.bytes.slice params of 17 bytes (exactly 16 required)",
+			prog(r1, opNode(1, opreg.OpSlice, cat(sliceParams(1, 3), h("00")), pel.External(0))), hello, nil, ip, pel.DiagParamsDecode},
 	}
 }
 
@@ -436,22 +470,49 @@ func limitExecCases() []limitCase {
 	hashN := func(id, src pel.NodeID) pel.Node { return opNode(id, opreg.OpHash, nil, pel.FromNode(src, 0)) }
 	type e = execCase
 	return []limitCase{
-		{e{name: "runtime-failed.limit-nodes", desc: "seed const-hash with max_nodes 1: node 2 is not evaluated, status_code 4",
-			prog: seed("const-hash"), status: pel.StatusRuntimeFailed, diag: pel.DiagLimitNodes}, pel.Limits{MaxNodes: 1}},
-		{e{name: "runtime-failed.limit-output-bytes", desc: "seed concat of \"hello \" and \"world\" with max_output_bytes 10: 11 bytes, status_code 5",
-			prog: seed("concat"), inputs: arts("hello ", "world"), status: pel.StatusRuntimeFailed, diag: pel.DiagLimitOutputBytes}, pel.Limits{MaxOutputBytes: 10}},
-		{e{name: "runtime-failed.limit-nodes-before-inputs", desc: "max_nodes 1 and node 2 reads a missing input: the node bound is checked before inputs resolve",
+		{execCase: e{name: "runtime-failed.limit-nodes", desc: "seed const-hash with max_nodes 1: node 2 is not evaluated, status_code 4",
+			prog: seed("const-hash"), status: pel.StatusRuntimeFailed, diag: pel.DiagLimitNodes}, limits: pel.Limits{MaxNodes: 1}},
+		{execCase: e{name: "runtime-failed.limit-output-bytes", desc: "seed concat of \"hello \" and \"world\" with max_output_bytes 10: 11 bytes, status_code 5",
+			prog: seed("concat"), inputs: arts("hello ", "world"), status: pel.StatusRuntimeFailed, diag: pel.DiagLimitOutputBytes}, limits: pel.Limits{MaxOutputBytes: 10}},
+		{execCase: e{name: "runtime-failed.limit-nodes-before-inputs", desc: "max_nodes 1 and node 2 reads a missing input: the node bound is checked before inputs resolve",
 			prog:   prog(roots(2, 0), constNode(1, "a"), opNode(2, opreg.OpConcat, nil, pel.FromNode(1, 0), pel.External(5))),
-			status: pel.StatusRuntimeFailed, diag: pel.DiagLimitNodes}, pel.Limits{MaxNodes: 1}},
-		{e{name: "ok.within-limits", desc: "seed const-hash with max_nodes 2 and max_output_bytes 37 (5 + 32 bytes): both bounds are inclusive",
-			prog: seed("const-hash"), status: pel.StatusOK}, pel.Limits{MaxNodes: 2, MaxOutputBytes: 37}},
-		{e{name: "invalid-program.before-limits", desc: "a cycle with max_nodes 1: validation precedes evaluation and its bounds",
-			prog: prog(roots(1, 0), hashN(1, 2), hashN(2, 1)), status: pel.StatusInvalidProgram, diag: pel.DiagCycle}, pel.Limits{MaxNodes: 1}},
+			status: pel.StatusRuntimeFailed, diag: pel.DiagLimitNodes}, limits: pel.Limits{MaxNodes: 1}},
+		{execCase: e{name: "ok.within-limits", desc: "seed const-hash with max_nodes 2 and max_output_bytes 37 (5 + 32 bytes): both bounds are inclusive",
+			prog: seed("const-hash"), status: pel.StatusOK}, limits: pel.Limits{MaxNodes: 2, MaxOutputBytes: 37}},
+		{execCase: e{name: "runtime-failed.slice-error-before-limit", desc: "slice offset 9 length 9 of \"hello\" with max_output_bytes 1: a failing operation declares no size, so its runtime error wins over the bound",
+			prog: prog(roots(1, 0), opNode(1, opreg.OpSlice, sliceParams(9, 9), pel.External(0))), inputs: arts("hello"), status: pel.StatusRuntimeFailed, diag: pel.DiagNodeFailed}, limits: pel.Limits{MaxOutputBytes: 1}},
+		{execCase: e{name: "runtime-failed.limit-output-bytes-declared", desc: "const \"ab\" then concat of it four times with max_output_bytes 9: the declared 8 bytes bring the total to 10, checked before the concat runs",
+			prog:   prog(roots(2, 0), constNode(1, "ab"), opNode(2, opreg.OpConcat, nil, pel.FromNode(1, 0), pel.FromNode(1, 0), pel.FromNode(1, 0), pel.FromNode(1, 0))),
+			status: pel.StatusRuntimeFailed, diag: pel.DiagLimitOutputBytes}, limits: pel.Limits{MaxOutputBytes: 9}},
+		{execCase: e{name: "invalid-program.before-limits", desc: "a cycle with max_nodes 1: validation precedes evaluation and its bounds",
+			prog: prog(roots(1, 0), hashN(1, 2), hashN(2, 1)), status: pel.StatusInvalidProgram, diag: pel.DiagCycle}, limits: pel.Limits{MaxNodes: 1}},
 	}
 }
 
-func execVector(c execCase, limits pel.Limits) (execInput, execExpect, error) {
-	in := execInput{Program: ptr(artifactToJSON(c.prog)), Inputs: []artifactJSON{}}
+// testRegistryExecCases need an operation the kernel lacks: they run with
+// the registry "kernel+test/1" (§7.9).
+func testRegistryExecCases() []limitCase {
+	zero := opreg.OperationID{Name: TestOpZero, Version: 1}
+	type e = execCase
+	return []limitCase{
+		{execCase: e{name: "invalid-program.zero-outputs-as-input", desc: "node 1 (test.zero) has no outputs and node 2 reads its output 0",
+			prog:   prog(roots(2, 0), opNode(1, zero, nil), opNode(2, opreg.OpHash, nil, pel.FromNode(1, 0))),
+			status: pel.StatusInvalidProgram, diag: pel.DiagNodeOutputIndex}, registry: RegistryKernelTest},
+		{execCase: e{name: "invalid-program.zero-outputs-as-root", desc: "the root names output 0 of node 1 (test.zero), which has no outputs",
+			prog:   prog(roots(1, 0), opNode(1, zero, nil, pel.External(0))),
+			inputs: arts("x"), status: pel.StatusInvalidProgram, diag: pel.DiagRootOutputIndex}, registry: RegistryKernelTest},
+		{execCase: e{name: "ok.zero-outputs-unread", desc: "node 1 (test.zero) runs and yields nothing; the root is node 2",
+			prog:   prog(roots(2, 0), opNode(1, zero, nil), constNode(2, "x")),
+			status: pel.StatusOK}, registry: RegistryKernelTest},
+	}
+}
+
+func execVector(c execCase, limits pel.Limits, registry string) (execInput, execExpect, error) {
+	reg, err := vectorRegistry(registry)
+	if err != nil {
+		return execInput{}, execExpect{}, err
+	}
+	in := execInput{Program: ptr(artifactToJSON(c.prog)), Inputs: []artifactJSON{}, Registry: registry}
 	for _, a := range c.inputs {
 		in.Inputs = append(in.Inputs, artifactToJSON(a))
 	}
@@ -460,7 +521,7 @@ func execVector(c execCase, limits pel.Limits) (execInput, execExpect, error) {
 	}
 	in.Limits = limitsToVec(limits)
 	var events []pel.NodeEvent
-	outs, res, err := pel.ExecDAGWith(nil, c.prog, c.inputs, c.params, pel.ObserverFunc(func(e pel.NodeEvent) { events = append(events, e) }), pel.RunOptions{Limits: limits})
+	outs, res, err := pel.ExecDAGWith(reg, c.prog, c.inputs, c.params, pel.ObserverFunc(func(e pel.NodeEvent) { events = append(events, e) }), pel.RunOptions{Limits: limits})
 	if err != nil {
 		return execInput{}, execExpect{}, err
 	}
@@ -493,14 +554,18 @@ func genPELExec() ([]Vector, error) {
 	for _, c := range execCases() {
 		cases = append(cases, limitCase{execCase: c})
 	}
-	for _, c := range append(cases, limitExecCases()...) {
-		in, exp, err := execVector(c.execCase, c.limits)
+	cases = append(cases, limitExecCases()...)
+	for _, c := range append(cases, testRegistryExecCases()...) {
+		in, exp, err := execVector(c.execCase, c.limits, c.registry)
 		if err != nil {
 			return nil, err
 		}
 		spec := specExec
 		if c.limits != (pel.Limits{}) {
 			spec = "§12.6"
+		}
+		if c.registry != "" {
+			spec = "§7.9"
 		}
 		l.add("pel.exec."+c.name, c.desc, spec, KindExecDAG, in, exp)
 	}

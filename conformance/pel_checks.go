@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/opreg"
 	"github.com/amduat/amduat/pel"
 )
 
@@ -157,8 +158,8 @@ func checkProgramDecode(_ context.Context, v Vector) error {
 }
 
 type orderExpect struct {
-	Order   []uint32 `json:"order,omitempty"`
-	Invalid *diagVec `json:"invalid,omitempty"`
+	Order   *[]uint32 `json:"order,omitempty"` // an empty order is written "order": []
+	Invalid *diagVec  `json:"invalid,omitempty"`
 }
 
 func checkCanonicalOrder(_ context.Context, v Vector) error {
@@ -195,11 +196,11 @@ func checkCanonicalOrder(_ context.Context, v Vector) error {
 	for i, id := range order {
 		got[i] = uint32(id)
 	}
-	if exp.Order == nil {
-		exp.Order = []uint32{}
+	if err := need("expect.order", exp.Order != nil); err != nil {
+		return err
 	}
-	if !slices.Equal(got, exp.Order) {
-		return fmt.Errorf("canonical order = %v, want %v", got, exp.Order)
+	if !slices.Equal(got, *exp.Order) {
+		return fmt.Errorf("canonical order = %v, want %v", got, *exp.Order)
 	}
 	// Prepare computes the same order (and the program is valid for the
 	// kernel in every order vector).
@@ -218,6 +219,47 @@ type execInput struct {
 	Inputs  []artifactJSON `json:"inputs"`
 	Params  *artifactJSON  `json:"params"`
 	Limits  *limitsVec     `json:"limits,omitempty"`
+	// Registry names the operation registry (§7.9): absent for the kernel,
+	// RegistryKernelTest for the kernel plus the test operations.
+	Registry string `json:"registry,omitempty"`
+}
+
+// RegistryKernelTest names the registry of the kernel plus the test
+// operations of SPECS.md §7.9, for vectors the kernel cannot express.
+const RegistryKernelTest = "kernel+test/1"
+
+// TestOpZero is the test operation test.zero version 1 (SPECS.md §7.9): any
+// number of inputs, empty params, no outputs, no runtime errors.
+const TestOpZero = "test.zero"
+
+var kernelTest = func() *opreg.Registry {
+	r, err := opreg.Kernel().Extend(opreg.Operation{
+		ID: opreg.OperationID{Name: TestOpZero, Version: 1}, MinInputs: 0, MaxInputs: opreg.Unbounded,
+		DecodeParams: func(b []byte) (any, error) {
+			if len(b) != 0 {
+				return nil, fmt.Errorf("%s params: %d bytes, want none: %w", TestOpZero, len(b), opreg.ErrParams)
+			}
+			return nil, nil
+		},
+		EncodeParams: func(any) ([]byte, error) { return []byte{}, nil },
+		Run:          func(opreg.Call) ([]asl.Artifact, *opreg.OpError) { return []asl.Artifact{}, nil },
+		OutputSize:   func(opreg.Call) (uint64, bool) { return 0, true },
+	})
+	if err != nil {
+		panic(err)
+	}
+	return r
+}()
+
+// vectorRegistry resolves an exec_dag vector's "registry" member.
+func vectorRegistry(name string) (*opreg.Registry, error) {
+	switch name {
+	case "":
+		return opreg.Kernel(), nil
+	case RegistryKernelTest:
+		return kernelTest, nil
+	}
+	return nil, fmt.Errorf("unknown registry %q", name)
 }
 
 type nodeEventVec struct {
@@ -293,13 +335,17 @@ func checkExecDAG(_ context.Context, v Vector) error {
 	if err != nil {
 		return err
 	}
+	reg, err := vectorRegistry(in.Registry)
+	if err != nil {
+		return err
+	}
 	var events []pel.NodeEvent
 	obs := pel.ObserverFunc(func(e pel.NodeEvent) { events = append(events, e) })
 	var outs []asl.Artifact
 	var res pel.ExecutionResultValue
 	if in.Limits == nil {
-		outs, res = pel.ExecDAG(nil, prog, inputs, params, obs)
-	} else if outs, res, err = pel.ExecDAGWith(nil, prog, inputs, params, obs, pel.RunOptions{Limits: in.Limits.limits()}); err != nil {
+		outs, res = pel.ExecDAG(reg, prog, inputs, params, obs)
+	} else if outs, res, err = pel.ExecDAGWith(reg, prog, inputs, params, obs, pel.RunOptions{Limits: in.Limits.limits()}); err != nil {
 		return fmt.Errorf("ExecDAGWith: %v", err)
 	}
 	if res.Status.String() != exp.Status || res.Summary.StatusCode != *exp.StatusCode || res.Summary.Kind.String() != exp.Kind {
@@ -329,7 +375,7 @@ func checkExecDAG(_ context.Context, v Vector) error {
 		return err
 	}
 	// Exec_DAG is deterministic: a second run gives the same value bytes.
-	_, again, err := pel.ExecDAGWith(nil, prog, inputs, params, nil, pel.RunOptions{Limits: in.Limits.limits()})
+	_, again, err := pel.ExecDAGWith(reg, prog, inputs, params, nil, pel.RunOptions{Limits: in.Limits.limits()})
 	if err != nil {
 		return err
 	}

@@ -46,6 +46,7 @@ type surfCase struct {
 	inputs     []asl.Artifact
 	inputRefs  map[int]asl.Reference
 	params     *asl.Artifact
+	paramsRef  *asl.Reference
 	limits     pel.Limits
 	status     pel.ExecutionStatus
 	failure    surf.StoreError // expected store failure class, 0 for none
@@ -77,6 +78,9 @@ func (c surfCase) request() surf.Request {
 	}
 	if c.params != nil {
 		req.ParamsRef, req.HasParams = c.ref(*c.params), true
+	}
+	if c.paramsRef != nil {
+		req.ParamsRef, req.HasParams = *c.paramsRef, true
 	}
 	req.Limits = c.limits
 	return req
@@ -146,6 +150,10 @@ func surfCases() []surfCase {
 			store: []asl.Artifact{paramsProg}, program: paramsProg, params: &cfg, status: ii, failure: nf},
 		{name: "invalid-inputs.damaged-params", desc: "the stored params artifact's bytes differ: ERR_INTEGRITY in the params phase",
 			store: []asl.Artifact{paramsProg, cfg}, damaged: []damage{{cfg, garbage}}, program: paramsProg, params: &cfg, status: ii, failure: ig},
+		{name: "invalid-inputs.unsupported-params", desc: "the params reference has unregistered hash id 0x7777: ERR_UNSUPPORTED in the params phase",
+			store: []asl.Artifact{paramsProg}, program: paramsProg, paramsRef: &unsup, status: ii, failure: us},
+		{name: "invalid-inputs.before-invalid-program", desc: "a stored program with an unknown operation and a missing input: the store failure wins, Exec_DAG is not called",
+			store: []asl.Artifact{unknownOp}, program: unknownOp, inputs: []asl.Artifact{absent}, status: ii, failure: nf},
 		{name: "invalid-inputs.index-out-of-range", desc: "seed concat with one input: Exec_DAG reports INVALID_INPUTS, no store failure",
 			store: []asl.Artifact{seed("concat"), hello}, program: seed("concat"), inputs: []asl.Artifact{hello}, status: ii},
 		{name: "invalid-inputs.params-not-given", desc: "pel.bytes.params without params: INVALID_INPUTS from Exec_DAG",

@@ -94,9 +94,11 @@ type edgeBytesInput struct {
 	EdgeBytes *Hex `json:"edge_bytes"`
 }
 
+// edgeDecodeExpect holds exactly one of edge and reject; the other member
+// is absent (§7.4).
 type edgeDecodeExpect struct {
-	Edge   *edgeVec `json:"edge"`
-	Reject *Reject  `json:"reject"`
+	Edge   *edgeVec `json:"edge,omitempty"`
+	Reject *Reject  `json:"reject,omitempty"`
 }
 
 func equalEdgeVec(a, b edgeVec) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
@@ -220,7 +222,7 @@ func genTGKEdge() ([]Vector, error) {
 type requestVec struct {
 	SchemeRef  *string  `json:"scheme_ref"`
 	ProgramRef string   `json:"program_ref"`
-	InputRefs  []string `json:"input_refs"`
+	InputRefs  []string `json:"input_refs"` // never null: no inputs is []
 	ParamsRef  *string  `json:"params_ref"`
 	MaxNodes   uint64   `json:"max_nodes"`
 	MaxBytes   uint64   `json:"max_output_bytes"`
@@ -270,7 +272,7 @@ func checkRequestKey(_ context.Context, v Vector) error {
 	if err := DecodeExpect(v, &exp); err != nil {
 		return err
 	}
-	if err := need("input.request, input.salt and expect.key", in.Request != nil && in.Salt != nil && exp.Key != nil); err != nil {
+	if err := need("input.request, input.request.input_refs, input.salt and expect.key", in.Request != nil && in.Request.InputRefs != nil && in.Salt != nil && exp.Key != nil); err != nil {
 		return err
 	}
 	req, err := in.Request.request()
@@ -355,6 +357,9 @@ func genSurfKeys() ([]Vector, error) {
 		key := surf.RequestKey(req, c.hash, []byte(c.salt))
 		salt, k := Hex(c.salt), Hex(key[:])
 		rv := c.req
+		if rv.InputRefs == nil {
+			rv.InputRefs = []string{}
+		}
 		l.add("surf.keys.request."+c.name, "request key: "+c.desc, specRequestKey, KindRequestKey,
 			requestKeyInput{Request: &rv, HashID: uint16(c.hash), Salt: &salt}, keyExpect{Key: &k})
 	}

@@ -200,6 +200,35 @@ func runParams(c Call) ([]asl.Artifact, *OpError) {
 	return []asl.Artifact{*c.Global}, nil
 }
 
+func sizeConst(c Call) (uint64, bool) {
+	return uint64(len(c.Params.(ConstParams).Bytes)), true
+}
+
+// sizeConcat is the sum of the input lengths; it cannot overflow a uint64,
+// since every input is already in memory.
+func sizeConcat(c Call) (uint64, bool) {
+	var n uint64
+	for _, in := range c.Inputs {
+		n += uint64(len(in.Bytes))
+	}
+	return n, true
+}
+
+// sizeSlice declares the length only when the slice succeeds; otherwise Run
+// reports its runtime error, which a limit must not hide.
+func sizeSlice(c Call) (uint64, bool) {
+	p := c.Params.(SliceParams)
+	n := uint64(len(c.Inputs[0].Bytes))
+	if p.Offset > n || p.Length > n-p.Offset {
+		return 0, false
+	}
+	return p.Length, true
+}
+
+func sizeHash(Call) (uint64, bool) { return sha256.Size, true }
+
+func sizeParams(c Call) (uint64, bool) { return uint64(len(c.Global.Bytes)), true }
+
 var kernel = mustKernel()
 
 func mustKernel() *Registry {
@@ -223,6 +252,7 @@ func kernelOps() []Operation {
 				return EncodeConstParams(p)
 			},
 			Run:            runConst,
+			OutputSize:     sizeConst,
 			ParamsToJSON:   constToJSON,
 			ParamsFromJSON: constFromJSON,
 		},
@@ -230,6 +260,7 @@ func kernelOps() []Operation {
 			ID: OpConcat, MinInputs: 1, MaxInputs: Unbounded,
 			DecodeParams: decodeEmpty(NameConcat), EncodeParams: encodeEmpty(NameConcat),
 			Run:          runConcat,
+			OutputSize:   sizeConcat,
 			ParamsToJSON: emptyToJSON, ParamsFromJSON: emptyFromJSON(NameConcat),
 		},
 		{
@@ -243,6 +274,7 @@ func kernelOps() []Operation {
 				return EncodeSliceParams(p), nil
 			},
 			Run:            runSlice,
+			OutputSize:     sizeSlice,
 			ParamsToJSON:   sliceToJSON,
 			ParamsFromJSON: sliceFromJSON,
 		},
@@ -250,12 +282,14 @@ func kernelOps() []Operation {
 			ID: OpHash, MinInputs: 1, MaxInputs: 1,
 			DecodeParams: decodeEmpty(NameHash), EncodeParams: encodeEmpty(NameHash),
 			Run:          runHash,
+			OutputSize:   sizeHash,
 			ParamsToJSON: emptyToJSON, ParamsFromJSON: emptyFromJSON(NameHash),
 		},
 		{
 			ID: OpParams, MinInputs: 0, MaxInputs: 0, NeedsGlobalParams: true,
 			DecodeParams: decodeEmpty(NameParams), EncodeParams: encodeEmpty(NameParams),
 			Run:          runParams,
+			OutputSize:   sizeParams,
 			ParamsToJSON: emptyToJSON, ParamsFromJSON: emptyFromJSON(NameParams),
 		},
 	}

@@ -64,7 +64,7 @@ type Diagnostic struct {
 
 // OpError is an operation's dynamic (runtime) failure: Exec_DAG turns it into
 // status RUNTIME_FAILED with summary.status_code = StatusCode (SPECS.md §12).
-// StatusCode must be non-zero and neither 2 nor 3.
+// StatusCode must be at least FirstOperationCode.
 type OpError struct {
 	StatusCode  uint32
 	Diagnostics []Diagnostic
@@ -76,6 +76,12 @@ func (e *OpError) Error() string {
 	}
 	return fmt.Sprintf("operation failed with status code 0x%08x", e.StatusCode)
 }
+
+// FirstOperationCode is the lowest status code an operation may return.
+// Codes below it (kernel_op_code 0) are reserved for the scheme
+// (SPECS.md §11.3, §12.3): Exec_DAG never reports an operation's code
+// below it as that operation's status code.
+const FirstOperationCode uint32 = 0x00010000
 
 // Fail builds an OpError with one diagnostic whose code is the status code.
 func Fail(statusCode uint32, format string, args ...any) *OpError {
@@ -99,8 +105,11 @@ type Call struct {
 //
 // Invariants the registry relies on but cannot check: DecodeParams and
 // EncodeParams are mutual inverses on accepted bytes (one canonical
-// encoding); Run is deterministic and pure; Run only returns an OpError with
-// a StatusCode other than 0, 2 and 3; nothing panics; all functions are
+// encoding); Run is deterministic and pure; Run returns an OpError only with
+// a StatusCode of at least FirstOperationCode (codes below it belong to the
+// scheme: Exec_DAG reports a lower code as a contract violation, status
+// code 0x00000001); nothing panics (Exec_DAG recovers a panic and reports
+// an internal failure, outside the model: no result); all functions are
 // safe for concurrent use (one Registry serves concurrent runs). Output
 // artifacts may alias input or params bytes, and callers treat all artifact
 // bytes as immutable.
@@ -124,6 +133,15 @@ type Operation struct {
 
 	// Run applies the operation.
 	Run func(c Call) ([]asl.Artifact, *OpError)
+
+	// OutputSize optionally declares, before Run, the total payload bytes
+	// of the outputs Run will return for c (SPECS.md §12.6). It returns
+	// ok = false when the size is not known in advance, or when Run will
+	// fail; a declared size must be exact. Exec_DAG checks the output-bytes
+	// limit against the declaration before calling Run, so an over-limit
+	// output is never allocated, and after Run it checks that the outputs
+	// match the declaration (a mismatch is an internal failure).
+	OutputSize func(c Call) (total uint64, ok bool)
 
 	// ParamsToJSON and ParamsFromJSON optionally give params a readable form
 	// in the JSON program format (SPECS.md §15). ParamsToJSON may return nil

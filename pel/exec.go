@@ -72,13 +72,21 @@ func invalidProgram(d DiagnosticEntry) ExecutionResultValue {
 // ExecDAG does no I/O, reads no clock and uses no randomness: equal
 // arguments give equal outputs and results. Outputs may alias bytes of
 // program, inputs and params.
+//
+// ExecDAG has no error result: on an internal failure (ErrInternal, see
+// ExecDAGWith) it returns no outputs and the zero ExecutionResultValue,
+// whose PEL1Version 0 no real result has. Callers that run operations other
+// than the kernel's should use ExecDAGWith.
 func ExecDAG(reg *opreg.Registry, program asl.Artifact, inputs []asl.Artifact, params *asl.Artifact, obs Observer) ([]asl.Artifact, ExecutionResultValue) {
 	outputs, res, _ := ExecDAGWith(reg, program, inputs, params, obs, RunOptions{})
 	return outputs, res
 }
 
 // ExecDAGWith is ExecDAG with RunOptions (limits, a node memo, an
-// interrupt). Its error is non-nil only when opts.Interrupt aborted the run.
+// interrupt). Its error is non-nil only when opts.Interrupt aborted the run
+// or on an internal failure (ErrInternal, SPECS.md §12.8: an operation
+// panicked or broke its size declaration); then there are no outputs and no
+// result.
 func ExecDAGWith(reg *opreg.Registry, program asl.Artifact, inputs []asl.Artifact, params *asl.Artifact, obs Observer, opts RunOptions) ([]asl.Artifact, ExecutionResultValue, error) {
 	p, err := DecodeProgramArtifact(program)
 	if err != nil {
@@ -88,9 +96,12 @@ func ExecDAGWith(reg *opreg.Registry, program asl.Artifact, inputs []asl.Artifac
 		}
 		return nil, invalidProgram(pe.Diagnostic()), nil
 	}
-	pl, perr := prepare(p, reg)
+	pl, perr, err := prepare(p, reg)
 	if perr != nil {
 		return nil, invalidProgram(perr.Diagnostic()), nil
+	}
+	if err != nil {
+		return nil, ExecutionResultValue{}, err
 	}
 	return pl.RunWith(inputs, params, obs, opts)
 }
@@ -111,8 +122,10 @@ type Limits struct {
 	// evaluated already, the run stops at that node.
 	MaxNodes uint64
 	// MaxOutputBytes bounds the total payload bytes of all node outputs.
-	// After a node produces its outputs, if the running total exceeds
-	// MaxOutputBytes, the run stops at that node.
+	// Before an operation whose size is declared (opreg.Operation.OutputSize)
+	// runs, and after any other operation returns, if the running total
+	// exceeds MaxOutputBytes, the run stops at that node; a declared
+	// over-limit output is never allocated.
 	MaxOutputBytes uint64
 }
 
@@ -136,7 +149,19 @@ type RunOptions struct {
 	// the evaluation with that error and no result (an operational
 	// failure outside the model, such as a wall-time bound).
 	Interrupt func() error
+	// MemoryBudget, if non-zero, bounds the payload bytes of node outputs
+	// the evaluation holds at once (outputs are released when their last
+	// reader has run; roots are held to the end). It is an operational
+	// bound of the machine, not a limit of the model: before an operation
+	// whose size is declared would bring the held bytes above it, the
+	// evaluation stops with ErrOutOfMemory and no result (SPECS.md §12.8).
+	MemoryBudget uint64
 }
+
+// ErrOutOfMemory is returned (wrapped in an *InternalError, so it also
+// matches ErrInternal) when a node's declared outputs do not fit
+// RunOptions.MemoryBudget.
+var ErrOutOfMemory = errors.New("out of memory")
 
 // RunWith is Run with limits, a node memo and an interrupt. Its error is
 // non-nil only when Interrupt aborted the evaluation.
@@ -156,7 +181,8 @@ func (pl *Plan) RunWith(inputs []asl.Artifact, params *asl.Artifact, obs Observe
 		}
 		return nil, result(s, code, diags...), nil
 	}
-	var evaluated, outputBytes uint64
+	var evaluated, outputBytes, held uint64
+	sizes := make([]uint64, len(nodes)) // payload bytes of each held outs[t]
 
 	for _, i := range pl.g.order {
 		node, op := &nodes[i], pl.ops[i]
@@ -196,6 +222,25 @@ func (pl *Plan) RunWith(inputs []asl.Artifact, params *asl.Artifact, obs Observe
 			}
 			call.Global = params
 		}
+		// A declared size is checked against the limit before anything is
+		// allocated for the outputs: the same check, with the same total,
+		// that would follow Run (the declaration is exact, and made only
+		// when Run succeeds), so the bytes of the result do not depend on it.
+		var declared uint64
+		hasDeclared := false
+		if op.OutputSize != nil {
+			if ierr := contain(node.ID, node.Op, "size", func() { declared, hasDeclared = op.OutputSize(call) }); ierr != nil {
+				return nil, ExecutionResultValue{}, ierr
+			}
+		}
+		if hasDeclared && opts.Limits.MaxOutputBytes > 0 && overLimit(outputBytes, declared, opts.Limits.MaxOutputBytes) {
+			return stop(node, StatusRuntimeFailed, StatusLimitOutputBytes, diag(DiagLimitOutputBytes,
+				"node %d: outputs total %d bytes, above the limit of %d", node.ID, satAdd(outputBytes, declared), opts.Limits.MaxOutputBytes))
+		}
+		if hasDeclared && opts.MemoryBudget > 0 && overLimit(held, declared, opts.MemoryBudget) {
+			return nil, ExecutionResultValue{}, &InternalError{NodeID: node.ID, Op: node.Op, Value: ErrOutOfMemory,
+				Reason: fmt.Sprintf("out of memory: %d output bytes declared with %d held, above the memory budget of %d", declared, held, opts.MemoryBudget)}
+		}
 		var res []asl.Artifact
 		var oerr *opreg.OpError
 		memoHit := false
@@ -203,12 +248,18 @@ func (pl *Plan) RunWith(inputs []asl.Artifact, params *asl.Artifact, obs Observe
 			res, memoHit = opts.Memo.Lookup(node.Op, node.Params, scratch, call.Global)
 		}
 		if !memoHit {
-			res, oerr = op.Run(call)
+			if ierr := contain(node.ID, node.Op, "run", func() { res, oerr = op.Run(call) }); ierr != nil {
+				return nil, ExecutionResultValue{}, ierr
+			}
+		}
+		if oerr != nil && hasDeclared {
+			return nil, ExecutionResultValue{}, &InternalError{NodeID: node.ID, Op: node.Op,
+				Reason: fmt.Sprintf("declared %d output bytes, then failed with status code 0x%08x", declared, oerr.StatusCode)}
 		}
 		if oerr != nil {
 			code := oerr.StatusCode
 			var lead DiagnosticEntry
-			if code == CodeOK || code == CodeInvalidProgram || code == CodeInvalidInputs {
+			if code < opreg.FirstOperationCode {
 				lead = diag(DiagOperationContract, "node %d: operation %s returned reserved status code %d", node.ID, opText(node.Op), code)
 				code = StatusOperationContract
 			} else {
@@ -218,9 +269,15 @@ func (pl *Plan) RunWith(inputs []asl.Artifact, params *asl.Artifact, obs Observe
 			diags = append(append(diags, lead), oerr.Diagnostics...)
 			return stop(node, StatusRuntimeFailed, code, diags...)
 		}
+		var produced uint64
 		for _, out := range res {
-			outputBytes += uint64(len(out.Bytes))
+			produced += uint64(len(out.Bytes))
 		}
+		if hasDeclared && produced != declared {
+			return nil, ExecutionResultValue{}, &InternalError{NodeID: node.ID, Op: node.Op,
+				Reason: fmt.Sprintf("declared %d output bytes, produced %d", declared, produced)}
+		}
+		outputBytes += produced
 		if opts.Limits.MaxOutputBytes > 0 && outputBytes > opts.Limits.MaxOutputBytes {
 			return stop(node, StatusRuntimeFailed, StatusLimitOutputBytes, diag(DiagLimitOutputBytes,
 				"node %d: outputs total %d bytes, above the limit of %d", node.ID, outputBytes, opts.Limits.MaxOutputBytes))
@@ -233,11 +290,14 @@ func (pl *Plan) RunWith(inputs []asl.Artifact, params *asl.Artifact, obs Observe
 				t, _ := x.find(in.NodeID)
 				if remaining[t]--; remaining[t] == 0 {
 					outs[t] = nil
+					held -= sizes[t]
 				}
 			}
 		}
 		if remaining[i] > 0 {
 			outs[i] = res
+			sizes[i] = produced
+			held += produced
 		}
 		if obs != nil {
 			obs.ObserveNode(NodeEvent{NodeID: node.ID, Op: node.Op, Status: StatusOK, Outputs: res})
@@ -255,6 +315,19 @@ func (pl *Plan) RunWith(inputs []asl.Artifact, params *asl.Artifact, obs Observe
 		outputs = append(outputs, o[r.OutputIndex])
 	}
 	return outputs, result(StatusOK, CodeOK), nil
+}
+
+// overLimit reports whether total + more exceeds max, without overflow.
+func overLimit(total, more, max uint64) bool {
+	return more > max || total > max-more
+}
+
+// satAdd is a + b, saturated at the largest uint64.
+func satAdd(a, b uint64) uint64 {
+	if a+b < a {
+		return ^uint64(0)
+	}
+	return a + b
 }
 
 func diag(code uint32, format string, args ...any) DiagnosticEntry {

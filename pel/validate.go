@@ -252,20 +252,22 @@ func Prepare(p Program, reg *opreg.Registry) (*Plan, error) {
 	if err := p.CheckEncodable(); err != nil {
 		return nil, err
 	}
-	pl, perr := prepare(p, reg)
+	pl, perr, err := prepare(p, reg)
 	if perr != nil {
 		return nil, perr
 	}
-	return pl, nil
+	return pl, err
 }
 
-func prepare(p Program, reg *opreg.Registry) (*Plan, *ProgramError) {
+// prepare returns a *ProgramError for an invalid program, or an
+// *InternalError when an operation's DecodeParams panicked.
+func prepare(p Program, reg *opreg.Registry) (*Plan, *ProgramError, error) {
 	if reg == nil {
 		reg = opreg.Kernel()
 	}
 	g, perr := checkStructure(&p)
 	if perr != nil {
-		return nil, perr
+		return nil, perr, nil
 	}
 	ops := make([]*opreg.Operation, len(p.Nodes))
 	var last *opreg.Operation
@@ -277,7 +279,7 @@ func prepare(p Program, reg *opreg.Registry) (*Plan, *ProgramError) {
 		}
 		op, ok := reg.Lookup(id)
 		if !ok {
-			return nil, programErr(DiagUnknownOperation, nil, "node %d: unknown operation %s", p.Nodes[i].ID, opText(id))
+			return nil, programErr(DiagUnknownOperation, nil, "node %d: unknown operation %s", p.Nodes[i].ID, opText(id)), nil
 		}
 		ops[i], last = op, op
 	}
@@ -285,15 +287,19 @@ func prepare(p Program, reg *opreg.Registry) (*Plan, *ProgramError) {
 	for i := range p.Nodes {
 		node, op := &p.Nodes[i], ops[i]
 		if !op.AcceptsInputs(len(node.Inputs)) {
-			return nil, programErr(DiagArity, nil, "node %d: operation %s takes %s inputs, got %d", node.ID, opText(op.ID), op.ArityString(), len(node.Inputs))
+			return nil, programErr(DiagArity, nil, "node %d: operation %s takes %s inputs, got %d", node.ID, opText(op.ID), op.ArityString(), len(node.Inputs)), nil
 		}
-		v, err := op.DecodeParams(node.Params)
+		var v any
+		var err error
+		if ierr := contain(node.ID, op.ID, "params", func() { v, err = op.DecodeParams(node.Params) }); ierr != nil {
+			return nil, nil, ierr
+		}
 		if err != nil {
-			return nil, programErr(DiagParamsDecode, nil, "node %d: params of operation %s do not decode", node.ID, opText(op.ID))
+			return nil, programErr(DiagParamsDecode, nil, "node %d: params of operation %s do not decode", node.ID, opText(op.ID)), nil
 		}
 		params[i] = v
 	}
-	return &Plan{prog: p, g: g, ops: ops, params: params}, nil
+	return &Plan{prog: p, g: g, ops: ops, params: params}, nil, nil
 }
 
 // Program returns the planned program (shared; do not modify).

@@ -11,6 +11,7 @@ import (
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/httpstore"
 	"github.com/amduat/amduat/enc"
+	"github.com/amduat/amduat/pel"
 )
 
 // httpError is an error with its HTTP status and API error code.
@@ -64,6 +65,8 @@ func classify(err error) (int, string) {
 		return http.StatusGatewayTimeout, httpstore.CodeTimeout
 	case errors.Is(err, context.Canceled):
 		return http.StatusServiceUnavailable, httpstore.CodeUnavailable
+	case errors.Is(err, pel.ErrInternal):
+		return http.StatusInternalServerError, httpstore.CodeInternal
 	}
 	return http.StatusInternalServerError, httpstore.CodeIO
 }

@@ -57,6 +57,10 @@ type Limits struct {
 	// IdleTimeout bounds how long a request body read or a response write
 	// may make no progress; a slow client is cut off after it.
 	IdleTimeout time.Duration
+	// RunMemoryBudget bounds the node output bytes one run holds at once
+	// (pel.RunOptions.MemoryBudget; 0: none). Exceeding it is an internal
+	// failure: 500 "internal", nothing stored (SPECS.md §12.8).
+	RunMemoryBudget uint64
 }
 
 // DefaultLimits are the limits of a zero Limits field.
@@ -97,6 +101,7 @@ func (l Limits) withDefaults() Limits {
 	if l.IdleTimeout > 0 {
 		d.IdleTimeout = l.IdleTimeout
 	}
+	d.RunMemoryBudget = l.RunMemoryBudget
 	return d
 }
 

@@ -59,6 +59,10 @@ type Options struct {
 	// Clock gives the time of the run log's records; nil means time.Now.
 	// It is never consulted for anything else: runs stay byte-identical.
 	Clock func() time.Time
+	// MemoryBudget is pel.RunOptions.MemoryBudget (0: none): a run whose
+	// declared outputs do not fit fails with pel.ErrOutOfMemory and stores
+	// nothing (SPECS.md §12.8).
+	MemoryBudget uint64
 }
 
 // Surface runs programs against a store.
@@ -238,7 +242,7 @@ func (s *Surface) compute(ctx context.Context, req Request) (*computed, error) {
 			res.Value = failure(scheme, status, fail.Diagnostic())
 			res.StoreFailure, res.HasStoreFailure = *fail, true
 		} else {
-			opts := pel.RunOptions{Limits: req.Limits, Interrupt: ctx.Err}
+			opts := pel.RunOptions{Limits: req.Limits, Interrupt: ctx.Err, MemoryBudget: s.opts.MemoryBudget}
 			if s.opts.NodeMemo {
 				opts.Memo = s.nodeMemo(ctx)
 			}

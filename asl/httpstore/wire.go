@@ -66,6 +66,7 @@ const (
 	CodeTimeout         = "timeout"
 	CodeNoSpace         = "no_space"
 	CodeIO              = "io"
+	CodeInternal        = "internal" // a run's internal failure (SPECS.md §12.8); nothing stored
 	CodeNoRoute         = "no_route"
 	CodeMethod          = "method_not_allowed"
 	CodeRangeNotSatisf  = "range_not_satisfiable"

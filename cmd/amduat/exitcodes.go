@@ -9,7 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/httpstore"
 	"github.com/amduat/amduat/asl/pebblestore"
+	"github.com/amduat/amduat/pel"
 )
 
 // Exit codes (SPECS.md §16). 10-19 are reserved for `amduat pel run`, which
@@ -23,6 +25,7 @@ const (
 	exitUnsupported = 5 // ERR_UNSUPPORTED: unregistered hash id, unsupported operation
 	exitIO          = 6 // I/O or other operational failure
 	exitStore       = 7 // no store at --store, or init found one already
+	exitInternal    = 8 // internal failure: an operation panicked, a bug, an allocation that failed
 	exitInterrupted = 130
 )
 
@@ -36,6 +39,7 @@ const exitCodeHelp = `Exit codes:
   6    I/O or other operational error; the store is in use by another
        process, or out of space
   7    no store at --store (run amduat init), or init: a store exists already
+  8    internal failure (an operation panicked, an allocation failed); nothing was stored
   10-19  reserved for program execution statuses (pel run)
   130  interrupted`
 
@@ -100,6 +104,8 @@ func classify(err error) int {
 		return exitOK
 	case errors.Is(err, context.Canceled):
 		return exitInterrupted
+	case errors.Is(err, pel.ErrInternal), isRemoteInternal(err):
+		return exitInternal
 	case errors.Is(err, asl.ErrIntegrity):
 		return exitIntegrity
 	case errors.Is(err, asl.ErrNotFound):
@@ -158,4 +164,11 @@ func rangeArgs(lo, hi int) func(*cobra.Command, []string) error {
 		}
 		return nil
 	}
+}
+
+// isRemoteInternal reports a server's internal failure of a run (HTTP 500
+// "internal", SPECS.md §18.2), which keeps its exit code 8 over the wire.
+func isRemoteInternal(err error) bool {
+	var he *httpstore.Error
+	return errors.As(err, &he) && he.Code == httpstore.CodeInternal
 }

@@ -140,7 +140,15 @@ goes to stderr).
 }
 
 // run executes one invocation and returns the process exit code.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+	// A panic on this goroutine is an internal failure (exit 8, SPECS.md
+	// §16.2), never the runtime's exit 2, which means a usage error here.
+	defer func() {
+		if v := recover(); v != nil {
+			fmt.Fprintf(stderr, "amduat: internal failure: %v\n", v)
+			code = exitInternal
+		}
+	}()
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := newRoot(a)
 	root.SetArgs(args)
@@ -155,7 +163,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if errors.As(err, &st) {
 		return int(st)
 	}
-	code := a.exitCode(err)
+	code = a.exitCode(err)
 	if !a.jsonOut {
 		// Flags may not have been parsed (unknown command): honour --json
 		// as written.

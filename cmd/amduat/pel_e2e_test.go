@@ -13,6 +13,7 @@ import (
 	"github.com/amduat/amduat/report"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/opreg"
 	"github.com/amduat/amduat/pel"
 	"github.com/amduat/amduat/surf"
 )
@@ -619,4 +620,43 @@ func TestPELRunCacheMemoLimitsVerify(t *testing.T) {
 	}
 	oneErrorLine(t, c.must(exitNotFound, "pel", "verify", untaggedRef([]byte("no such result"))), "pel verify")
 	oneErrorLine(t, c.must(exitUsage, "pel", "verify", constHash), "pel verify")
+}
+
+// TestPELRunHostileConcat: a 1 MB program (a 1 MiB const and one concat of
+// 5,000 inputs reading it) declares 5.2 GB of output. --max-output-bytes
+// stops it with RUNTIME_FAILED status code 5 before allocating; without a
+// limit, --max-memory stops it as an internal failure: exit 8, nothing
+// stored (SPECS.md §12.6, §12.8, §16.2).
+func TestPELRunHostileConcat(t *testing.T) {
+	c := newCLI(t)
+	c.must(0, "init")
+	cp, err := opreg.EncodeConstParams(opreg.ConstParams{Bytes: bytes.Repeat([]byte{1}, opreg.MaxConstBytes)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins := make([]pel.DagInput, 5000)
+	for i := range ins {
+		ins[i] = pel.FromNode(1, 0)
+	}
+	art, err := pel.ProgramArtifact(pel.Program{Nodes: []pel.Node{
+		{ID: 1, Op: opreg.OpConst, Params: cp},
+		{ID: 2, Op: opreg.OpConcat, Inputs: ins, Params: []byte{}},
+	}, Roots: []pel.RootRef{{NodeID: 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := c.putData(art.Bytes, "0x00000101")
+
+	var j report.Run
+	oneJSON(t, c.must(exitPELRuntimeFailed, "--json", "pel", "run", "--program", prog, "--max-output-bytes", "2097152").stdout, &j)
+	if j.StatusCode != pel.StatusLimitOutputBytes || j.Diagnostics[0].Code != pel.DiagLimitOutputBytes {
+		t.Fatalf("--max-output-bytes: %+v", j)
+	}
+
+	before := c.must(0, "verify").stdout
+	r := c.must(exitInternal, "pel", "run", "--program", prog, "--no-cache", "--max-memory", "67108864")
+	oneErrorLine(t, r, "pel run")
+	if !strings.Contains(r.stderr, "out of memory") || c.must(0, "verify").stdout != before {
+		t.Fatalf("--max-memory: stderr %q; store before %q after %q", r.stderr, before, c.must(0, "verify").stdout)
+	}
 }

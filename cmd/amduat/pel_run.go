@@ -98,6 +98,7 @@ func newPELRunCmd(a *app) *cobra.Command {
 		outputRaw, quiet, noCache, memoNodes       bool
 		limits                                     pel.Limits
 		timeout                                    time.Duration
+		maxMemory                                  uint64
 	)
 	c := &cobra.Command{
 		Use:   "run --program REF [--input REF]... [--params REF] [--output-raw | --quiet] [--hash sha256|blake3]",
@@ -224,7 +225,7 @@ write per node. Neither changes any output, result or trace byte.
 				}
 				run, err = runRemote(ctx, c, rr)
 			} else {
-				run, err = surf.New(s, surf.Options{Hash: id, NoCache: noCache, NodeMemo: memoNodes}).Run(ctx, req)
+				run, err = surf.New(s, surf.Options{Hash: id, NoCache: noCache, NodeMemo: memoNodes, MemoryBudget: memoryBudget(maxMemory)}).Run(ctx, req)
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
 				return fail(exitIO, programArg, fmt.Errorf("wall-time bound --timeout %s exceeded; nothing stored: %w", timeout, err))
@@ -246,6 +247,7 @@ write per node. Neither changes any output, result or trace byte.
 	f.StringVar(&hashName, "hash", "", "hash for the stored outputs, result and trace: sha256 or blake3 (default: the store's)")
 	f.Uint64Var(&limits.MaxNodes, "max-nodes", 0, "deterministic bound on the nodes evaluated (0: none)")
 	f.Uint64Var(&limits.MaxOutputBytes, "max-output-bytes", 0, "deterministic bound on the total bytes of all node outputs (0: none)")
+	f.Uint64Var(&maxMemory, "max-memory", 0, "bytes of node outputs a run may hold at once; above it the run fails with exit 8 and stores nothing (0: the Go memory limit if GOMEMLIMIT is set, else 3/4 of physical memory)")
 	f.DurationVar(&timeout, "timeout", 0, "wall-time bound, e.g. 30s (0: none); exceeding it stores nothing")
 	f.BoolVar(&noCache, "no-cache", false, "neither consult nor record the action cache")
 	f.BoolVar(&memoNodes, "memo-nodes", false, "store and reuse node outputs (resumable runs)")

@@ -13,8 +13,10 @@ import (
 	"testing"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/httpstore"
 	"github.com/amduat/amduat/asl/memstore"
 	"github.com/amduat/amduat/asl/pebblestore"
+	"github.com/amduat/amduat/pel"
 )
 
 // countingStore records how the putter used the store.
@@ -164,9 +166,34 @@ func TestClassify(t *testing.T) {
 		{fmt.Errorf("store x: %w", pebblestore.ErrReadOnly), exitIO},
 		{pebblestore.ErrStale, exitIO},
 		{pebblestore.ErrNoStore, exitStore},
+		{fmt.Errorf("surface run: %w", &pel.InternalError{NodeID: 2, Value: "boom"}), exitInternal},
+		{&httpstore.Error{Status: 500, Code: httpstore.CodeInternal}, exitInternal},
+		{&httpstore.Error{Status: 500, Code: httpstore.CodeIO}, exitIO},
 	} {
 		if got := classify(tt.err); got != tt.code {
 			t.Errorf("classify(%v) = %d, want %d", tt.err, got, tt.code)
 		}
+	}
+}
+
+// panicReader panics when read: it stands for a bug on the command's
+// goroutine.
+type panicReader struct{}
+
+func (panicReader) Read([]byte) (int, error) { panic("reader bug") }
+
+// TestPanicIsInternalFailure: a panic on the command's goroutine ends the
+// command with exit 8 and one line, never the runtime's exit 2 (SPECS.md
+// §16.2).
+func TestPanicIsInternalFailure(t *testing.T) {
+	dir := t.TempDir() + "/store"
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"init", "--store", dir}, nil, &out, &errb); code != exitOK {
+		t.Fatalf("init: %d %s", code, errb.String())
+	}
+	errb.Reset()
+	code := run(context.Background(), []string{"put", "--store", dir, "-"}, panicReader{}, &out, &errb)
+	if code != exitInternal || !strings.Contains(errb.String(), "internal failure: reader bug") {
+		t.Fatalf("code %d, stderr %q; want 8 and an internal-failure line", code, errb.String())
 	}
 }

@@ -108,6 +108,13 @@ cut off.`,
 				return usagef("--store %s cannot be served", a.storeDir)
 			}
 			defer closeStore(s, a.storeDir, &err)
+			if limits.RunMemoryBudget == 0 {
+				runs := limits.MaxConcurrentRuns
+				if runs <= 0 {
+					runs = server.DefaultLimits.MaxConcurrentRuns
+				}
+				limits.RunMemoryBudget = memoryBudget(0) / uint64(runs)
+			}
 			srv, err := server.New(server.Config{Store: store, Auth: auth, Logger: logger, Limits: limits, Version: moduleVersion()})
 			if err != nil {
 				return fail(exitIO, a.storeDir, err)
