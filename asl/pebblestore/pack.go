@@ -661,6 +661,14 @@ func (s *Store) scanPacks(b *pebble.Batch, full bool) (map[asl.Reference]pending
 				return nil, err
 			}
 			if !present {
+				// A deleted copy stays deleted (SPECS.md §6.4, "Deletion").
+				dead, err := s.tombstoned(sc.ref, id, sc.rec.Offset)
+				if err != nil {
+					return nil, fmt.Errorf("pack %d: %w", id, err)
+				}
+				present = dead
+			}
+			if !present {
 				val := appendIndexRecord(nil, sc.rec)
 				_ = b.Set(key, val, nil)
 				added[sc.ref] = true

@@ -52,6 +52,7 @@ type item struct {
 
 	state   itemState
 	claimed bool   // this commit holds the claim on ref
+	repair  bool   // write a fresh copy even if an index record names ref (Repair)
 	owner   *claim // the claim to wait for when state == itemWait
 }
 
@@ -108,6 +109,16 @@ func (s *Store) Put(ctx context.Context, id asl.HashID, hdr asl.Header, r io.Rea
 	items := []item{{ref: ref, hdr: hdr, payload: buf}}
 	if err := s.commit(ctx, items, nil); err != nil {
 		return asl.Reference{}, fmt.Errorf("put %s: %w", ref, err)
+	}
+	if items[0].state == itemPresent {
+		// Stored already: a re-put repairs a damaged copy (SPECS.md §6.4,
+		// "Repair"). The check is one verified read of the stored copy.
+		if verr := s.verifyStored(ctx, ref); errors.Is(verr, asl.ErrIntegrity) {
+			items[0].repair = true
+			if err := s.commit(ctx, items, nil); err != nil {
+				return asl.Reference{}, fmt.Errorf("put %s: repairing: %w", ref, err)
+			}
+		}
 	}
 	return ref, nil
 }
@@ -456,7 +467,11 @@ func (s *Store) writeMine(ctx context.Context, items []item, extra *indexExtra) 
 			mine = append(mine, i)
 		}
 	}
-	if extra == nil && s.packable(items, mine) && allSingle(items, mine) {
+	repair := false
+	for _, i := range mine {
+		repair = repair || items[i].repair
+	}
+	if extra == nil && !repair && s.packable(items, mine) && allSingle(items, mine) {
 		if done, err := s.packNew(ctx, items, mine); done || err != nil {
 			return err
 		}
@@ -472,6 +487,9 @@ func (s *Store) writeMine(ctx context.Context, items []item, extra *indexExtra) 
 			return ioErr(err)
 		}
 		for _, j := range js {
+			if items[mine[j]].repair {
+				continue // replaces whatever is stored
+			}
 			if _, ok := s.idx.lookup(items[mine[j]].ref); ok {
 				present[j] = true
 				continue
@@ -555,7 +573,7 @@ func (s *Store) writeMine(ctx context.Context, items []item, extra *indexExtra) 
 	if packed != nil {
 		var vb [16]byte
 		_ = b.Set(watermarkKey(pk.pack), appendCBOR(vb[:0], pk.end), nil)
-		if extra == nil && allPacked(items, mine, packed) {
+		if extra == nil && !repair && allPacked(items, mine, packed) {
 			sync = pebble.NoSync
 		}
 	}
