@@ -185,6 +185,8 @@ func TestRepairByRePut(t *testing.T) {
 		{"large, pack byte, put", asl.Untagged(genBytes(7, 3*MinChunkSize+9, false)), "pack", "put"},
 		{"large, index record, put", asl.Tagged(3, genBytes(8, 2*MinChunkSize+9, true)), "index", "put"},
 		{"small, pack byte, repair", asl.Untagged([]byte("hello, repair 2")), "pack", "repair"},
+		{"small, pack byte, batch", asl.Untagged([]byte("hello, batch")), "pack", "batch"},
+		{"large, index record, batch", asl.Untagged(genBytes(9, 2*MinChunkSize+9, false)), "index", "batch"},
 		{"large, pack byte, repair", asl.Untagged(genBytes(5, 3*MinChunkSize+9, false)), "pack", "repair"},
 		{"large, index record, repair", asl.Untagged(genBytes(6, 2*MinChunkSize+9, false)), "index", "repair"},
 	}
@@ -214,6 +216,11 @@ func TestRepairByRePut(t *testing.T) {
 			switch tc.via {
 			case "put":
 				put(t, s, asl.HashSHA256, tc.art)
+			case "batch":
+				other := asl.Untagged([]byte("another one"))
+				if _, err := s.PutBatch(ctx, asl.HashSHA256, []asl.Artifact{other, tc.art, tc.art}); err != nil {
+					t.Fatal(err)
+				}
 			case "repair":
 				res, err := s.Repair(ctx, asl.HashSHA256, []asl.Artifact{tc.art})
 				if err != nil || res[0].State != "repaired" || res[0].Damage == "" {

@@ -110,15 +110,8 @@ func (s *Store) Put(ctx context.Context, id asl.HashID, hdr asl.Header, r io.Rea
 	if err := s.commit(ctx, items, nil); err != nil {
 		return asl.Reference{}, fmt.Errorf("put %s: %w", ref, err)
 	}
-	if items[0].state == itemPresent {
-		// Stored already: a re-put repairs a damaged copy (SPECS.md §6.4,
-		// "Repair"). The check is one verified read of the stored copy.
-		if verr := s.verifyStored(ctx, ref); errors.Is(verr, asl.ErrIntegrity) {
-			items[0].repair = true
-			if err := s.commit(ctx, items, nil); err != nil {
-				return asl.Reference{}, fmt.Errorf("put %s: repairing: %w", ref, err)
-			}
-		}
+	if err := s.repairPresent(ctx, items); err != nil {
+		return asl.Reference{}, fmt.Errorf("put %s: %w", ref, err)
 	}
 	return ref, nil
 }
@@ -220,7 +213,36 @@ func (s *Store) putBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact
 	if err := s.commit(ctx, items, extra); err != nil {
 		return nil, fmt.Errorf("put batch: %w", err)
 	}
+	if err := s.repairPresent(ctx, items); err != nil {
+		return nil, fmt.Errorf("put batch: %w", err)
+	}
 	return refs, nil
+}
+
+// repairPresent reads and verifies the stored copy of every item that the
+// commit found stored already, and writes a fresh copy of each one that is
+// damaged (SPECS.md §6.4, "Repair"): a re-put repairs. Its cost is one
+// verified read of each artifact that was stored already.
+func (s *Store) repairPresent(ctx context.Context, items []item) error {
+	var fix []item
+	seen := map[asl.Reference]bool{}
+	for _, it := range items {
+		if it.state != itemPresent || seen[it.ref] || it.staged {
+			continue
+		}
+		seen[it.ref] = true
+		if err := s.verifyStored(ctx, it.ref); errors.Is(err, asl.ErrIntegrity) {
+			it.repair, it.claimed, it.owner = true, false, nil
+			fix = append(fix, it)
+		}
+	}
+	if len(fix) == 0 {
+		return nil
+	}
+	if err := s.commit(ctx, fix, nil); err != nil {
+		return fmt.Errorf("repairing %s: %w", fix[0].ref, err)
+	}
+	return nil
 }
 
 // parallelHashMin is the batch payload size from which hashBatch spreads

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// newestPack returns the path of the store's newest pack file.
+func newestPack(t *testing.T, store string) string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(store, "packs", "*.pack"))
+	if err != nil || len(m) == 0 {
+		t.Fatalf("no pack: %v", err)
+	}
+	sort.Strings(m)
+	return m[len(m)-1]
+}
+
+// pin add/ls/rm, and rm refusing a pinned or reachable artifact with the
+// reason, deleting with --force, and what it deleted staying deleted.
+func TestPinAndRm(t *testing.T) {
+	c := lifeStore(t)
+	prog := strings.TrimSpace(c.must(0, "pel", "seed", "concat").stdout)
+	var run struct {
+		ResultRef  string   `json:"result_ref"`
+		OutputRefs []string `json:"output_refs"`
+	}
+	r := c.must(0, "--json", "pel", "run", "--program", prog, "--input", refHello, "--input", refHiTag)
+	if err := json.Unmarshal([]byte(r.stdout), &run); err != nil {
+		t.Fatal(err)
+	}
+	c.must(0, "pin", "add", "run1", run.ResultRef[:16])
+	c.must(0, "pin", "add", "hello", refHello)
+	if r := c.must(0, "pin", "ls"); r.stdout != "hello "+refHello+"\nrun1 "+run.ResultRef+"\n" {
+		t.Fatalf("pin ls: %q", r.stdout)
+	}
+	if r := c.must(3, "pin", "add", "x", "0001"+strings.Repeat("ab", 32)); !strings.Contains(r.stderr, "not stored") {
+		t.Fatalf("pin add of a missing ref: %q", r.stderr)
+	}
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string // in stdout or stderr
+	}{
+		{"pinned", []string{"rm", refHello}, 1, "refused: pinned as hello"},
+		{"reachable", []string{"rm", run.OutputRefs[0]}, 1, "refused: reachable from pin run1"},
+		{"program reachable", []string{"rm", prog}, 1, "reachable from pin run1"},
+		{"one refused, none deleted", []string{"rm", refEmpty, prog}, 1, "reachable from pin run1"},
+		{"free", []string{"rm", refEmpty}, 0, "deleted " + refEmpty},
+		{"missing", []string{"rm", refEmpty}, 3, "not stored"},
+		{"forced", []string{"rm", "--force", refHello}, 0, "deleted " + refHello},
+		{"remote", []string{"--store", "http://127.0.0.1:1", "rm", refHiTag}, 5, "embedded store"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := c.must(tc.code, tc.args...)
+			if !strings.Contains(r.stdout+r.stderr, tc.want) {
+				t.Fatalf("%q / %q, want %q", r.stdout, r.stderr, tc.want)
+			}
+		})
+	}
+	c.must(1, "has", refEmpty)
+	c.must(0, "has", refHiTag)
+	c.must(0, "verify")
+	r = c.must(0, "--json", "pin", "rm", "run1", "hello")
+	if !strings.Contains(r.stdout, `"removed":["run1","hello"]`) {
+		t.Fatalf("pin rm --json: %q", r.stdout)
+	}
+	c.must(3, "pin", "rm", "run1")
+	if r := c.must(0, "--json", "pin", "ls"); r.stdout != "{\"pins\":[]}\n" {
+		t.Fatalf("pin ls --json: %q", r.stdout)
+	}
+	c.must(0, "rm", prog) // no pin reaches it any more
+	c.must(1, "has", prog)
+}
+
+// Damage a stored artifact's bytes in its pack, then put the same bytes
+// again (plain put, and verify --repair): get returns them again.
+func TestRepairCLI(t *testing.T) {
+	for _, via := range []string{"put", "verify --repair"} {
+		t.Run(via, func(t *testing.T) {
+			c := newCLI(t)
+			c.must(0, "init")
+			data := []byte("bytes that will be damaged and repaired")
+			file := c.write("f", data)
+			ref := strings.TrimSpace(c.must(0, "put", file).stdout)
+			pack := newestPack(t, c.store)
+			b, err := os.ReadFile(pack)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[len(b)-3] ^= 0x20 // in the payload, the last record's
+			if err := os.WriteFile(pack, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c.must(4, "get", ref)
+			c.must(4, "verify")
+			if via == "put" {
+				c.must(0, "put", file)
+			} else {
+				r := c.must(0, "verify", "--repair", file)
+				if r.stdout != ref+" repaired "+file+"\n" {
+					t.Fatalf("verify --repair: %q", r.stdout)
+				}
+				r = c.must(0, "verify", "--repair", "--json", file)
+				if !strings.Contains(r.stdout, `"repaired":0`) || !strings.Contains(r.stdout, `"state":"ok"`) {
+					t.Fatalf("second verify --repair: %q", r.stdout)
+				}
+			}
+			if r := c.must(0, "get", ref); r.stdout != string(data) {
+				t.Fatalf("get after repair: %q", r.stdout)
+			}
+			c.must(0, "verify")
+		})
+	}
+}
