@@ -129,6 +129,13 @@ func (s *Store) Delete(ctx context.Context, refs []asl.Reference) (deleted []boo
 		return nil, fmt.Errorf("delete: %w", err)
 	}
 	defer s.release()
+	s.gcMu.RLock()
+	defer s.gcMu.RUnlock()
+	return s.delete(ctx, refs)
+}
+
+// delete is Delete without its checks and locks (gc holds them).
+func (s *Store) delete(ctx context.Context, refs []asl.Reference) (deleted []bool, err error) {
 	release, err := s.claimAll(ctx, refs)
 	if err != nil {
 		return nil, fmt.Errorf("delete: %w", err)
@@ -397,6 +404,14 @@ func (s *Store) putRepair(ctx context.Context, id asl.HashID, arts []asl.Artifac
 		return err
 	}
 	defer s.release()
+	s.gcMu.RLock()
+	defer s.gcMu.RUnlock()
+	return s.rewrite(ctx, id, arts)
+}
+
+// rewrite writes a fresh copy of every artifact of arts and repoints its
+// index record, synced (repair, and gc compaction).
+func (s *Store) rewrite(ctx context.Context, id asl.HashID, arts []asl.Artifact) error {
 	refs := make([]asl.Reference, len(arts))
 	items := make([]item, len(arts))
 	if err := hashBatch(id, arts, refs, items); err != nil {
@@ -405,5 +420,6 @@ func (s *Store) putRepair(ctx context.Context, id asl.HashID, arts []asl.Artifac
 	for i := range items {
 		items[i].repair = true
 	}
+	defer s.keepPut(refs...)
 	return s.commit(ctx, items, nil)
 }

@@ -76,7 +76,7 @@ const (
 // A read-only store refuses it (ErrReadOnly); a put that runs out of space
 // fails with ErrNoSpace, and the store refuses writes from then on
 // (SPECS.md §6.6).
-func (s *Store) Put(ctx context.Context, id asl.HashID, hdr asl.Header, r io.Reader) (_ asl.Reference, err error) {
+func (s *Store) Put(ctx context.Context, id asl.HashID, hdr asl.Header, r io.Reader) (ref asl.Reference, err error) {
 	defer func() { err = s.space.check(err) }()
 	h, err := asl.NewHasher(id, hdr)
 	if err != nil {
@@ -89,6 +89,9 @@ func (s *Store) Put(ctx context.Context, id asl.HashID, hdr asl.Header, r io.Rea
 		return asl.Reference{}, fmt.Errorf("put: %w", err)
 	}
 	defer s.release()
+	s.gcMu.RLock()
+	defer s.gcMu.RUnlock()
+	defer func() { s.keepPut(ref) }()
 	if hdr.Size > uint64(s.chunkSize) {
 		return s.putStream(ctx, h, hdr, r)
 	}
@@ -102,7 +105,7 @@ func (s *Store) Put(ctx context.Context, id asl.HashID, hdr asl.Header, r io.Rea
 		return asl.Reference{}, err
 	}
 	h.Write(buf)
-	ref, err := h.Sum()
+	ref, err = h.Sum()
 	if err != nil {
 		return asl.Reference{}, fmt.Errorf("put: %w", err)
 	}
@@ -153,7 +156,7 @@ func (s *Store) PutBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact
 	return s.putBatch(ctx, id, arts, nil)
 }
 
-func (s *Store) putBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact, extra *indexExtra) (_ []asl.Reference, err error) {
+func (s *Store) putBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact, extra *indexExtra) (refs []asl.Reference, err error) {
 	defer func() { err = s.space.check(err) }()
 	if _, ok := asl.LookupHash(id); !ok {
 		return nil, fmt.Errorf("put batch: hash id 0x%04x: %w", uint16(id), asl.ErrUnsupported)
@@ -165,15 +168,19 @@ func (s *Store) putBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact
 		return nil, fmt.Errorf("put batch: %w", err)
 	}
 	defer s.release()
+	s.gcMu.RLock()
+	defer s.gcMu.RUnlock()
+	defer func() { s.keepPut(refs...) }()
 	if extra == nil {
-		if refs, done, err := s.packFresh(ctx, id, arts); done {
+		fresh, done, err := s.packFresh(ctx, id, arts)
+		if done {
 			if err != nil {
 				return nil, fmt.Errorf("put batch: %w", err)
 			}
-			return refs, nil
+			return fresh, nil
 		}
 	}
-	refs := make([]asl.Reference, len(arts))
+	refs = make([]asl.Reference, len(arts))
 	items := make([]item, len(arts))
 	if err := hashBatch(id, arts, refs, items); err != nil {
 		return nil, fmt.Errorf("put batch: %w", err)
