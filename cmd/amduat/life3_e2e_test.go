@@ -119,3 +119,69 @@ func TestRepairCLI(t *testing.T) {
 		})
 	}
 }
+
+// gc keeps what the pins reach and deletes the rest, with the action
+// cache, node memo and run log entries of the runs it deletes.
+func TestGcCLI(t *testing.T) {
+	c := lifeStore(t)
+	prog := strings.TrimSpace(c.must(0, "pel", "seed", "concat").stdout)
+	type runOut struct {
+		ResultRef  string   `json:"result_ref"`
+		TraceRef   string   `json:"trace_ref"`
+		OutputRefs []string `json:"output_refs"`
+		Cache      string   `json:"cache"`
+	}
+	run := func(in ...string) runOut {
+		args := []string{"--json", "pel", "run", "--memo-nodes", "--program", prog}
+		for _, i := range in {
+			args = append(args, "--input", i)
+		}
+		var r runOut
+		if err := json.Unmarshal([]byte(c.must(0, args...).stdout), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	a := run(refHello, refHiTag)
+	b := run(refHiTag, refHello)
+	c.must(0, "pin", "add", "a", a.ResultRef)
+	var dry struct {
+		Deleted int64          `json:"deleted"`
+		Entries map[string]int `json:"entries_deleted"`
+	}
+	if err := json.Unmarshal([]byte(c.must(0, "--json", "gc", "--dry-run").stdout), &dry); err != nil {
+		t.Fatal(err)
+	}
+	// b's result, trace, output and provenance edge; "empty" and the
+	// 3000-byte artifact.
+	if dry.Deleted != 6 || dry.Entries["surf.action"] != 1 || dry.Entries["surf.log"] != 1 || dry.Entries["surf.trace"] != 1 || dry.Entries["surf.node"] != 1 || dry.Entries["tgk.to"] == 0 {
+		t.Fatalf("gc --dry-run: %+v", dry)
+	}
+	c.must(0, "has", b.ResultRef)
+	r := c.must(0, "gc")
+	if !strings.HasPrefix(r.stdout, "deleted 6 of ") {
+		t.Fatalf("gc: %q", r.stdout)
+	}
+	c.must(1, "has", b.ResultRef, b.TraceRef, b.OutputRefs[0], refEmpty)
+	c.must(0, "has", a.ResultRef, a.TraceRef, a.OutputRefs[0], prog, refHello, refHiTag)
+	c.must(0, "verify")
+	if r := c.must(0, "--json", "log"); strings.Count(r.stdout, `"result_ref"`) != 1 || !strings.Contains(r.stdout, a.ResultRef) {
+		t.Fatalf("log after gc: %q", r.stdout)
+	}
+	// The action cache no longer answers b (its result is gone): it runs.
+	if again := run(refHiTag, refHello); again.Cache != "miss" || again.ResultRef != b.ResultRef {
+		t.Fatalf("b again: %+v", again)
+	}
+	if again := run(refHello, refHiTag); again.Cache != "hit" {
+		t.Fatalf("a again: %+v", again)
+	}
+	// --keep-runs 2 keeps the two newest runs (b run again, then a hit).
+	c.must(0, "gc", "--keep-runs", "2")
+	c.must(0, "has", b.ResultRef, a.ResultRef)
+	r = c.must(0, "gc")
+	if !strings.HasPrefix(r.stdout, "deleted 4 of ") {
+		t.Fatalf("gc: %q", r.stdout)
+	}
+	c.must(0, "verify")
+	c.must(5, "--store", "http://127.0.0.1:1", "gc")
+}
