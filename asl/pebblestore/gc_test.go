@@ -427,3 +427,42 @@ func TestGcConcurrentPuts(t *testing.T) {
 	}
 	checkWorld(t, s, &gcWorld{reach: w.reach}, false)
 }
+
+// A read-only open taken before a collection that removed a pack reports
+// ErrStale for what it can no longer read, not damage.
+func TestGcReadOnlyBesideIsStale(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	o := Options{FS: fs, ChunkSize: MinChunkSize}
+	s, err := Create("store", &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	w := buildWorld(t, s, 4, false)
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := Open("store", &Options{FS: fs, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	rep, err := s.GC(ctx, gcOpts(s))
+	if err != nil || rep.PacksDeleted == 0 {
+		t.Fatalf("gc: %+v %v", rep, err)
+	}
+	stale := 0
+	for ref := range w.reach {
+		_, err := asl.Get(ctx, ro, ref, 0)
+		if err != nil && (!errors.Is(err, ErrStale) || errors.Is(err, asl.ErrIntegrity)) {
+			t.Fatalf("read-only read after gc: %v", err)
+		}
+		if err != nil {
+			stale++
+		}
+	}
+	if stale == 0 {
+		t.Fatal("the removed pack was never missed")
+	}
+}

@@ -78,6 +78,9 @@ type packs struct {
 	// gc.go); held counts the writers appenders hold, by pack id.
 	retire uint64
 	held   map[uint64]int
+	// readOnly: a pack present at Open and gone since was removed by a
+	// writer's garbage collection (ErrStale), not damaged.
+	readOnly bool
 
 	rmu     sync.RWMutex
 	readers map[uint64]*packReader
@@ -140,7 +143,7 @@ func openPacks(fs vfs.FS, storeDir string, readOnly bool) (*packs, error) {
 		next = max(next, id+1)
 	}
 	slices.Sort(ids)
-	return &packs{fs: fs, dir: dir, nextID: next, atOpen: ids, readers: map[uint64]*packReader{}}, nil
+	return &packs{fs: fs, dir: dir, nextID: next, atOpen: ids, readOnly: readOnly, readers: map[uint64]*packReader{}}, nil
 }
 
 // packItem is one payload for append: its reference and header (for the
@@ -502,6 +505,9 @@ func (p *packs) reader(id uint64) (*packReader, error) {
 	f, err := p.fs.Open(p.fs.PathJoin(p.dir, packName(id)))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
+			if _, found := slices.BinarySearch(p.atOpen, id); found && p.readOnly {
+				return nil, fmt.Errorf("pack %d was removed (a writer's gc compacted it): %w; run the command again", id, ErrStale)
+			}
 			return nil, damaged("pack %d is missing", id)
 		}
 		return nil, fmt.Errorf("opening pack %d: %w", id, err)
