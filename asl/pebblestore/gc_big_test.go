@@ -71,3 +71,46 @@ func TestGcBig(t *testing.T) {
 		n, lists, fill.Round(time.Millisecond), dryT.Round(time.Millisecond), dry.Deleted, gcT.Round(time.Millisecond),
 		rep.Deleted, rep.DeletedBytes, rep.Reached, rep.PacksCompacted, rep.Rewritten, before, after, load)
 }
+
+// TestRePutCost measures (does not assert) what the repair check adds to a
+// re-put: AMDUAT_REPUT=N artifacts of 1 KiB put, put again (each found
+// stored and its copy read and verified), and read back whole for
+// comparison.
+func TestRePutCost(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("AMDUAT_REPUT"))
+	if n == 0 {
+		t.Skip("set AMDUAT_REPUT=N to measure")
+	}
+	ctx := context.Background()
+	s, err := Create(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	arts := make([]asl.Artifact, n)
+	for i := range arts {
+		b := make([]byte, 1024)
+		copy(b, fmt.Sprintf("artifact %d", i))
+		arts[i] = asl.Untagged(b)
+	}
+	t0 := time.Now()
+	refs, err := s.PutBatch(ctx, asl.HashSHA256, arts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := time.Since(t0)
+	t0 = time.Now()
+	if _, err := s.PutBatch(ctx, asl.HashSHA256, arts); err != nil {
+		t.Fatal(err)
+	}
+	again := time.Since(t0)
+	t0 = time.Now()
+	for _, r := range refs {
+		if _, err := asl.Get(ctx, s, r, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := time.Since(t0)
+	load, _ := os.ReadFile("/proc/loadavg")
+	t.Logf("%d x 1 KiB: put %s, re-put (with the repair check) %s, verified reads of all %s; load %s", n, first, again, read, load)
+}

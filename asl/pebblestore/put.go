@@ -53,6 +53,9 @@ type item struct {
 	state   itemState
 	claimed bool   // this commit holds the claim on ref
 	repair  bool   // write a fresh copy even if an index record names ref (Repair)
+	// checked: the presence probe checked the stored copy (cheapCheck);
+	// damaged: and found it damaged.
+	checked, damaged bool
 	owner   *claim // the claim to wait for when state == itemWait
 }
 
@@ -226,10 +229,9 @@ func (s *Store) putBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact
 	return refs, nil
 }
 
-// repairPresent reads and verifies the stored copy of every item that the
-// commit found stored already, and writes a fresh copy of each one that is
-// damaged (SPECS.md §6.4, "Repair"): a re-put repairs. Its cost is one
-// verified read of each artifact that was stored already.
+// repairPresent checks the stored copy of every item that the commit found
+// stored already (checkStored), and writes a fresh copy of each one that
+// is damaged (SPECS.md §6.4, "Repair"): a re-put repairs.
 func (s *Store) repairPresent(ctx context.Context, items []item) error {
 	var fix []item
 	seen := map[asl.Reference]bool{}
@@ -238,8 +240,12 @@ func (s *Store) repairPresent(ctx context.Context, items []item) error {
 			continue
 		}
 		seen[it.ref] = true
-		if err := s.verifyStored(ctx, it.ref); errors.Is(err, asl.ErrIntegrity) {
-			it.repair, it.claimed, it.owner = true, false, nil
+		bad := it.checked && it.damaged
+		if !it.checked {
+			bad = errors.Is(s.checkStored(ctx, it.ref), asl.ErrIntegrity)
+		}
+		if bad {
+			it.repair, it.claimed, it.owner, it.checked = true, false, nil, false
 			fix = append(fix, it)
 		}
 	}
@@ -525,6 +531,14 @@ func (s *Store) writeMine(ctx context.Context, items []item, extra *indexExtra) 
 			}
 			k := key(j)
 			present[j] = it.SeekPrefixGE(k) && bytes.Equal(it.Key(), k)
+			if present[j] {
+				// The repair check of a re-put (SPECS.md §6.4, "Repair"),
+				// on the value the probe found.
+				if v, err := it.ValueAndErr(); err == nil {
+					it := &items[mine[j]]
+					it.checked, it.damaged = s.cheapCheck(v)
+				}
+			}
 		}
 		return ioErr(it.Close())
 	}
@@ -1069,4 +1083,56 @@ func (s *Store) has(key []byte) (bool, error) {
 		return false, nil
 	}
 	return false, ioErr(err)
+}
+
+// checkStored is the repair check of a re-put: for an artifact packed
+// whole, its index record and its chunk value (header and CRC, bound to
+// its position) are checked, without hashing or decompressing; anything
+// else is read whole and verified (verifyStored). ErrIntegrity when the
+// stored copy is damaged.
+func (s *Store) checkStored(ctx context.Context, ref asl.Reference) error {
+	var rec indexRecord
+	err := s.getIndex(ref, func(v []byte) error {
+		r, _, err := decodeIndexHead(v)
+		rec = r
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if !rec.packedSingle() {
+		return s.verifyStored(ctx, ref)
+	}
+	v, err := s.packs.read(rec.Pack, rec.Offset, rec.Stored)
+	if err != nil {
+		return err
+	}
+	h, _, err := decodeChunk(v, rec.Pack, rec.Offset, rec.Size)
+	if err != nil {
+		return err
+	}
+	if h.Codec != rec.Compression {
+		return damaged("pack %d at %d: codec %d, index record says compression %d", rec.Pack, rec.Offset, h.Codec, rec.Compression)
+	}
+	return nil
+}
+
+// cheapCheck checks an index value v and, for an artifact packed whole,
+// its chunk value's header and CRC. checked is false when v names
+// anything else (the caller then uses checkStored).
+func (s *Store) cheapCheck(v []byte) (checked, damaged bool) {
+	rec, _, err := decodeIndexHead(v)
+	if err != nil {
+		return true, true
+	}
+	if !rec.packedSingle() {
+		return false, false
+	}
+	cv, err := s.packs.read(rec.Pack, rec.Offset, rec.Stored)
+	if err != nil {
+		bad := errors.Is(err, asl.ErrIntegrity)
+		return bad, bad // an I/O error: checkStored decides
+	}
+	h, _, err := decodeChunk(cv, rec.Pack, rec.Offset, rec.Size)
+	return true, err != nil || h.Codec != rec.Compression
 }
