@@ -51,12 +51,12 @@ type item struct {
 	comp   uint64
 
 	state   itemState
-	claimed bool   // this commit holds the claim on ref
-	repair  bool   // write a fresh copy even if an index record names ref (Repair)
+	claimed bool // this commit holds the claim on ref
+	repair  bool // write a fresh copy even if an index record names ref (Repair)
 	// checked: the presence probe checked the stored copy (cheapCheck);
 	// damaged: and found it damaged.
 	checked, damaged bool
-	owner   *claim // the claim to wait for when state == itemWait
+	owner            *claim // the claim to wait for when state == itemWait
 }
 
 type itemState uint8
