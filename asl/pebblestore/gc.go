@@ -520,7 +520,13 @@ func (s *Store) compactPacks(ctx context.Context, below float64, rep *GCReport, 
 			higher = higher || other > id
 		}
 		if !higher {
-			continue
+			// Nothing was copied out of the newest pack: start an empty
+			// one above it (synced), so that its id is never used again.
+			w, err := s.packs.take(0)
+			if err != nil {
+				return err
+			}
+			s.packs.put(w)
 		}
 		// Readers that found a record of this pack before it was
 		// repointed read on through the open handle.

@@ -466,3 +466,36 @@ func TestGcReadOnlyBesideIsStale(t *testing.T) {
 		t.Fatal("the removed pack was never missed")
 	}
 }
+
+// Everything is garbage: the only pack goes, an empty one takes its
+// place (so that its id is never reused), and the store works on.
+func TestGcEverythingGarbage(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	o := Options{FS: fs}
+	s, err := Create("store", &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { s.Close() }()
+	var refs []asl.Reference
+	for i := range 50 {
+		refs = append(refs, put(t, s, asl.HashSHA256, asl.Untagged(uniqBytes(uint64(i), 3000, false))))
+	}
+	rep, err := s.GC(ctx, gcOpts(s))
+	if err != nil || rep.Deleted != 50 || rep.PacksDeleted != 1 || rep.PackBytes[1] != int64(len(packMagic)) {
+		t.Fatalf("gc: %+v %v", rep, err)
+	}
+	a := asl.Untagged([]byte("after"))
+	ref := put(t, s, asl.HashSHA256, a)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open("store", &o); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.recoverPacks(true); err != nil {
+		t.Fatal(err)
+	}
+	checkWorld(t, s, &gcWorld{reach: map[asl.Reference]asl.Artifact{ref: a}, unreach: map[asl.Reference]asl.Artifact{refs[0]: {}}}, true)
+}
