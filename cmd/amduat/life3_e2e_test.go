@@ -2,11 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // newestPack returns the path of the store's newest pack file.
@@ -184,4 +188,119 @@ func TestGcCLI(t *testing.T) {
 	}
 	c.must(0, "verify")
 	c.must(5, "--store", "http://127.0.0.1:1", "gc")
+}
+
+// copyTree copies the regular files under src to dst.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if info.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, info.Mode())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// kill -9 of `amduat gc` at evenly spread moments of its run, each on a
+// fresh copy of a store: afterwards the store verifies, the pinned run
+// replays (everything it reaches is there), and a second gc finishes the
+// job (a dry run then finds nothing to delete).
+func TestGcKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	c := newCLI(t)
+	c.must(0, "init")
+	dir := filepath.Join(c.cwd, "files")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3000 {
+		b := make([]byte, 1024+i%7*4096)
+		copy(b, fmt.Sprintf("file %d", i))
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%04d", i)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refs := strings.Fields(c.must(0, "put", "-r", dir).stdout)
+	prog := strings.TrimSpace(c.must(0, "pel", "seed", "concat").stdout)
+	var res string
+	for i := range 10 {
+		c.must(0, "pel", "run", "--quiet", "--program", prog, "--input", refs[i], "--input", refs[i+1])
+		if i == 0 {
+			var run struct {
+				ResultRef string `json:"result_ref"`
+			}
+			out := c.must(0, "--json", "pel", "run", "--program", prog, "--input", refs[i], "--input", refs[i+1])
+			if err := json.Unmarshal([]byte(out.stdout), &run); err != nil {
+				t.Fatal(err)
+			}
+			res = run.ResultRef
+		}
+	}
+	c.must(0, "pin", "add", "keep", res)
+	template := filepath.Join(c.cwd, "template")
+	copyTree(t, c.store, template)
+	// How long a whole gc takes here.
+	full := filepath.Join(c.cwd, "full")
+	copyTree(t, template, full)
+	start := time.Now()
+	out := c.must(0, "--store", full, "--json", "gc")
+	whole := time.Since(start)
+	var fullRep struct {
+		Deleted int `json:"deleted"`
+	}
+	if err := json.Unmarshal([]byte(out.stdout), &fullRep); err != nil || fullRep.Deleted == 0 {
+		t.Fatalf("gc: %s %v", out.stdout, err)
+	}
+	const trials = 24
+	killed, before, mid, after := 0, 0, 0, 0
+	for i := range trials {
+		st := filepath.Join(c.cwd, fmt.Sprintf("trial%02d", i))
+		copyTree(t, template, st)
+		cmd := exec.Command(amduatBin, "--store", st, "gc")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(whole * time.Duration(i) * 5 / 4 / trials)
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		err := cmd.Wait()
+		if ee, ok := err.(*exec.ExitError); ok && !ee.Exited() {
+			killed++
+		}
+		c.must(0, "--store", st, "verify")
+		c.must(0, "--store", st, "pel", "verify", res)
+		var left struct {
+			Deleted int `json:"deleted"`
+		}
+		_ = json.Unmarshal([]byte(c.must(0, "--store", st, "--json", "gc", "--dry-run").stdout), &left)
+		switch {
+		case left.Deleted == fullRep.Deleted:
+			before++
+		case left.Deleted > 0:
+			mid++
+		default:
+			after++
+		}
+		c.must(0, "--store", st, "gc")
+		r := c.must(0, "--store", st, "--json", "gc", "--dry-run")
+		if !strings.Contains(r.stdout, `"deleted":0,`) {
+			t.Fatalf("trial %d: a second gc left work: %s", i, r.stdout)
+		}
+		c.must(0, "--store", st, "verify")
+		c.must(0, "--store", st, "pel", "verify", res)
+		os.RemoveAll(st)
+	}
+	t.Logf("gc kill -9: %d trials over a %s gc (process included) deleting %d artifacts; %d killed; afterwards %d stores had all the deletions left, %d some, %d none; every store verified, its pinned run replayed, and a second gc finished the job", trials, whole.Round(time.Millisecond), fullRep.Deleted, killed, before, mid, after)
 }
