@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unicode/utf8"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -219,14 +220,17 @@ func (s *Store) addTomb(b *pebble.Batch, ref asl.Reference, pack, offset uint64)
 // not derived data.
 const PinSpace = "store.pin"
 
-// checkPinName: a name is 1..255 bytes of UTF-8 without NUL or control
-// characters.
-func checkPinName(name string) error {
+// CheckPinName reports whether name can name a pin: 1 to 255 bytes of
+// UTF-8 without control characters.
+func CheckPinName(name string) error {
 	if name == "" || len(name) > 255 {
 		return fmt.Errorf("pin name %q: must be 1 to 255 bytes", name)
 	}
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("pin name %q: not UTF-8", name)
+	}
 	for _, r := range name {
-		if r < 0x20 || r == 0x7f || r == '\uFFFD' {
+		if r < 0x20 || r == 0x7f {
 			return fmt.Errorf("pin name %q: control character or invalid UTF-8", name)
 		}
 	}
@@ -237,7 +241,7 @@ func checkPinName(name string) error {
 // before. The artifact must be stored (ErrNotFound otherwise). Durable when
 // Pin returns.
 func (s *Store) Pin(ctx context.Context, name string, ref asl.Reference) error {
-	if err := checkPinName(name); err != nil {
+	if err := CheckPinName(name); err != nil {
 		return err
 	}
 	if _, err := s.Stat(ctx, ref); err != nil {
@@ -258,7 +262,7 @@ func (s *Store) Pin(ctx context.Context, name string, ref asl.Reference) error {
 
 // Unpin removes the pin name and reports whether it existed.
 func (s *Store) Unpin(ctx context.Context, name string) (bool, error) {
-	if err := checkPinName(name); err != nil {
+	if err := CheckPinName(name); err != nil {
 		return false, err
 	}
 	_, found, err := s.LookupIndex(ctx, PinSpace, []byte(name))

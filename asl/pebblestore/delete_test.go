@@ -28,13 +28,14 @@ func TestPinAddLsRm(t *testing.T) {
 		{"replace", "keep", a, nil},
 		{"missing artifact", "x", missing, asl.ErrNotFound},
 		{"empty name", "", a, nil},
+		{"not UTF-8", "\xff", a, nil},
 		{"control character", "a\nb", a, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			err := s.Pin(ctx, tc.pin, tc.ref)
 			switch {
-			case tc.pin == "" || tc.pin == "a\nb":
+			case tc.pin == "" || tc.pin == "a\nb" || tc.pin == "\xff":
 				if err == nil {
 					t.Fatal("bad name accepted")
 				}

@@ -74,6 +74,9 @@ func newPinCmd(a *app) *cobra.Command {
 		Short: "Pin REF under NAME",
 		Args:  rangeArgs(2, 2),
 		RunE: func(c *cobra.Command, args []string) (err error) {
+			if err := pebblestore.CheckPinName(args[0]); err != nil {
+				return usageErr(err)
+			}
 			s, err := a.openEmbedded("pin", false)
 			if err != nil {
 				return err

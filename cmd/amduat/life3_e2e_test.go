@@ -42,6 +42,7 @@ func TestPinAndRm(t *testing.T) {
 	if r := c.must(0, "pin", "ls"); r.stdout != "hello "+refHello+"\nrun1 "+run.ResultRef+"\n" {
 		t.Fatalf("pin ls: %q", r.stdout)
 	}
+	c.must(2, "pin", "add", "bad\nname", refHello)
 	if r := c.must(3, "pin", "add", "x", "0001"+strings.Repeat("ab", 32)); !strings.Contains(r.stderr, "not stored") {
 		t.Fatalf("pin add of a missing ref: %q", r.stderr)
 	}
