@@ -499,3 +499,32 @@ func TestGcEverythingGarbage(t *testing.T) {
 	}
 	checkWorld(t, s, &gcWorld{reach: map[asl.Reference]asl.Artifact{ref: a}, unreach: map[asl.Reference]asl.Artifact{refs[0]: {}}}, true)
 }
+
+// Damage to a reached artifact stops the collection before it deletes
+// anything: what the damaged artifact reaches cannot be known.
+func TestGcStopsAtDamage(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	s := newMemStore(t, &Options{FS: fs})
+	w := buildWorld(t, s, 3, false)
+	pins, err := s.Pins(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := indexOf(t, s, pins[1].Ref)
+	path := packPath(s, rec.Pack)
+	off := int64(rec.Offset) + int64(rec.Stored)
+	orig := readFileRange(t, fs, path, off, off+1)
+	patchFile(t, fs, path, off, []byte{orig[0] ^ 1})
+	rep, err := s.GC(ctx, gcOpts(s))
+	if !errors.Is(err, asl.ErrIntegrity) || rep.Deleted != 0 {
+		t.Fatalf("gc over damage: %+v %v", rep, err)
+	}
+	patchFile(t, fs, path, off, orig)
+	checkWorld(t, s, w, false)
+	for ref := range w.unreach {
+		if ok, _ := asl.Has(ctx, s, ref); !ok {
+			t.Fatalf("%s deleted by a gc that met damage", ref)
+		}
+	}
+}
