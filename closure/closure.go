@@ -214,3 +214,49 @@ func IndexEntries(ref asl.Reference, a asl.Artifact) []asl.IndexEntry {
 	}
 	return nil
 }
+
+// Root is a named root of the store (a pin, SPECS.md §19.8).
+type Root struct {
+	Name string
+	Ref  asl.Reference
+}
+
+// Protected tells, for each of refs, why deleting it would break a root:
+// "pinned as NAME" when a root names it, "reachable from pin NAME" when a
+// root's closure (SPECS.md §19.6) reaches it. Refs absent from the result
+// are neither. The walk stops early once every ref has a reason.
+func Protected(ctx context.Context, s Store, roots []Root, refs []asl.Reference) (map[asl.Reference]string, error) {
+	want := make(map[asl.Reference]bool, len(refs))
+	for _, r := range refs {
+		want[r] = true
+	}
+	why := map[asl.Reference]string{}
+	for _, root := range roots {
+		if want[root.Ref] {
+			if _, ok := why[root.Ref]; !ok {
+				why[root.Ref] = "pinned as " + root.Name
+			}
+		}
+	}
+	errDone := errors.New("done")
+	for _, root := range roots {
+		if len(why) == len(want) {
+			break
+		}
+		err := Walk(ctx, s, []asl.Reference{root.Ref}, func(n Node) error {
+			if want[n.Ref] {
+				if _, ok := why[n.Ref]; !ok {
+					why[n.Ref] = "reachable from pin " + root.Name
+				}
+			}
+			if len(why) == len(want) {
+				return errDone
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errDone) {
+			return nil, fmt.Errorf("pin %s: %w", root.Name, err)
+		}
+	}
+	return why, nil
+}

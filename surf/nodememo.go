@@ -143,3 +143,18 @@ func (m *nodeMemo) Record(op pel.OperationID, params []byte, inputs []asl.Artifa
 	_, m.err = m.ix.PutIndexed(m.ctx, m.s.opts.Hash, outputs,
 		[]asl.IndexEntry{{Space: NodeIndexSpace, Key: key[:], Value: appendRefList(nil, refs)}})
 }
+
+// NodeOutputs decodes the value of a surf.node entry (SPECS.md §14.10):
+// the list<EncodedRef> of the node's outputs. Garbage collection deletes
+// an entry when one of them is gone.
+func NodeOutputs(v []byte) ([]asl.Reference, error) {
+	r := enc.NewReader(v)
+	refs, err := readRefList(r, "outputs")
+	if err != nil {
+		return nil, err
+	}
+	if r.Remaining() != 0 {
+		return nil, fmt.Errorf("node memo entry: %d trailing bytes", r.Remaining())
+	}
+	return refs, nil
+}

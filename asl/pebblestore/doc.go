@@ -54,6 +54,15 @@
 //     first ENOSPC, so Pebble can finish what it started, and the store
 //     refuses writes from then on; an Open that waits for a flush Pebble
 //     cannot finish gives up at once (SPECS.md §6.6).
+//   - Deletion (Delete, GC) removes index records and leaves a tombstone
+//     naming the deleted copy's pack position, so no recovery or rescan
+//     brings it back. A re-put of a stored artifact checks the stored copy
+//     and replaces a damaged one (Repair does it with a full verification).
+//     GC deletes what the pins and its roots do not reach, keeps whatever
+//     is put or read while it runs (a lock that puts and reads hold for
+//     reading), and compacts packs: copy, sync, repoint, then remove the
+//     file; a crash at any point loses nothing reachable (SPECS.md §6.4,
+//     "Deletion", "Repair", "Garbage collection").
 //   - Store-internal records are deterministic CBOR (RFC 8949 core
 //     deterministic encoding), decoded strictly; they never replace a
 //     normative encoding.

@@ -64,6 +64,7 @@ func (s *Store) Fetch(ctx context.Context, ref asl.Reference) (io.ReadCloser, as
 		return nil, asl.Header{}, fmt.Errorf("fetch %s: %w", ref, err)
 	}
 	defer s.release()
+	defer s.gateRead(ref)()
 	var (
 		rec  indexRecord
 		data []byte
@@ -550,6 +551,7 @@ func (s *Store) Stat(ctx context.Context, ref asl.Reference) (asl.Info, error) {
 		return asl.Info{}, fmt.Errorf("stat %s: %w", ref, err)
 	}
 	defer s.release()
+	defer s.gateRead(ref)()
 	var info asl.Info
 	err := s.getIndex(ref, func(v []byte) error {
 		rec, _, err := decodeIndexHead(v)

@@ -74,6 +74,13 @@ type packs struct {
 	reuseID   uint64
 	reuseSize int64
 	atOpen    []uint64 // ids of the packs present at Open, ascending
+	// retire: packs with a lower id take no more appends (gc compaction,
+	// gc.go); held counts the writers appenders hold, by pack id.
+	retire uint64
+	held   map[uint64]int
+	// readOnly: a pack present at Open and gone since was removed by a
+	// writer's garbage collection (ErrStale), not damaged.
+	readOnly bool
 
 	rmu     sync.RWMutex
 	readers map[uint64]*packReader
@@ -136,7 +143,7 @@ func openPacks(fs vfs.FS, storeDir string, readOnly bool) (*packs, error) {
 		next = max(next, id+1)
 	}
 	slices.Sort(ids)
-	return &packs{fs: fs, dir: dir, nextID: next, atOpen: ids, readers: map[uint64]*packReader{}}, nil
+	return &packs{fs: fs, dir: dir, nextID: next, atOpen: ids, readOnly: readOnly, readers: map[uint64]*packReader{}}, nil
 }
 
 // packItem is one payload for append: its reference and header (for the
@@ -250,17 +257,58 @@ func (p *packs) take(need int64) (*packWriter, error) {
 	for len(p.idle) > 0 {
 		w := p.idle[len(p.idle)-1]
 		p.idle = p.idle[:len(p.idle)-1]
-		if w.size+need <= packMaxBytes || w.size <= int64(len(packMagic)) {
+		if w.id >= p.retire && (w.size+need <= packMaxBytes || w.size <= int64(len(packMagic))) {
+			p.hold(w.id, 1)
 			p.mu.Unlock()
 			return w, nil
 		}
-		// Too full for this append: it takes no more.
+		// Too full for this append, or retired: it takes no more.
 		_ = w.f.Close()
 	}
 	id := p.nextID
 	p.nextID++
+	p.hold(id, 1)
 	p.mu.Unlock()
-	return p.create(id)
+	w, err := p.create(id)
+	if err != nil {
+		p.mu.Lock()
+		p.hold(id, -1)
+		p.mu.Unlock()
+	}
+	return w, err
+}
+
+// hold counts the writers of pack id that appenders hold. p.mu is held.
+func (p *packs) hold(id uint64, d int) {
+	if p.held == nil {
+		p.held = map[uint64]int{}
+	}
+	if p.held[id] += d; p.held[id] <= 0 {
+		delete(p.held, id)
+	}
+}
+
+// retireBelow makes every pack present now take no more appends: the next
+// append creates a pack. It returns the first id that is not retired and
+// whether a writer of a retired pack is still held (its appender is
+// running).
+func (p *packs) retireBelow() (uint64, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.retire = p.nextID
+	p.reuseID = 0
+	for _, w := range p.idle {
+		_ = w.f.Close()
+	}
+	p.idle = nil
+	return p.retire, len(p.held) > 0
+}
+
+// busy reports whether an appender holds a writer of pack id.
+func (p *packs) busy(id uint64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held[id] > 0
 }
 
 // put gives w back. A broken writer, or one past packMaxBytes, is closed
@@ -271,13 +319,14 @@ func (p *packs) put(w *packWriter) {
 	if cap(w.buf) > 2*packWriteBytes {
 		w.buf = nil
 	}
-	if w.broken || w.size >= packMaxBytes {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hold(w.id, -1)
+	if w.broken || w.size >= packMaxBytes || w.id < p.retire {
 		_ = w.f.Close()
 		return
 	}
-	p.mu.Lock()
 	p.idle = append(p.idle, w)
-	p.mu.Unlock()
 }
 
 // create creates pack id: its magic is written and the file and the
@@ -456,6 +505,9 @@ func (p *packs) reader(id uint64) (*packReader, error) {
 	f, err := p.fs.Open(p.fs.PathJoin(p.dir, packName(id)))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
+			if _, found := slices.BinarySearch(p.atOpen, id); found && p.readOnly {
+				return nil, fmt.Errorf("pack %d was removed (a writer's gc compacted it): %w; run the command again", id, ErrStale)
+			}
 			return nil, damaged("pack %d is missing", id)
 		}
 		return nil, fmt.Errorf("opening pack %d: %w", id, err)
@@ -659,6 +711,14 @@ func (s *Store) scanPacks(b *pebble.Batch, full bool) (map[asl.Reference]pending
 			present, err := s.has(key)
 			if err != nil {
 				return nil, err
+			}
+			if !present {
+				// A deleted copy stays deleted (SPECS.md §6.4, "Deletion").
+				dead, err := s.tombstoned(sc.ref, id, sc.rec.Offset)
+				if err != nil {
+					return nil, fmt.Errorf("pack %d: %w", id, err)
+				}
+				present = dead
 			}
 			if !present {
 				val := appendIndexRecord(nil, sc.rec)

@@ -51,8 +51,12 @@ type item struct {
 	comp   uint64
 
 	state   itemState
-	claimed bool   // this commit holds the claim on ref
-	owner   *claim // the claim to wait for when state == itemWait
+	claimed bool // this commit holds the claim on ref
+	repair  bool // write a fresh copy even if an index record names ref (Repair)
+	// checked: the presence probe checked the stored copy (cheapCheck);
+	// damaged: and found it damaged.
+	checked, damaged bool
+	owner            *claim // the claim to wait for when state == itemWait
 }
 
 type itemState uint8
@@ -75,7 +79,7 @@ const (
 // A read-only store refuses it (ErrReadOnly); a put that runs out of space
 // fails with ErrNoSpace, and the store refuses writes from then on
 // (SPECS.md §6.6).
-func (s *Store) Put(ctx context.Context, id asl.HashID, hdr asl.Header, r io.Reader) (_ asl.Reference, err error) {
+func (s *Store) Put(ctx context.Context, id asl.HashID, hdr asl.Header, r io.Reader) (ref asl.Reference, err error) {
 	defer func() { err = s.space.check(err) }()
 	h, err := asl.NewHasher(id, hdr)
 	if err != nil {
@@ -88,6 +92,9 @@ func (s *Store) Put(ctx context.Context, id asl.HashID, hdr asl.Header, r io.Rea
 		return asl.Reference{}, fmt.Errorf("put: %w", err)
 	}
 	defer s.release()
+	s.gcMu.RLock()
+	defer s.gcMu.RUnlock()
+	defer func() { s.keepPut(ref) }()
 	if hdr.Size > uint64(s.chunkSize) {
 		return s.putStream(ctx, h, hdr, r)
 	}
@@ -101,12 +108,15 @@ func (s *Store) Put(ctx context.Context, id asl.HashID, hdr asl.Header, r io.Rea
 		return asl.Reference{}, err
 	}
 	h.Write(buf)
-	ref, err := h.Sum()
+	ref, err = h.Sum()
 	if err != nil {
 		return asl.Reference{}, fmt.Errorf("put: %w", err)
 	}
 	items := []item{{ref: ref, hdr: hdr, payload: buf}}
 	if err := s.commit(ctx, items, nil); err != nil {
+		return asl.Reference{}, fmt.Errorf("put %s: %w", ref, err)
+	}
+	if err := s.repairPresent(ctx, items); err != nil {
 		return asl.Reference{}, fmt.Errorf("put %s: %w", ref, err)
 	}
 	return ref, nil
@@ -149,7 +159,7 @@ func (s *Store) PutBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact
 	return s.putBatch(ctx, id, arts, nil)
 }
 
-func (s *Store) putBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact, extra *indexExtra) (_ []asl.Reference, err error) {
+func (s *Store) putBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact, extra *indexExtra) (refs []asl.Reference, err error) {
 	defer func() { err = s.space.check(err) }()
 	if _, ok := asl.LookupHash(id); !ok {
 		return nil, fmt.Errorf("put batch: hash id 0x%04x: %w", uint16(id), asl.ErrUnsupported)
@@ -161,15 +171,19 @@ func (s *Store) putBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact
 		return nil, fmt.Errorf("put batch: %w", err)
 	}
 	defer s.release()
+	s.gcMu.RLock()
+	defer s.gcMu.RUnlock()
+	defer func() { s.keepPut(refs...) }()
 	if extra == nil {
-		if refs, done, err := s.packFresh(ctx, id, arts); done {
+		fresh, done, err := s.packFresh(ctx, id, arts)
+		if done {
 			if err != nil {
 				return nil, fmt.Errorf("put batch: %w", err)
 			}
-			return refs, nil
+			return fresh, nil
 		}
 	}
-	refs := make([]asl.Reference, len(arts))
+	refs = make([]asl.Reference, len(arts))
 	items := make([]item, len(arts))
 	if err := hashBatch(id, arts, refs, items); err != nil {
 		return nil, fmt.Errorf("put batch: %w", err)
@@ -209,7 +223,39 @@ func (s *Store) putBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact
 	if err := s.commit(ctx, items, extra); err != nil {
 		return nil, fmt.Errorf("put batch: %w", err)
 	}
+	if err := s.repairPresent(ctx, items); err != nil {
+		return nil, fmt.Errorf("put batch: %w", err)
+	}
 	return refs, nil
+}
+
+// repairPresent checks the stored copy of every item that the commit found
+// stored already (checkStored), and writes a fresh copy of each one that
+// is damaged (SPECS.md §6.4, "Repair"): a re-put repairs.
+func (s *Store) repairPresent(ctx context.Context, items []item) error {
+	var fix []item
+	seen := map[asl.Reference]bool{}
+	for _, it := range items {
+		if it.state != itemPresent || seen[it.ref] || it.staged {
+			continue
+		}
+		seen[it.ref] = true
+		bad := it.checked && it.damaged
+		if !it.checked {
+			bad = errors.Is(s.checkStored(ctx, it.ref), asl.ErrIntegrity)
+		}
+		if bad {
+			it.repair, it.claimed, it.owner, it.checked = true, false, nil, false
+			fix = append(fix, it)
+		}
+	}
+	if len(fix) == 0 {
+		return nil
+	}
+	if err := s.commit(ctx, fix, nil); err != nil {
+		return fmt.Errorf("repairing %s: %w", fix[0].ref, err)
+	}
+	return nil
 }
 
 // parallelHashMin is the batch payload size from which hashBatch spreads
@@ -456,7 +502,11 @@ func (s *Store) writeMine(ctx context.Context, items []item, extra *indexExtra) 
 			mine = append(mine, i)
 		}
 	}
-	if extra == nil && s.packable(items, mine) && allSingle(items, mine) {
+	repair := false
+	for _, i := range mine {
+		repair = repair || items[i].repair
+	}
+	if extra == nil && !repair && s.packable(items, mine) && allSingle(items, mine) {
 		if done, err := s.packNew(ctx, items, mine); done || err != nil {
 			return err
 		}
@@ -472,12 +522,23 @@ func (s *Store) writeMine(ctx context.Context, items []item, extra *indexExtra) 
 			return ioErr(err)
 		}
 		for _, j := range js {
+			if items[mine[j]].repair {
+				continue // replaces whatever is stored
+			}
 			if _, ok := s.idx.lookup(items[mine[j]].ref); ok {
 				present[j] = true
 				continue
 			}
 			k := key(j)
 			present[j] = it.SeekPrefixGE(k) && bytes.Equal(it.Key(), k)
+			if present[j] {
+				// The repair check of a re-put (SPECS.md §6.4, "Repair"),
+				// on the value the probe found.
+				if v, err := it.ValueAndErr(); err == nil {
+					it := &items[mine[j]]
+					it.checked, it.damaged = s.cheapCheck(v)
+				}
+			}
 		}
 		return ioErr(it.Close())
 	}
@@ -555,7 +616,7 @@ func (s *Store) writeMine(ctx context.Context, items []item, extra *indexExtra) 
 	if packed != nil {
 		var vb [16]byte
 		_ = b.Set(watermarkKey(pk.pack), appendCBOR(vb[:0], pk.end), nil)
-		if extra == nil && allPacked(items, mine, packed) {
+		if extra == nil && !repair && allPacked(items, mine, packed) {
 			sync = pebble.NoSync
 		}
 	}
@@ -1022,4 +1083,56 @@ func (s *Store) has(key []byte) (bool, error) {
 		return false, nil
 	}
 	return false, ioErr(err)
+}
+
+// checkStored is the repair check of a re-put: for an artifact packed
+// whole, its index record and its chunk value (header and CRC, bound to
+// its position) are checked, without hashing or decompressing; anything
+// else is read whole and verified (verifyStored). ErrIntegrity when the
+// stored copy is damaged.
+func (s *Store) checkStored(ctx context.Context, ref asl.Reference) error {
+	var rec indexRecord
+	err := s.getIndex(ref, func(v []byte) error {
+		r, _, err := decodeIndexHead(v)
+		rec = r
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if !rec.packedSingle() {
+		return s.verifyStored(ctx, ref)
+	}
+	v, err := s.packs.read(rec.Pack, rec.Offset, rec.Stored)
+	if err != nil {
+		return err
+	}
+	h, _, err := decodeChunk(v, rec.Pack, rec.Offset, rec.Size)
+	if err != nil {
+		return err
+	}
+	if h.Codec != rec.Compression {
+		return damaged("pack %d at %d: codec %d, index record says compression %d", rec.Pack, rec.Offset, h.Codec, rec.Compression)
+	}
+	return nil
+}
+
+// cheapCheck checks an index value v and, for an artifact packed whole,
+// its chunk value's header and CRC. checked is false when v names
+// anything else (the caller then uses checkStored).
+func (s *Store) cheapCheck(v []byte) (checked, damaged bool) {
+	rec, _, err := decodeIndexHead(v)
+	if err != nil {
+		return true, true
+	}
+	if !rec.packedSingle() {
+		return false, false
+	}
+	cv, err := s.packs.read(rec.Pack, rec.Offset, rec.Stored)
+	if err != nil {
+		bad := errors.Is(err, asl.ErrIntegrity)
+		return bad, bad // an I/O error: checkStored decides
+	}
+	h, _, err := decodeChunk(cv, rec.Pack, rec.Offset, rec.Size)
+	return true, err != nil || h.Codec != rec.Compression
 }

@@ -149,6 +149,16 @@ type Store struct {
 	fullRescan    bool          // Open rescanned every pack record (checkMetadata)
 	unsynced      atomic.Bool   // a commit relied on a pack's sync
 
+	// gcMu is held for reading by every put (for its whole duration) and
+	// for writing by the garbage collector while it deletes; gcReadMu
+	// likewise by the index lookup of every Fetch and Stat. gcLive, set
+	// while a collection runs, records every reference put, fetched or
+	// stated meanwhile: those are kept (gc.go).
+	gcMu     sync.RWMutex
+	gcReadMu sync.RWMutex
+	gcLive   atomic.Pointer[liveSet]
+	gcRun    sync.Mutex // one collection at a time
+
 	readOnly bool          // opened with Options.ReadOnly
 	roIndex  *pebble.Batch // read-only: index records of pack records found by Open, for Enumerate
 	lock     *pebble.Lock  // the store's lock (writable stores)

@@ -2,6 +2,7 @@ package pebblestore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -361,8 +362,18 @@ func (s *Store) commitLarge(ctx context.Context, w *packWriter, ref asl.Referenc
 		sh.mu.Unlock()
 		close(me.done)
 	}()
-	if stored, err := s.anyStoredRefs([]asl.Reference{ref}); err != nil || stored {
+	stored, err := s.anyStoredRefs([]asl.Reference{ref})
+	if err != nil {
 		return err
+	}
+	if stored && ctx.Value(forceRewriteKey{}) == nil {
+		// Stored already: a re-put repairs a damaged copy (SPECS.md §6.4,
+		// "Repair") at the cost of one verified read of the stored copy.
+		// (gc compaction forces the copy, and must not read through the
+		// gate it holds.)
+		if verr := s.verifyStored(ctx, ref); !errors.Is(verr, asl.ErrIntegrity) {
+			return nil
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -370,6 +381,18 @@ func (s *Store) commitLarge(ctx context.Context, w *packWriter, ref asl.Referenc
 	w.large(ref, hdr, rec.Offset, rec.Chunk)
 	if err := w.sync(s.packs); err != nil {
 		return err
+	}
+	if stored {
+		// The repaired record replaces a present one, which recovery
+		// would keep: commit it synced, after the queued commits.
+		if err := s.idx.drain(); err != nil {
+			return err
+		}
+		b := s.db.NewBatch()
+		defer b.Close()
+		_ = b.Set(appendIndexKey(nil, ref), appendIndexRecord(nil, rec), nil)
+		_ = b.Set(watermarkKey(w.id), appendCBOR(nil, w.end()), nil)
+		return ioErr(b.Commit(pebble.Sync))
 	}
 	return s.idx.enqueue(&indexJob{refs: []asl.Reference{ref}, vals: [][]byte{appendIndexRecord(nil, rec)}, pack: w.id, end: w.end()})
 }

@@ -41,9 +41,12 @@ func newVerifyCmd(a *app) *cobra.Command {
 		sampleArg string
 		seed      string
 		workers   int
+		repair    bool
+		tag       typeTagValue
+		hashName  string
 	)
 	c := &cobra.Command{
-		Use:   "verify [--sample N|P%] [--seed S]",
+		Use:   "verify [--sample N|P%] [--seed S] | verify --repair [--type-tag N] [--hash H] FILE...",
 		Short: "Re-hash stored artifacts and report corruption",
 		Long: `Read every stored artifact (or a deterministic sample), re-hash its bytes and
 compare with its reference and its index entry. Each failure is reported on
@@ -64,6 +67,12 @@ everything else is still checked. A store that cannot be opened at all
 because its metadata is damaged is exit 4 too: copy what can be read into a
 new store with ` + "`amduat salvage --to DIR`" + `.
 
+--repair FILE... reads each FILE (with --type-tag and --hash as for put),
+and when the store holds its artifact but the stored copy is damaged, writes
+a fresh copy and points the store at it (SPECS.md §6.4, "Repair"); it prints
+"REF STATE FILE", STATE being ok (intact, nothing written), repaired, or
+stored (was not stored: put). A plain put of the same bytes repairs too.
+
 Exit 0 when everything checked is intact, 4 when corruption was found
 (integrity failures: damaged or missing data), 6 when only other failures
 occurred (I/O errors, unsupported hash). A progress bar is drawn on stderr
@@ -71,8 +80,16 @@ when stderr is a terminal.`,
 		Example: `  amduat verify
   amduat verify --sample 10%
   amduat verify --sample 1000 --seed "$(date +%F)"`,
-		Args: rangeArgs(0, 0),
-		RunE: func(c *cobra.Command, _ []string) (err error) {
+		RunE: func(c *cobra.Command, args []string) (err error) {
+			if repair {
+				if len(args) == 0 {
+					return usagef("--repair needs at least one FILE")
+				}
+				return a.verifyRepair(c, args, tag, hashName)
+			}
+			if len(args) > 0 {
+				return usagef("verify takes no arguments without --repair, got %d", len(args))
+			}
 			opts := aslutil.VerifyOptions{Workers: workers}
 			res := verifyResult{Seed: seed, Failures: []verifyFailure{}, Damage: []string{}}
 			if sampleArg != "" {
@@ -153,5 +170,8 @@ when stderr is a terminal.`,
 	c.Flags().StringVar(&sampleArg, "sample", "", "check only N artifacts, or P% of them (deterministic selection)")
 	c.Flags().StringVar(&seed, "seed", "", "vary the sample's selection deterministically")
 	c.Flags().IntVar(&workers, "workers", 0, "artifacts verified in parallel (default: number of CPUs)")
+	c.Flags().BoolVar(&repair, "repair", false, "replace the damaged stored copies of the artifacts of FILE...")
+	c.Flags().Var(&tag, "type-tag", "with --repair: type tag of the FILE artifacts")
+	c.Flags().StringVar(&hashName, "hash", "", "with --repair: hash of the FILE artifacts (default: the store's)")
 	return c
 }

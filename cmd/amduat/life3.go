@@ -1,0 +1,337 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/pebblestore"
+	"github.com/amduat/amduat/closure"
+)
+
+// The store life cycle commands of SPECS.md §16.3: pins (named roots), rm,
+// and the repair path of verify. They need the embedded store; against a
+// server (--store http://…) they are ERR_UNSUPPORTED (exit 5).
+
+func init() {
+	addCommand(newPinCmd)
+	addCommand(newRmCmd)
+}
+
+// embedded returns s as the embedded store, or ERR_UNSUPPORTED naming what
+// needs it.
+func embedded(s backend, what string) (*pebblestore.Store, error) {
+	ps, ok := s.(*pebblestore.Store)
+	if !ok {
+		return nil, fail(exitUnsupported, "", fmt.Errorf("%s needs an embedded store (--store DIR), not a server: %w", what, asl.ErrUnsupported))
+	}
+	return ps, nil
+}
+
+func (a *app) openEmbedded(what string, readOnly bool) (*pebblestore.Store, error) {
+	if isRemote(a.storeDir) {
+		return nil, fail(exitUnsupported, a.storeDir, fmt.Errorf("%s needs an embedded store (--store DIR), not a server: %w", what, asl.ErrUnsupported))
+	}
+	var s backend
+	var err error
+	if readOnly {
+		s, err = a.openStoreReadOnly()
+	} else {
+		s, err = a.openStore()
+	}
+	if err != nil {
+		return nil, err
+	}
+	ps, err := embedded(s, what)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return ps, nil
+}
+
+func newPinCmd(a *app) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "pin add NAME REF | pin ls | pin rm NAME...",
+		Short: "Name roots that garbage collection and rm keep",
+		Long: `Pins are named roots (SPECS.md §19.8): gc keeps everything a pin reaches
+(SPECS.md §19.6), and rm refuses to delete it without --force.
+
+  pin add NAME REF   names REF (which must be stored) NAME, replacing what
+                     NAME named before
+  pin ls             lists the pins, "NAME REF" in name order
+  pin rm NAME...     removes pins (a NAME that is not a pin: exit 3)`,
+		Args: minArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return usagef("unknown pin subcommand %q (add, ls, rm)", args[0])
+		},
+	}
+	c.AddCommand(&cobra.Command{
+		Use:   "add NAME REF",
+		Short: "Pin REF under NAME",
+		Args:  rangeArgs(2, 2),
+		RunE: func(c *cobra.Command, args []string) (err error) {
+			if err := pebblestore.CheckPinName(args[0]); err != nil {
+				return usageErr(err)
+			}
+			s, err := a.openEmbedded("pin", false)
+			if err != nil {
+				return err
+			}
+			defer closeStore(s, a.storeDir, &err)
+			ref, err := a.parseRefIn(s, args[1])
+			if err != nil {
+				return err
+			}
+			if err := s.Pin(c.Context(), args[0], ref); err != nil {
+				if errors.Is(err, asl.ErrNotFound) && !errors.Is(err, asl.ErrIntegrity) {
+					return refErr(args[1], err)
+				}
+				return failAuto(args[0], err)
+			}
+			if a.jsonOut {
+				return a.printJSON(pebblestore.Pin{Name: args[0], Ref: ref})
+			}
+			a.printf("%s %s\n", args[0], ref)
+			return nil
+		},
+	})
+	c.AddCommand(&cobra.Command{
+		Use:   "ls",
+		Short: "List the pins",
+		Args:  rangeArgs(0, 0),
+		RunE: func(c *cobra.Command, _ []string) (err error) {
+			s, err := a.openEmbedded("pin ls", true)
+			if err != nil {
+				return err
+			}
+			defer closeStore(s, a.storeDir, &err)
+			pins, err := s.Pins(c.Context())
+			if err != nil {
+				return failAuto("", err)
+			}
+			if a.jsonOut {
+				if pins == nil {
+					pins = []pebblestore.Pin{}
+				}
+				return a.printJSON(struct {
+					Pins []pebblestore.Pin `json:"pins"`
+				}{pins})
+			}
+			for _, p := range pins {
+				a.printf("%s %s\n", p.Name, p.Ref)
+			}
+			return nil
+		},
+	})
+	c.AddCommand(&cobra.Command{
+		Use:   "rm NAME...",
+		Short: "Remove pins",
+		Args:  minArgs(1),
+		RunE: func(c *cobra.Command, args []string) (err error) {
+			s, err := a.openEmbedded("pin rm", false)
+			if err != nil {
+				return err
+			}
+			defer closeStore(s, a.storeDir, &err)
+			var missing []string
+			removed := []string{}
+			for _, name := range args {
+				ok, err := s.Unpin(c.Context(), name)
+				if err != nil {
+					return failAuto(name, err)
+				}
+				if !ok {
+					missing = append(missing, name)
+					a.warnf(name, errors.New("no such pin"))
+					continue
+				}
+				removed = append(removed, name)
+				a.printf("removed %s\n", name)
+			}
+			if a.jsonOut {
+				if missing == nil {
+					missing = []string{}
+				}
+				if err := a.printJSON(struct {
+					Removed []string `json:"removed"`
+					Missing []string `json:"missing"`
+				}{removed, missing}); err != nil {
+					return err
+				}
+			}
+			if len(missing) > 0 {
+				return exitStatus(exitNotFound)
+			}
+			return nil
+		},
+	})
+	return c
+}
+
+type rmItem struct {
+	Ref     asl.Reference `json:"ref"`
+	State   string        `json:"state"` // deleted, missing, refused
+	Reason  string        `json:"reason,omitempty"`
+	Forced  string        `json:"forced,omitempty"`
+	Deleted bool          `json:"deleted"`
+}
+
+func newRmCmd(a *app) *cobra.Command {
+	var force bool
+	c := &cobra.Command{
+		Use:   "rm [--force] REF...",
+		Short: "Delete artifacts (refuses pinned or reachable ones without --force)",
+		Long: `Delete each REF from the store (SPECS.md §6.4, "Deletion"): its index record
+goes, a tombstone keeps it from coming back when the store is reopened or
+rebuilt from its packs, and its bytes are reclaimed when gc compacts the
+pack that holds them.
+
+A REF that a pin names or that a pin reaches (SPECS.md §19.6) is refused,
+with the reason ("pinned as NAME", "reachable from pin NAME"), unless
+--force is given; nothing is deleted when any REF is refused. A REF that is
+not stored is reported "missing".
+
+Exit 0 when every REF was deleted, 1 when some were refused (nothing
+deleted), 3 when some were missing (the others deleted). Needs an embedded
+store (exit 5 against a server).`,
+		Args: minArgs(1),
+		RunE: func(c *cobra.Command, args []string) (err error) {
+			s, err := a.openEmbedded("rm", false)
+			if err != nil {
+				return err
+			}
+			defer closeStore(s, a.storeDir, &err)
+			refs := make([]asl.Reference, len(args))
+			for i, arg := range args {
+				if refs[i], err = a.parseRefIn(s, arg); err != nil {
+					return err
+				}
+			}
+			ctx := c.Context()
+			pins, err := s.Pins(ctx)
+			if err != nil {
+				return failAuto("", err)
+			}
+			roots := make([]closure.Root, len(pins))
+			for i, p := range pins {
+				roots[i] = closure.Root{Name: p.Name, Ref: p.Ref}
+			}
+			why, err := closure.Protected(ctx, s, roots, refs)
+			if err != nil {
+				return failAuto("", err)
+			}
+			items := make([]rmItem, len(refs))
+			refused := 0
+			for i, ref := range refs {
+				items[i].Ref = ref
+				if r, ok := why[ref]; ok {
+					if force {
+						items[i].Forced = r
+					} else {
+						items[i].State, items[i].Reason = "refused", r
+						refused++
+						a.warnf(ref.String(), fmt.Errorf("refused: %s (use --force to delete it anyway)", r))
+					}
+				}
+			}
+			missing := 0
+			if refused == 0 {
+				del, err := s.Delete(ctx, refs)
+				if err != nil {
+					return failAuto("", err)
+				}
+				done := map[asl.Reference]bool{}
+				for i, ok := range del {
+					if ok {
+						done[refs[i]] = true
+					}
+				}
+				for i := range items {
+					if done[items[i].Ref] {
+						items[i].State, items[i].Deleted = "deleted", true
+						a.printf("deleted %s\n", items[i].Ref)
+					} else {
+						items[i].State = "missing"
+						missing++
+						a.warnf(items[i].Ref.String(), errors.New("not stored"))
+					}
+				}
+			} else {
+				for i := range items {
+					if items[i].State == "" {
+						items[i].State = "kept"
+					}
+				}
+			}
+			if a.jsonOut {
+				if err := a.printJSON(struct {
+					Refs []rmItem `json:"refs"`
+				}{items}); err != nil {
+					return err
+				}
+			}
+			switch {
+			case refused > 0:
+				return exitStatus(exitNegative)
+			case missing > 0:
+				return exitStatus(exitNotFound)
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&force, "force", false, "delete even a pinned or reachable artifact")
+	return c
+}
+
+// verifyRepair is `verify --repair FILE...`: each FILE is read and put
+// through pebblestore.Repair, which verifies the stored copy of its
+// artifact and replaces it when damaged (SPECS.md §6.4, "Repair").
+func (a *app) verifyRepair(c *cobra.Command, files []string, tag typeTagValue, hashName string) (err error) {
+	s, err := a.openEmbedded("verify --repair", false)
+	if err != nil {
+		return err
+	}
+	defer closeStore(s, a.storeDir, &err)
+	id := s.DefaultHash()
+	if hashName != "" {
+		alg, err := hashFlag(hashName)
+		if err != nil {
+			return err
+		}
+		id = alg.ID
+	}
+	type repaired struct {
+		File string `json:"file"`
+		pebblestore.RepairResult
+	}
+	out := []repaired{}
+	fixed := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return fail(exitIO, f, unwrapPathError(err))
+		}
+		art := asl.Artifact{Bytes: b, Tag: tag.tag, HasTag: tag.set}
+		res, err := s.Repair(c.Context(), id, []asl.Artifact{art})
+		if err != nil {
+			return failAuto(f, err)
+		}
+		r := res[0]
+		if r.State == "repaired" {
+			fixed++
+		}
+		out = append(out, repaired{f, r})
+		a.printf("%s %s %s\n", r.Ref, r.State, f)
+	}
+	if a.jsonOut {
+		return a.printJSON(struct {
+			Repaired int        `json:"repaired"`
+			Files    []repaired `json:"files"`
+		}{fixed, out})
+	}
+	return nil
+}
