@@ -1,6 +1,7 @@
 package pebblestore
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -956,8 +957,23 @@ func (p *packs) partAt(id, at, want uint64) (partLoc, error) {
 // readPart reads part i of the large packed artifact rec, located at loc,
 // into buf (reused when its capacity suffices), checking its CRC (bound to
 // the pack and offset) and raw size.
+//
+// When buf can hold the whole chunk value, it is read straight into buf
+// and a raw part is handed out where it lies, with no copy and no fresh
+// (zeroed) buffer per part; a compressed part's payload is set apart
+// before it is decoded into buf.
 func (pk *packs) readPart(rec indexRecord, i uint64, loc partLoc, buf []byte) (chunkData, error) {
-	v, err := pk.read(rec.Pack, loc.c, loc.stored)
+	var (
+		v     []byte
+		err   error
+		inBuf bool // v lies in buf
+	)
+	if total := loc.next - loc.c; loc.next > loc.c && loc.stored <= MaxChunkSize && total <= uint64(cap(buf)) {
+		v, err = pk.readInto(rec.Pack, loc.c, buf[:total])
+		inBuf = true
+	} else {
+		v, err = pk.read(rec.Pack, loc.c, loc.stored)
+	}
 	if err != nil {
 		return chunkData{}, err
 	}
@@ -967,11 +983,38 @@ func (pk *packs) readPart(rec indexRecord, i uint64, loc partLoc, buf []byte) (c
 	}
 	c := chunkData{stored: len(payload), codec: uint8(ch.Codec)}
 	if ch.Codec == codecZstd {
+		if inBuf {
+			payload = bytes.Clone(payload) // decoding writes over buf
+		}
 		if c.data, err = decompress(payload, ch.Raw, buf); err != nil {
 			return chunkData{}, fmt.Errorf("part %d: %w", i, err)
 		}
 		return c, nil
 	}
+	if inBuf {
+		c.data = payload
+		return c, nil
+	}
 	c.data = append(buf[:0], payload...)
 	return c, nil
+}
+
+// readInto reads the len(dst) bytes of a chunk value at (id, offset) into
+// dst; a pack that ends before them is damaged.
+func (p *packs) readInto(id, offset uint64, dst []byte) ([]byte, error) {
+	if offset < uint64(len(packMagic)) || offset > 1<<62 {
+		return nil, damaged("pack record at %d of pack %d", offset, id)
+	}
+	f, err := p.reader(id)
+	if err != nil {
+		return nil, err
+	}
+	n, err := f.ReadAt(dst, int64(offset))
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("reading pack %d at %d: %w", id, offset, err)
+	}
+	if n < len(dst) {
+		return nil, damaged("pack %d ends inside the record at %d", id, offset)
+	}
+	return dst, nil
 }
