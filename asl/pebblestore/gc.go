@@ -477,6 +477,14 @@ var compactBatchBytes int64 = 32 << 20
 // record whose pack exists.
 func (s *Store) compactPacks(ctx context.Context, below float64, rep *GCReport, point func(string)) error {
 	retire, _ := s.packs.retireBelow()
+	// A put that appended to a pack just retired may not have queued its
+	// index record yet; its record, committed after the pack was judged and
+	// removed, would name a pack that is gone. Every put holds gcMu for
+	// reading from start to end, so taking it once waits them out; from
+	// here no put writes to a retired pack, and packedRecords (which
+	// drains the index queue) sees every record of them.
+	s.lockGC()
+	s.unlockGC()
 	files, err := s.packFiles()
 	if err != nil {
 		return err
