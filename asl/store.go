@@ -88,11 +88,41 @@ func Get(ctx context.Context, f Fetcher, ref Reference, limit int64) (Artifact, 
 	if hdr.Size > uint64(limit) {
 		return Artifact{}, fmt.Errorf("get %s: artifact is %d bytes, above the in-memory limit of %d", ref, hdr.Size, limit)
 	}
-	buf := make([]byte, hdr.Size)
-	if _, err := io.ReadFull(rc, buf); err != nil {
+	buf, err := ReadWhole(rc, hdr.Size)
+	if err != nil {
 		return Artifact{}, fmt.Errorf("get %s: %w", ref, err)
 	}
 	return Artifact{Bytes: buf, Tag: hdr.Tag, HasTag: hdr.HasTag}, nil
+}
+
+// ReadWhole reads the size payload bytes of a verifying reader (Fetch's,
+// VerifyReader's) and then its verdict (ExpectEnd): the bytes are returned
+// only once the digest of the whole payload was checked.
+func ReadWhole(r io.Reader, size uint64) ([]byte, error) {
+	buf := make([]byte, size)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, err
+	}
+	if err := ExpectEnd(r); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// ExpectEnd reads past the last payload byte of a verifying reader: nil
+// when the reader ends there (io.EOF, its verdict that the digest of the
+// whole payload matched), an error wrapping ErrIntegrity when a byte more
+// follows, and any other error as it is.
+func ExpectEnd(r io.Reader) error {
+	var one [1]byte
+	n, err := io.ReadFull(r, one[:])
+	switch {
+	case n > 0:
+		return fmt.Errorf("stored payload is longer than its header says: %w", ErrIntegrity)
+	case err == io.EOF:
+		return nil
+	}
+	return err
 }
 
 // Has reports whether ref is stored. Only ErrNotFound yields (false, nil).

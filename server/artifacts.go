@@ -419,15 +419,8 @@ func (s *Server) copyOut(w io.Writer, rc io.Reader, n int64, toEnd bool) error {
 		err = fmt.Errorf("artifact ended after %d of %d bytes: %w", m, n, asl.ErrIntegrity)
 	}
 	if err == nil && toEnd {
-		// Reach the reader's end so the digest of the whole payload is
-		// checked: a full response is complete only when its bytes verify.
-		var one [1]byte
-		if k, rerr := rc.Read(one[:]); k > 0 || (rerr != nil && rerr != io.EOF) {
-			if rerr == nil {
-				rerr = fmt.Errorf("artifact is longer than its header says: %w", asl.ErrIntegrity)
-			}
-			err = rerr
-		}
+		// A full response is complete only when its bytes verify.
+		err = asl.ExpectEnd(rc)
 	}
 	return err
 }
@@ -618,15 +611,8 @@ func (s *Server) readSmall(ctx context.Context, ref asl.Reference, budget int64)
 	if int64(len(hdr.AppendHeader(nil)))+int64(hdr.Size) > budget {
 		return asl.Artifact{}, httpstore.ReadTooLarge, nil
 	}
-	buf := make([]byte, hdr.Size)
-	if _, err := io.ReadFull(rc, buf); err != nil {
-		return status(err)
-	}
-	// The reader's verdict on the whole payload comes with its end.
-	if k, err := rc.Read(make([]byte, 1)); k > 0 || (err != nil && err != io.EOF) {
-		if err == nil {
-			err = fmt.Errorf("%s: stored payload is longer than its header: %w", ref, asl.ErrIntegrity)
-		}
+	buf, err := asl.ReadWhole(rc, hdr.Size)
+	if err != nil {
 		return status(err)
 	}
 	return asl.Artifact{Bytes: buf, Tag: hdr.Tag, HasTag: hdr.HasTag}, httpstore.ReadPresent, nil

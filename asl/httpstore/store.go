@@ -75,12 +75,8 @@ func (c *Client) Fetch(ctx context.Context, ref asl.Reference) (io.ReadCloser, a
 		return fr, hdr, nil
 	}
 	defer fr.Close()
-	buf := make([]byte, hdr.Size)
-	if _, err := io.ReadFull(fr, buf); err != nil {
-		return nil, asl.Header{}, err
-	}
-	// The verifier has seen every byte; this read returns its verdict.
-	if _, err := fr.Read(nil); err != io.EOF {
+	buf, err := asl.ReadWhole(fr, hdr.Size)
+	if err != nil {
 		return nil, asl.Header{}, err
 	}
 	return io.NopCloser(bytes.NewReader(buf)), hdr, nil

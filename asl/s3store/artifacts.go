@@ -104,11 +104,8 @@ func (s *Store) Fetch(ctx context.Context, ref asl.Reference) (io.ReadCloser, as
 		return fr, hdr, nil
 	}
 	defer fr.Close()
-	buf := make([]byte, hdr.Size)
-	if _, err := io.ReadFull(fr, buf); err != nil {
-		return nil, asl.Header{}, err
-	}
-	if _, err := fr.Read(nil); err != io.EOF {
+	buf, err := asl.ReadWhole(fr, hdr.Size)
+	if err != nil {
 		return nil, asl.Header{}, err
 	}
 	return io.NopCloser(bytes.NewReader(buf)), hdr, nil

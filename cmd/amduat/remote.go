@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/httpstore"
@@ -32,22 +33,10 @@ func runRemote(ctx context.Context, c *httpstore.Client, rr report.RunRequest) (
 		return nil, fmt.Errorf("result %s of the server's run does not decode: %v: %w", rep.ResultRef, err, asl.ErrIntegrity)
 	}
 	req := rr.Surface()
-	if res.ProgramRef != req.ProgramRef || !sameRefs(res.InputRefs, req.InputRefs) || res.HasParams != req.HasParams ||
+	if res.ProgramRef != req.ProgramRef || !slices.Equal(res.InputRefs, req.InputRefs) || res.HasParams != req.HasParams ||
 		(req.HasParams && res.ParamsRef != req.ParamsRef) || res.Limits != req.Limits {
 		return nil, fmt.Errorf("result %s from the server answers another request: %w", rep.ResultRef, asl.ErrIntegrity)
 	}
 	return &surf.Run{ResultRef: rep.ResultRef, TraceRef: rep.TraceRef, OutputRefs: res.OutputRefs, Result: res,
 		CacheHit: rep.Cache == report.CacheHit, EdgeRef: rep.EdgeRef, NodesReused: rep.NodesReused}, nil
-}
-
-func sameRefs(a, b []asl.Reference) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
