@@ -45,12 +45,7 @@ func BenchmarkClientPutBatch1000(b *testing.B) {
 	arts := make([]asl.Artifact, 1000)
 	b.ResetTimer()
 	for range b.N {
-		for i := range arts {
-			p := make([]byte, 1024)
-			copy(p, fmt.Sprint("artifact ", seq))
-			seq++
-			arts[i] = asl.Untagged(p)
-		}
+		freshBatch(arts, &seq)
 		if _, err := c.PutBatch(b.Context(), asl.HashSHA256, arts); err != nil {
 			b.Fatal(err)
 		}
@@ -65,14 +60,19 @@ func BenchmarkEmbeddedPutBatch1000(b *testing.B) {
 	arts := make([]asl.Artifact, 1000)
 	b.ResetTimer()
 	for range b.N {
-		for i := range arts {
-			p := make([]byte, 1024)
-			copy(p, fmt.Sprint("artifact ", seq))
-			seq++
-			arts[i] = asl.Untagged(p)
-		}
+		freshBatch(arts, &seq)
 		if _, err := st.PutBatch(b.Context(), asl.HashSHA256, arts); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// freshBatch fills arts with 1 KiB artifacts not made before (seq counts).
+func freshBatch(arts []asl.Artifact, seq *int) {
+	for i := range arts {
+		p := make([]byte, 1024)
+		copy(p, fmt.Sprint("artifact ", *seq))
+		*seq++
+		arts[i] = asl.Untagged(p)
 	}
 }
