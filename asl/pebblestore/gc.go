@@ -155,6 +155,15 @@ func (s *Store) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 		batchN = 1024
 	}
 
+	// Puts wait for the whole collection: each holds gcMu for reading from
+	// start to end, so none interleaves with the sweep, the trim or the
+	// compaction, and everything put while a collection runs is written
+	// after it and survives. (Letting puts run beside the sweep lost, about
+	// once in 25 loaded runs of TestGcDuringRuns, all a run stored.) Reads
+	// go on, recorded and gated per batch by gcReadMu (lockGC).
+	s.gcMu.Lock()
+	defer s.gcMu.Unlock()
+
 	// Start recording before the mark reads anything.
 	live := &liveSet{m: map[asl.Reference]struct{}{}}
 	s.lockGC()
@@ -278,15 +287,11 @@ func (s *Store) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 	return rep, nil
 }
 
-func (s *Store) lockGC() {
-	s.gcMu.Lock()
-	s.gcReadMu.Lock()
-}
+// lockGC holds off reads (Fetch and Stat's index lookups) for one step of
+// a collection; GC holds gcMu, which holds off puts, for its whole run.
+func (s *Store) lockGC() { s.gcReadMu.Lock() }
 
-func (s *Store) unlockGC() {
-	s.gcReadMu.Unlock()
-	s.gcMu.Unlock()
-}
+func (s *Store) unlockGC() { s.gcReadMu.Unlock() }
 
 // mark adds to marked everything from refs reaches, breadth first. A
 // reference that is not stored contributes nothing; damage or an I/O error
@@ -477,14 +482,6 @@ var compactBatchBytes int64 = 32 << 20
 // record whose pack exists.
 func (s *Store) compactPacks(ctx context.Context, below float64, rep *GCReport, point func(string)) error {
 	retire, _ := s.packs.retireBelow()
-	// A put that appended to a pack just retired may not have queued its
-	// index record yet; its record, committed after the pack was judged and
-	// removed, would name a pack that is gone. Every put holds gcMu for
-	// reading from start to end, so taking it once waits them out; from
-	// here no put writes to a retired pack, and packedRecords (which
-	// drains the index queue) sees every record of them.
-	s.lockGC()
-	s.unlockGC()
 	files, err := s.packFiles()
 	if err != nil {
 		return err

@@ -150,7 +150,7 @@ type Store struct {
 	unsynced      atomic.Bool   // a commit relied on a pack's sync
 
 	// gcMu is held for reading by every put (for its whole duration) and
-	// for writing by the garbage collector while it deletes; gcReadMu
+	// for writing by the garbage collector for its whole run; gcReadMu
 	// likewise by the index lookup of every Fetch and Stat. gcLive, set
 	// while a collection runs, records every reference put, fetched or
 	// stated meanwhile: those are kept (gc.go).
