@@ -25,6 +25,8 @@ type GCOptions struct {
 	CompactBelow float64
 	// Now is the time KeepWithin counts back from (zero: time.Now()).
 	Now time.Time
+	// Started: pebblestore.GCOptions.Started.
+	Started func()
 }
 
 // Collect runs the store's garbage collection with the project's
@@ -42,6 +44,7 @@ func Collect(ctx context.Context, s *pebblestore.Store, opts GCOptions) (pebbles
 		Trim:         TrimRules(),
 		DryRun:       opts.DryRun,
 		CompactBelow: opts.CompactBelow,
+		Started:      opts.Started,
 	})
 }
 

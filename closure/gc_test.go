@@ -60,10 +60,14 @@ func TestGcDuringRuns(t *testing.T) {
 	)
 	running.Store(true)
 	stop := make(chan struct{})
+	// Runs start once the collection records what is put and read: what a
+	// run stored before that is garbage like any other unpinned artifact.
+	started := make(chan struct{})
 	for w := range 3 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			<-started
 			for i := 0; ; i++ {
 				select {
 				case <-stop:
@@ -85,7 +89,7 @@ func TestGcDuringRuns(t *testing.T) {
 			}
 		}()
 	}
-	rep, err := closure.Collect(ctx, s, closure.GCOptions{})
+	rep, err := closure.Collect(ctx, s, closure.GCOptions{Started: func() { close(started) }})
 	running.Store(false)
 	close(stop)
 	wg.Wait()

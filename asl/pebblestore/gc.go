@@ -89,6 +89,9 @@ type GCOptions struct {
 	CompactBelow float64
 	// SweepBatch is how many artifacts one locked deletion takes (0: 1024).
 	SweepBatch int
+	// Started, if set, is called once the collection records what is put
+	// and read: from then on, whatever is put or read survives it.
+	Started func()
 
 	// point, if set, is called at each step that leaves the store in a
 	// new durable state (crash tests).
@@ -158,9 +161,8 @@ func (s *Store) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 	// Puts wait for the whole collection: each holds gcMu for reading from
 	// start to end, so none interleaves with the sweep, the trim or the
 	// compaction, and everything put while a collection runs is written
-	// after it and survives. (Letting puts run beside the sweep lost, about
-	// once in 25 loaded runs of TestGcDuringRuns, all a run stored.) Reads
-	// go on, recorded and gated per batch by gcReadMu (lockGC).
+	// after it and survives. Reads go on, recorded and gated per batch by
+	// gcReadMu (lockGC).
 	s.gcMu.Lock()
 	defer s.gcMu.Unlock()
 
@@ -169,6 +171,9 @@ func (s *Store) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 	s.lockGC()
 	s.gcLive.Store(live)
 	s.unlockGC()
+	if opts.Started != nil {
+		opts.Started()
+	}
 	defer func() {
 		s.lockGC()
 		s.gcLive.Store(nil)
