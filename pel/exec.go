@@ -156,6 +156,12 @@ type RunOptions struct {
 	// whose size is declared would bring the held bytes above it, the
 	// evaluation stops with ErrOutOfMemory and no result (SPECS.md §12.8).
 	MemoryBudget uint64
+	// Workers, above 1, lets the evaluation run operations of later nodes
+	// whose inputs are available ahead of the canonical order, on up to
+	// Workers goroutines (SPECS.md §12.9); the canonical order still decides
+	// everything, so outputs, result, observer events and error are those of
+	// the sequential evaluation. 0 or 1: sequential.
+	Workers int
 }
 
 // ErrOutOfMemory is returned (wrapped in an *InternalError, so it also
@@ -183,6 +189,8 @@ func (pl *Plan) RunWith(inputs []asl.Artifact, params *asl.Artifact, obs Observe
 	}
 	var evaluated, outputBytes, held uint64
 	sizes := make([]uint64, len(nodes)) // payload bytes of each held outs[t]
+	sp := newSpeculator(pl, inputs, params, outs, opts)
+	defer sp.close()
 
 	for _, i := range pl.g.order {
 		node, op := &nodes[i], pl.ops[i]
@@ -248,7 +256,9 @@ func (pl *Plan) RunWith(inputs []asl.Artifact, params *asl.Artifact, obs Observe
 			res, memoHit = opts.Memo.Lookup(node.Op, node.Params, scratch, call.Global)
 		}
 		if !memoHit {
-			if ierr := contain(node.ID, node.Op, "run", func() { res, oerr = op.Run(call) }); ierr != nil {
+			var ierr *InternalError
+			res, oerr, ierr = sp.runOp(pl, i, call, runState{held: held, outputBytes: outputBytes, declared: declared, hasDeclared: hasDeclared})
+			if ierr != nil {
 				return nil, ExecutionResultValue{}, ierr
 			}
 		}

@@ -63,6 +63,10 @@ type Options struct {
 	// declared outputs do not fit fails with pel.ErrOutOfMemory and stores
 	// nothing (SPECS.md §12.8).
 	MemoryBudget uint64
+	// Workers is pel.RunOptions.Workers: above 1, operations of nodes whose
+	// inputs are ready may run ahead of the canonical order on that many
+	// goroutines; no stored byte changes (SPECS.md §12.9).
+	Workers int
 }
 
 // Surface runs programs against a store.
@@ -242,7 +246,7 @@ func (s *Surface) compute(ctx context.Context, req Request) (*computed, error) {
 			res.Value = failure(scheme, status, fail.Diagnostic())
 			res.StoreFailure, res.HasStoreFailure = *fail, true
 		} else {
-			opts := pel.RunOptions{Limits: req.Limits, Interrupt: ctx.Err, MemoryBudget: s.opts.MemoryBudget}
+			opts := pel.RunOptions{Limits: req.Limits, Interrupt: ctx.Err, MemoryBudget: s.opts.MemoryBudget, Workers: s.opts.Workers}
 			if s.opts.NodeMemo {
 				opts.Memo = s.nodeMemo(ctx)
 			}
