@@ -137,7 +137,8 @@ func TestWindowSeesAllocation(t *testing.T) {
 // tinySizes make every group run in well under a second.
 func tinySizes() Sizes {
 	return Sizes{LargeBytes: 3<<20 + 12345, SmallCount: 2500, SmallSize: 1 << 10, SmallBatch: 1000, SmallBigBatch: 2000,
-		CLIFiles: 40, CLIFileSize: 1 << 10, ExecNodes: 2000, ExecReps: 2, SurfaceRuns: 6}
+		CLIFiles: 40, CLIFileSize: 1 << 10, ExecNodes: 2000, ExecReps: 2, SurfaceRuns: 6,
+		ParallelNodes: 8, ParallelSize: 128 << 10, HostileMemory: 64 << 20}
 }
 
 // amduatBinary builds the amduat command once for the tests and benchmarks
@@ -177,12 +178,15 @@ func TestGroupsTiny(t *testing.T) {
 			"load-rate", "load-errors", "load-wrong", "large-put", "large-get",
 			"large-put-rss-server", "large-put-rss-client", "large-get-rss-server", "large-get-rss-client"},
 		"s3": s3RowNames,
+		"parallel": {"wide-hash", "narrow-hash"},
+		"hostile": {"concat5000/unlimited", "concat5000/limited", "doubling64/unlimited", "doubling64/limited",
+			"chain/unlimited", "chain/limited", "fanin/unlimited", "fanin/limited"},
 	}
 	for _, g := range Groups() {
 		t.Run(g.Name, func(t *testing.T) {
 			dir := t.TempDir()
 			env := &Env{Sizes: tinySizes(), Dir: dir}
-			if g.Name == "cli" || g.Name == "server" {
+			if g.Name == "cli" || g.Name == "server" || g.Name == "hostile" {
 				if testing.Short() {
 					t.Skip("builds the amduat command")
 				}
@@ -292,7 +296,7 @@ func BenchmarkGroups(b *testing.B) {
 	for _, g := range Groups() {
 		b.Run(g.Name, func(b *testing.B) {
 			env := &Env{Sizes: benchSizes(), Dir: b.TempDir()}
-			if g.Name == "cli" {
+			if g.Name == "cli" || g.Name == "hostile" {
 				bin, err := amduatBinary()
 				if err != nil {
 					b.Skip(err)

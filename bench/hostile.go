@@ -1,0 +1,216 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/pebblestore"
+	"github.com/amduat/amduat/opreg"
+	"github.com/amduat/amduat/pel"
+	"github.com/amduat/amduat/report"
+)
+
+// HostileConcatShape is a 1 MiB pel.bytes.const and one pel.bytes.concat of
+// n inputs all reading it: a program of about 1 MB that declares n MiB of
+// output (5.2 GB for n = 5,000).
+func HostileConcatShape(n int) pel.Program {
+	cp, err := opreg.EncodeConstParams(opreg.ConstParams{Bytes: bytes.Repeat([]byte{0x5a}, opreg.MaxConstBytes)})
+	if err != nil {
+		panic(err)
+	}
+	ins := make([]pel.DagInput, n)
+	for i := range ins {
+		ins[i] = pel.FromNode(1, 0)
+	}
+	return pel.Program{Nodes: []pel.Node{{ID: 1, Op: opreg.OpConst, Params: cp}, {ID: 2, Op: opreg.OpConcat, Inputs: ins, Params: []byte{}}},
+		Roots: []pel.RootRef{{NodeID: 2}}}
+}
+
+// DoublingShape is n nodes: a one-byte pel.bytes.const, then n-1
+// pel.bytes.concat(prev, prev): node k's output is 2^(k-1) bytes, 2^63 for
+// the last of 64.
+func DoublingShape(n int) pel.Program {
+	cp, err := opreg.EncodeConstParams(opreg.ConstParams{Bytes: []byte("x")})
+	if err != nil {
+		panic(err)
+	}
+	nodes := make([]pel.Node, n)
+	nodes[0] = pel.Node{ID: 1, Op: opreg.OpConst, Params: cp}
+	for i := 1; i < n; i++ {
+		prev := pel.FromNode(pel.NodeID(i), 0)
+		nodes[i] = pel.Node{ID: pel.NodeID(i + 1), Op: opreg.OpConcat, Inputs: []pel.DagInput{prev, prev}, Params: []byte{}}
+	}
+	return pel.Program{Nodes: nodes, Roots: []pel.RootRef{{NodeID: pel.NodeID(n)}}}
+}
+
+// hostileOutcome is how one `amduat pel run` child ended.
+type hostileOutcome struct {
+	d      time.Duration
+	rss    *int64
+	exit   int
+	status string // the execution status and code, or what ended the process
+}
+
+// runHostileChild runs `amduat pel run` on prog with args in its own
+// process (so that its peak RSS is its own) under GOMEMLIMIT=memLimit,
+// which makes the default --max-memory (cmd/amduat/memory.go) that limit.
+// Any exit code is an outcome, not an error: a crash is what the row
+// reports.
+func runHostileChild(ctx context.Context, bin, store string, memLimit int64, prog asl.Reference, args ...string) (hostileOutcome, error) {
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--store", store, "--json", "pel", "run", "--no-cache", "--program", prog.String()}, args...)...)
+	cmd.Env = append(os.Environ(), "GOMEMLIMIT="+strconv.FormatInt(memLimit, 10))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	err := cmd.Run()
+	o := hostileOutcome{d: time.Since(start)}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		o.exit = ee.ExitCode()
+	default:
+		return o, fmt.Errorf("amduat pel run: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return o, err
+	}
+	o.rss = ChildMaxRSS(cmd.ProcessState)
+	stderr := strings.TrimSpace(errb.String())
+	if i := strings.IndexByte(stderr, '\n'); i >= 0 {
+		stderr = stderr[:i] + " ..."
+	}
+	switch {
+	case o.exit == 0 || o.exit >= 11 && o.exit <= 14:
+		var r report.Run
+		if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+			return o, fmt.Errorf("amduat pel run --json (exit %d): %w: %q", o.exit, err, out.String())
+		}
+		o.status = fmt.Sprintf("%s status_code %d (exit %d, result stored)", r.Status, r.StatusCode, o.exit)
+		if len(r.Diagnostics) > 0 {
+			o.status += ": " + r.Diagnostics[0].Message
+		}
+	case o.exit == 8:
+		if i := strings.LastIndex(stderr, "surface run: "); i >= 0 {
+			stderr = stderr[i+len("surface run: "):]
+		}
+		o.status = "exit 8, nothing stored: " + stderr
+	default:
+		o.status = fmt.Sprintf("CRASH: exit %d: %s", o.exit, stderr)
+	}
+	return o, nil
+}
+
+// runHostile runs the hostile programs of issue 13 item 2, each without
+// limits and with --max-nodes (a tenth of ExecNodes) and --max-output-bytes
+// 64 MiB, each in its own `amduat pel run` process under a memory budget of
+// HostileMemory (GOMEMLIMIT), and reports its peak RSS beside that of a
+// one-node run, with its status and time.
+func runHostile(ctx context.Context, e *Env) ([]Row, error) {
+	n, budget := e.Sizes.ExecNodes, e.Sizes.HostileMemory
+	programs := []struct{ name, what string }{
+		{"concat5000", "a 1 MiB const and one concat of 5,000 inputs reading it (5.2 GB declared)"},
+		{"doubling64", "a one-byte const and 63 concat(prev, prev) (2^63 bytes declared at the end)"},
+		{"chain", fmt.Sprintf("a %d-node chain (16-byte const, then slices of 8 bytes)", n)},
+		{"fanin", fmt.Sprintf("a %d-node fan-in (one-byte consts, one concat of all)", n)},
+	}
+	var rows []Row
+	skip := func(note string) []Row {
+		for _, p := range programs {
+			for _, v := range []string{"unlimited", "limited"} {
+				rows = append(rows, Row{Name: "hostile/" + p.name + "/" + v, Figure: Quantity{0, "MiB"}, Skipped: true, Note: note})
+			}
+		}
+		return rows
+	}
+	if e.AmduatBin == "" {
+		return skip("no amduat executable to run"), nil
+	}
+	if RSSMethod() == RSSNone {
+		return skip("peak RSS cannot be measured here"), nil
+	}
+	dir, err := e.tempDir("hostile")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	store := filepath.Join(dir, "store")
+	shapes := []pel.Program{HostileConcatShape(5000), DoublingShape(64), ChainShape(n).Program, FanInShape(n).Program}
+	cp, err := opreg.EncodeConstParams(opreg.ConstParams{Bytes: []byte("x")})
+	if err != nil {
+		return nil, err
+	}
+	trivial := pel.Program{Nodes: []pel.Node{{ID: 1, Op: opreg.OpConst, Params: cp}}, Roots: []pel.RootRef{{NodeID: 1}}}
+	refs, err := putPrograms(ctx, store, append(shapes, trivial))
+	if err != nil {
+		return nil, err
+	}
+	e.logf("hostile: a one-node run for the baseline")
+	base, err := runHostileChild(ctx, e.AmduatBin, store, budget, refs[len(refs)-1])
+	if err != nil {
+		return nil, err
+	}
+	if base.exit != 0 || base.rss == nil {
+		return nil, fmt.Errorf("hostile: the one-node run: %s", base.status)
+	}
+	limits := []string{"--max-nodes", strconv.Itoa(max(n/10, 1)), "--max-output-bytes", strconv.Itoa(64 << 20)}
+	for k, p := range programs {
+		for _, limited := range []bool{false, true} {
+			variant, args := "unlimited", []string(nil)
+			if limited {
+				variant, args = "limited", limits
+			}
+			e.logf("hostile: %s, %s", p.name, variant)
+			o, err := runHostileChild(ctx, e.AmduatBin, store, budget, refs[k], args...)
+			if err != nil {
+				return nil, fmt.Errorf("hostile: %s %s: %w", p.name, variant, err)
+			}
+			lim := "no --max-nodes or --max-output-bytes"
+			if limited {
+				lim = strings.Join(limits, " ")
+			}
+			row := Row{
+				Name:     "hostile/" + p.name + "/" + variant,
+				Figure:   Quantity{mibOf(o.rss), "MiB"},
+				Baseline: &Baseline{mibOf(base.rss), "MiB", "peak RSS of a one-node pel run"},
+				Target:   &Target{fmt.Sprintf("<= %s (the memory budget) + 256 MiB", sizeText(budget)), OnFigure, AtMost, float64(budget)/mib + 256},
+				PeakRSS:  o.rss,
+				Note: fmt.Sprintf("%s; %s; memory budget %s (GOMEMLIMIT, the default --max-memory); %s: %s",
+					p.what, lim, sizeText(budget), o.d.Round(time.Millisecond), o.status),
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows, nil
+}
+
+// putPrograms stores the programs in a new store at dir and returns their
+// references.
+func putPrograms(ctx context.Context, dir string, progs []pel.Program) ([]asl.Reference, error) {
+	s, err := pebblestore.Create(dir, nil)
+	if err != nil {
+		return nil, err
+	}
+	refs := make([]asl.Reference, len(progs))
+	for i, p := range progs {
+		a, err := pel.ProgramArtifact(p)
+		if err == nil {
+			refs[i], err = asl.PutArtifact(ctx, s, asl.HashSHA256, a)
+		}
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("storing program %d: %w", i, err)
+		}
+	}
+	return refs, s.Close()
+}
