@@ -177,7 +177,7 @@ func TestGroupsTiny(t *testing.T) {
 		"server": {"put-batch", "put-c1", "put-c16", "put-c64", "get-c1", "get-c16", "get-c64", "get-batch", "run-p50", "run-p99",
 			"load-rate", "load-errors", "load-wrong", "large-put", "large-get",
 			"large-put-rss-server", "large-put-rss-client", "large-get-rss-server", "large-get-rss-client"},
-		"s3": s3RowNames,
+		"s3":       s3RowNames,
 		"parallel": {"wide-hash", "narrow-hash"},
 		"hostile": {"concat5000/unlimited", "concat5000/limited", "doubling64/unlimited", "doubling64/limited",
 			"chain/unlimited", "chain/limited", "fanin/unlimited", "fanin/limited"},

@@ -68,8 +68,8 @@ target. The groups, in order:
                 the raw minio-go client on the same server and bytes
 
 --quick shrinks the work (64 MiB, 10,000 artifacts, 2,000 files, 100,000
-nodes, 50 runs, a 256 MiB budget for the hostile runs) to run in well under a minute. --only runs some groups ("large"
-selects both large groups). Temporary stores and files go under --dir
+nodes, 50 runs, a 256 MiB budget for the hostile runs) to run in well under
+a minute. --only runs some groups ("large" selects both large groups). Temporary stores and files go under --dir
 (default: the system temporary directory) and are removed afterwards. Each
 group runs in a child process of this executable, so that the peak resident
 memory of one group is not inflated by what another left behind.
