@@ -274,28 +274,20 @@ func (s *speculator) dispatch(i, k int32, st runState) {
 	if s.opts.Limits.MaxNodes > 0 && uint64(s.pos[i]) >= s.opts.Limits.MaxNodes {
 		return // the node limit stops the run first
 	}
-	ins := make([]asl.Artifact, 0, len(node.Inputs))
 	var inBytes uint64
 	for _, in := range node.Inputs {
-		var a asl.Artifact
-		if in.Kind == InputExternal {
-			if uint64(in.InputIndex) >= uint64(len(s.inputs)) {
-				return
-			}
-			a = s.inputs[in.InputIndex]
-		} else {
-			t, _ := s.x.find(in.NodeID)
-			o := s.outs[t]
-			if uint64(in.OutputIndex) >= uint64(len(o)) {
-				return
-			}
-			a = o[in.OutputIndex]
+		a, ok := s.input(in)
+		if !ok {
+			return
 		}
 		inBytes += uint64(len(a.Bytes))
-		ins = append(ins, a)
 	}
 	if op.ID == opreg.OpHash && inBytes < specMinHashBytes {
 		return
+	}
+	ins := make([]asl.Artifact, len(node.Inputs))
+	for k, in := range node.Inputs {
+		ins[k], _ = s.input(in)
 	}
 	call := opreg.Call{Inputs: ins, Params: pl.params[i]}
 	if op.NeedsGlobalParams {
@@ -339,6 +331,24 @@ func (s *speculator) dispatch(i, k int32, st runState) {
 	s.jobs[i] = j
 	s.bytes += declared
 	s.stats.Dispatched++
+}
+
+// input resolves a node input whose node, if any, the canonical loop has
+// committed; ok is false for an index out of range (which the canonical
+// loop will report).
+func (s *speculator) input(in DagInput) (asl.Artifact, bool) {
+	if in.Kind == InputExternal {
+		if uint64(in.InputIndex) >= uint64(len(s.inputs)) {
+			return asl.Artifact{}, false
+		}
+		return s.inputs[in.InputIndex], true
+	}
+	t, _ := s.x.find(in.NodeID)
+	o := s.outs[t]
+	if uint64(in.OutputIndex) >= uint64(len(o)) {
+		return asl.Artifact{}, false
+	}
+	return o[in.OutputIndex], true
 }
 
 // start launches Workers-1 goroutines; the canonical loop's goroutine is

@@ -532,3 +532,29 @@ func BenchmarkParallelThreshold(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkParallelOverhead is the cost of the speculator where it has
+// nothing to gain: a chain of 10,000 hash nodes (each hashing the previous
+// digest), sequential against 2 workers.
+func BenchmarkParallelOverhead(b *testing.B) {
+	const n = 10_000
+	nodes := make([]pel.Node, n)
+	nodes[0] = constNode(b, 1, "x")
+	for i := 1; i < n; i++ {
+		nodes[i] = hashNode(pel.NodeID(i+1), pel.FromNode(pel.NodeID(i), 0))
+	}
+	pl, err := pel.Prepare(pel.Program{Nodes: nodes, Roots: root(n)}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, w := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers-%d", w), func(b *testing.B) {
+			for b.Loop() {
+				if _, res, err := pl.RunWith(nil, nil, nil, pel.RunOptions{Workers: w}); err != nil || res.Status != pel.StatusOK {
+					b.Fatal(err, res.Status)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/node")
+		})
+	}
+}
