@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/bench"
 	"github.com/amduat/amduat/opreg"
 	"github.com/amduat/amduat/pel"
 )
@@ -463,22 +464,16 @@ func TestParallelFailureAtCanonicalPosition(t *testing.T) {
 	})
 }
 
-// wideHash is n pel.bytes.hash.asl1 nodes, node i hashing input i, and a
-// concat of the digests as the root; inputs are n distinct artifacts of
-// size bytes.
+// wideHash is bench.WideHashShape(n) (n hash nodes, node i hashing input
+// i, and a concat of the digests) with n distinct inputs of size bytes.
 func wideHash(t testing.TB, n, size int) (asl.Artifact, []asl.Artifact) {
-	nodes := make([]pel.Node, n+1)
-	digests := make([]pel.DagInput, n)
 	inputs := make([]asl.Artifact, n)
-	for i := range n {
-		nodes[i] = hashNode(pel.NodeID(i+1), pel.External(uint32(i)))
-		digests[i] = pel.FromNode(pel.NodeID(i+1), 0)
+	for i := range inputs {
 		b := make([]byte, size)
 		binary.LittleEndian.PutUint64(b, uint64(i))
 		inputs[i] = asl.Untagged(b)
 	}
-	nodes[n] = concatNode(pel.NodeID(n+1), digests...)
-	return mustArtifact(t, pel.Program{Nodes: nodes, Roots: root(pel.NodeID(n + 1))}), inputs
+	return mustArtifact(t, bench.WideHashShape(n)), inputs
 }
 
 // TestParallelWideHash: the 64 hash nodes give the same root with any
