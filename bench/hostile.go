@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -71,9 +73,15 @@ func runHostileChild(ctx context.Context, bin, store string, memLimit int64, pro
 	cmd.Env = append(os.Environ(), "GOMEMLIMIT="+strconv.FormatInt(memLimit, 10))
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
+	floor := shrinkForChild()
 	start := time.Now()
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return hostileOutcome{}, fmt.Errorf("amduat pel run: %w", err)
+	}
+	w := watchHWM(cmd.Process.Pid)
+	err := cmd.Wait()
 	o := hostileOutcome{d: time.Since(start)}
+	sampled := w.stop(false)
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
@@ -85,7 +93,7 @@ func runHostileChild(ctx context.Context, bin, store string, memLimit int64, pro
 	if err := ctx.Err(); err != nil {
 		return o, err
 	}
-	o.rss = ChildMaxRSS(cmd.ProcessState)
+	o.rss = childPeak(cmd.ProcessState, floor, sampled)
 	stderr := strings.TrimSpace(errb.String())
 	if i := strings.IndexByte(stderr, '\n'); i >= 0 {
 		stderr = stderr[:i] + " ..."
@@ -109,6 +117,37 @@ func runHostileChild(ctx context.Context, bin, store string, memLimit int64, pro
 		o.status = fmt.Sprintf("CRASH: exit %d: %s", o.exit, stderr)
 	}
 	return o, nil
+}
+
+// shrinkForChild prepares this process to start a child whose peak RSS
+// is wanted. os/exec starts children with vfork, and Linux carries the
+// parent's peak RSS at exec into the child's ru_maxrss, so the child would
+// report at least this process's peak (the programs built here). It
+// returns memory to the system, resets this process's peak to its current
+// RSS (/proc/self/clear_refs) and returns that RSS: afterwards a child's
+// ru_maxrss above it is the child's own peak. It returns -1 when the peak
+// cannot be reset.
+func shrinkForChild() int64 {
+	runtime.GC()
+	debug.FreeOSMemory()
+	rss, ok := procStatus("VmRSS")
+	if !ok || !resetPeak() {
+		return -1
+	}
+	if now, ok := procStatus("VmRSS"); ok && now > rss {
+		rss = now
+	}
+	return rss
+}
+
+// childPeak is a child's peak RSS: its ru_maxrss when that is above the
+// floor shrinkForChild returned (then it is the child's own), else the
+// peak sampled from /proc/PID/status (which can miss the last 5 ms).
+func childPeak(ps *os.ProcessState, floor int64, sampled *int64) *int64 {
+	if ru := ChildMaxRSS(ps); ru != nil && floor >= 0 && *ru > floor {
+		return ru
+	}
+	return sampled
 }
 
 // runHostile runs the hostile programs of issue 13 item 2, each without
@@ -144,19 +183,24 @@ func runHostile(ctx context.Context, e *Env) ([]Row, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	store := filepath.Join(dir, "store")
 	shapes := []pel.Program{HostileConcatShape(5000), DoublingShape(64), ChainShape(n).Program, FanInShape(n).Program}
 	cp, err := opreg.EncodeConstParams(opreg.ConstParams{Bytes: []byte("x")})
 	if err != nil {
 		return nil, err
 	}
 	trivial := pel.Program{Nodes: []pel.Node{{ID: 1, Op: opreg.OpConst, Params: cp}}, Roots: []pel.RootRef{{NodeID: 1}}}
-	refs, err := putPrograms(ctx, store, append(shapes, trivial))
-	if err != nil {
-		return nil, err
+	// Each program has a store of its own, so that no run pays for opening
+	// a store that holds the others' programs.
+	stores := make([]string, len(shapes)+1)
+	refs := make([]asl.Reference, len(shapes)+1)
+	for k, p := range append(shapes, trivial) {
+		stores[k] = filepath.Join(dir, fmt.Sprintf("store%d", k))
+		if refs[k], err = putProgram(ctx, stores[k], p); err != nil {
+			return nil, err
+		}
 	}
 	e.logf("hostile: a one-node run for the baseline")
-	base, err := runHostileChild(ctx, e.AmduatBin, store, budget, refs[len(refs)-1])
+	base, err := runHostileChild(ctx, e.AmduatBin, stores[len(shapes)], budget, refs[len(shapes)])
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +215,7 @@ func runHostile(ctx context.Context, e *Env) ([]Row, error) {
 				variant, args = "limited", limits
 			}
 			e.logf("hostile: %s, %s", p.name, variant)
-			o, err := runHostileChild(ctx, e.AmduatBin, store, budget, refs[k], args...)
+			o, err := runHostileChild(ctx, e.AmduatBin, stores[k], budget, refs[k], args...)
 			if err != nil {
 				return nil, fmt.Errorf("hostile: %s %s: %w", p.name, variant, err)
 			}
@@ -194,23 +238,19 @@ func runHostile(ctx context.Context, e *Env) ([]Row, error) {
 	return rows, nil
 }
 
-// putPrograms stores the programs in a new store at dir and returns their
-// references.
-func putPrograms(ctx context.Context, dir string, progs []pel.Program) ([]asl.Reference, error) {
+// putProgram stores prog in a new store at dir and returns its reference.
+func putProgram(ctx context.Context, dir string, prog pel.Program) (asl.Reference, error) {
+	a, err := pel.ProgramArtifact(prog)
+	if err != nil {
+		return asl.Reference{}, err
+	}
 	s, err := pebblestore.Create(dir, nil)
 	if err != nil {
-		return nil, err
+		return asl.Reference{}, err
 	}
-	refs := make([]asl.Reference, len(progs))
-	for i, p := range progs {
-		a, err := pel.ProgramArtifact(p)
-		if err == nil {
-			refs[i], err = asl.PutArtifact(ctx, s, asl.HashSHA256, a)
-		}
-		if err != nil {
-			s.Close()
-			return nil, fmt.Errorf("storing program %d: %w", i, err)
-		}
+	ref, err := asl.PutArtifact(ctx, s, asl.HashSHA256, a)
+	if cerr := s.Close(); err == nil {
+		err = cerr
 	}
-	return refs, s.Close()
+	return ref, err
 }
