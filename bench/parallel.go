@@ -67,12 +67,15 @@ func runParallel(ctx context.Context, e *Env) ([]Row, error) {
 		}
 		e.logf("parallel: %s: %d hash nodes over %s inputs, sequential and %d workers alternating, %d rounds", sh.name, n, sizeText(int64(sh.size)), workers, reps)
 		var seq, par []Sample
+		var cpu [2]time.Duration // CPU time of the sequential and the parallel runs
 		for range reps {
 			for _, w := range []int{1, workers} {
 				if err := ctx.Err(); err != nil {
 					return nil, err
 				}
 				s, err := measureIn(ctx, fmt.Sprintf("workers-%d", w), func() error {
+					c0 := processCPU()
+					defer func() { cpu[min(w-1, 1)] += processCPU() - c0 }()
 					got, res, err := pl.RunWith(inputs, nil, nil, pel.RunOptions{Workers: w})
 					if err == nil && (res.Status != pel.StatusOK || !reflect.DeepEqual(got, want)) {
 						err = fmt.Errorf("%d workers: status %s, outputs differ from the sequential run", w, res.Status)
@@ -91,14 +94,20 @@ func runParallel(ctx context.Context, e *Env) ([]Row, error) {
 		}
 		total := int64(n) * int64(sh.size)
 		sm, pm := median(seq), median(par)
+		var wall [2]time.Duration
+		for k := range seq {
+			wall[0] += seq[k].D
+			wall[1] += par[k].D
+		}
 		rows = append(rows, Row{
 			Name:     "parallel/" + sh.name,
 			Figure:   Quantity{mibPerSec(total, pm.D), "MiB/s"},
 			Baseline: &Baseline{mibPerSec(total, sm.D), "MiB/s", "sequential evaluation (Workers 1), same run"},
 			Target:   sh.target,
 			PeakRSS:  pm.RSS,
-			Note: fmt.Sprintf("%s: %d pel.bytes.hash.asl1 nodes over distinct %s inputs + concat of the digests, Plan.RunWith with Workers %d (GOMAXPROCS) against Workers 1, medians of %d alternating: %s against %s",
-				sh.what, n, sizeText(int64(sh.size)), workers, reps, pm.D.Round(time.Microsecond), sm.D.Round(time.Microsecond)),
+			Note: fmt.Sprintf("%s: %d pel.bytes.hash.asl1 nodes over distinct %s inputs + concat of the digests, Plan.RunWith with Workers %d (GOMAXPROCS) against Workers 1, medians of %d alternating: %s against %s; CPUs busy (process CPU time / wall time) %.2f against %.2f",
+				sh.what, n, sizeText(int64(sh.size)), workers, reps, pm.D.Round(time.Microsecond), sm.D.Round(time.Microsecond),
+				cpu[1].Seconds()/wall[1].Seconds(), cpu[0].Seconds()/wall[0].Seconds()),
 		})
 	}
 	if workers < 2 {
