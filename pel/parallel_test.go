@@ -20,7 +20,7 @@ import (
 	"github.com/amduat/amduat/pel"
 )
 
-var parallelPrograms = flag.Int("parallel-programs", 0, "random programs TestParallelEquivalence compares (0: 5000, 1000 under -race -short)")
+var equivalencePrograms = flag.Int("equivalence-programs", 0, "random programs TestParallelEquivalence compares (0: 5000, 1000 under -race -short)")
 
 // Test operations of the equivalence test. Each reads its params as raw
 // bytes; params[0] (0 when empty) steers its behaviour.
@@ -313,7 +313,7 @@ func (o outcome) diff(p outcome) string {
 // requires identical outputs, result bytes, observer events (the trace)
 // and errors. Every speculable node is speculated (no size threshold).
 func TestParallelEquivalence(t *testing.T) {
-	n := *parallelPrograms
+	n := *equivalencePrograms
 	if n == 0 {
 		n = 5000
 		if raceEnabled && testing.Short() {
