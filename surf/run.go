@@ -2,6 +2,7 @@ package surf
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -260,8 +261,10 @@ func (s *Surface) compute(ctx context.Context, req Request) (*computed, error) {
 			if s.opts.NodeMemo {
 				opts.RopeMemo = s.nodeMemo(ctx)
 			}
-			if p, err := pel.DecodeProgramArtifact(program); err == nil {
-				obs.p.NodesTotal = len(p.Nodes)
+			if len(program.Bytes) >= 4 {
+				// node_count, the first field of ProgramBytes (§9.1); only
+				// for progress, so an invalid program does no harm.
+				obs.p.NodesTotal = int(binary.BigEndian.Uint32(program.Bytes))
 			}
 			outputs, res.Value, err = pel.ExecDAGRopes(s.opts.Registry, program, inputs, params, obs, opts)
 			if err == nil {
