@@ -287,8 +287,9 @@ type RopeMemo interface {
 // above opts.MaxMaterialize, an internal failure wrapping ErrOutOfMemory).
 // The result, every output's bytes and every event are those RunWith gives
 // for the same values. Node events carry Values, not Outputs. MemoryBudget
-// counts the bytes held in one in-memory slice (asl.Rope.InMemory), plus,
-// before an operation without RunRope, the inputs it reads into memory.
+// counts the bytes held in one in-memory slice (asl.Rope.InMemory): before
+// an operation without RunRope, its declared outputs and the inputs it
+// reads into memory; after any operation, its in-memory outputs.
 // An error reading a stored value (I/O, integrity) ends the evaluation with
 // that error and no result.
 func (pl *Plan) RunRopes(inputs []*asl.Rope, params *asl.Rope, obs Observer, opts RunOptions) ([]*asl.Rope, ExecutionResultValue, error) {
@@ -446,6 +447,10 @@ func (pl *Plan) run(inputs []*asl.Rope, params *asl.Rope, obs Observer, opts Run
 		if hasDeclared && produced != declared {
 			return nil, ExecutionResultValue{}, &InternalError{NodeID: node.ID, Op: node.Op,
 				Reason: fmt.Sprintf("declared %d output bytes, produced %d", declared, produced)}
+		}
+		if !logical && opts.MemoryBudget > 0 && overLimit(held, holds, opts.MemoryBudget) {
+			return nil, ExecutionResultValue{}, &InternalError{NodeID: node.ID, Op: node.Op, Value: ErrOutOfMemory,
+				Reason: fmt.Sprintf("out of memory: %d output bytes in memory with %d held, above the memory budget of %d", holds, held, opts.MemoryBudget)}
 		}
 		outputBytes += produced
 		if opts.Limits.MaxOutputBytes > 0 && outputBytes > opts.Limits.MaxOutputBytes {
