@@ -4,16 +4,19 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/httpstore"
 	"github.com/amduat/amduat/asl/memstore"
 	"github.com/amduat/amduat/asl/pebblestore"
 	"github.com/amduat/amduat/internal/golden"
 	"github.com/amduat/amduat/internal/progtest"
 	"github.com/amduat/amduat/opreg"
 	"github.com/amduat/amduat/pel"
+	"github.com/amduat/amduat/server"
 	"github.com/amduat/amduat/surf"
 )
 
@@ -98,8 +101,9 @@ func referenceRuns(t *testing.T, st asl.Store, memo bool) string {
 }
 
 // TestRunsMatchReference: the references of every run above, on a
-// memstore and on a Pebble store, with and without the node memo, equal
-// those in testdata/reference_runs.golden, which was written by the
+// memstore and on a Pebble store with and without the node memo, equal
+// those in testdata/reference_runs.golden (and over the HTTP client, on a
+// server), which was written by the
 // surface as it was before it read inputs lazily and streamed outputs
 // (commit 39853a0, `go test -run TestRunsMatchReference -update`).
 func TestRunsMatchReference(t *testing.T) {
@@ -119,5 +123,27 @@ func TestRunsMatchReference(t *testing.T) {
 	}
 	if again := referenceRuns(t, ps, true); again != got {
 		t.Fatalf("pebble store, memo entries reused:\n%s\nmemstore:\n%s", again, got)
+	}
+	// Through the HTTP client: store-backed inputs are read over HTTP.
+	backing, err := pebblestore.Create(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer backing.Close()
+	srv, err := server.New(server.Config{Store: backing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	hc, err := httpstore.Open(t.Context(), ts.URL, httpstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hc.Close()
+	// Without its index (index writes go through the server's own runs),
+	// as a plain asl.Store.
+	if again := referenceRuns(t, struct{ asl.Store }{hc}, false); again != got {
+		t.Fatalf("HTTP store:\n%s\nmemstore:\n%s", again, got)
 	}
 }
