@@ -138,6 +138,11 @@ func (s *Surface) streamOutputs(ctx context.Context, outs []*asl.Rope, refs []as
 	for i, o := range outs {
 		rc := o.Open(ctx)
 		ref, err := s.store.Put(ctx, s.opts.Hash, o.Header(), &progressReader{r: rc, p: p, fn: report})
+		if err == nil {
+			// A store may stop reading at the header's size: reading on
+			// to the rope's end completes its last whole-digest check.
+			err = asl.ExpectEnd(rc)
+		}
 		rc.Close()
 		if err != nil {
 			return fmt.Errorf("surface run: storing output %d: %w", i, err)
