@@ -210,3 +210,45 @@ func TestRopeBounds(t *testing.T) {
 		t.Fatal("a one-input concatenation kept the tag")
 	}
 }
+
+// TestRopeConcurrentReads: one rope read, sliced and hashed from many
+// goroutines at once (run under -race).
+func TestRopeConcurrentReads(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	b := bytes.Repeat([]byte("concurrent"), 3000)
+	ref, err := asl.PutArtifact(ctx, st, asl.HashSHA256, asl.Untagged(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := asl.StoredRope(st, ref, asl.Untagged(b).Header())
+	c, err := asl.ConcatRopes(x, asl.NewRope(asl.Untagged([]byte("!"))), x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := asl.MustDerive(asl.HashBLAKE3, asl.Untagged(append(append(bytes.Clone(b), '!'), b...)))
+	errs := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		go func() {
+			got, err := c.Ref(ctx, asl.HashBLAKE3)
+			if err == nil && got != want {
+				err = errors.New("wrong reference")
+			}
+			if err == nil {
+				var s *asl.Rope
+				if s, err = c.Slice(uint64(g), 1000); err == nil {
+					var out []byte
+					if out, err = s.Bytes(ctx, 0); err == nil && !bytes.Equal(out, b[g:g+1000]) {
+						err = errors.New("wrong slice")
+					}
+				}
+			}
+			errs <- err
+		}()
+	}
+	for g := 0; g < 8; g++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
