@@ -90,6 +90,7 @@ func Groups() []Group {
 		{"cli", "amduat put of many files against git hash-object", runCLI},
 		{"exec", "large programs: canonical order, Exec_DAG overhead and allocation", runExec},
 		{"surface", "surface runs of a 100-node program: latency, cache hits", runSurface},
+		{"lazy", "amduat pel run over large inputs: peak RSS of the double concat and of a 1 GiB run", runLazy},
 		{"parallel", "parallel evaluation against sequential: 64 hash nodes over 1 MiB inputs, and over 4 KiB", runParallel},
 		{"hostile", "hostile programs with and without limits, each in its own pel run process: status, peak RSS, time", runHostile},
 		{"server", "amduat serve on loopback against the embedded store: small and large artifacts, runs, a load test", runServer},

@@ -40,7 +40,7 @@ func wideInputs(n, size int) []asl.Artifact {
 }
 
 // runParallel measures the speculative parallel evaluation (SPECS.md
-// §12.9) against the sequential one, alternating, in the same process on
+// §12.10) against the sequential one, alternating, in the same process on
 // the same program and inputs: a wide program of CPU-heavy nodes (hash of
 // ParallelSize bytes each), and the same program over 4 KiB inputs, which
 // the evaluator leaves sequential because the hand-off would cost more.

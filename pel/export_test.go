@@ -1,6 +1,6 @@
 package pel
 
-// SpecStats are a speculator's counts (SPECS.md §12.9).
+// SpecStats are a speculator's counts (SPECS.md §12.10).
 type SpecStats = specStats
 
 // SetSpecMinHashBytes sets the input size from which hash nodes are

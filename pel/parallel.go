@@ -2,6 +2,7 @@ package pel
 
 import (
 	"container/heap"
+	"context"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -10,7 +11,7 @@ import (
 	"github.com/amduat/amduat/opreg"
 )
 
-// Parallel evaluation (SPECS.md §12.9) is speculative: the canonical loop of
+// Parallel evaluation (SPECS.md §12.10) is speculative: the canonical loop of
 // RunWith stays the only place where anything is decided (limits, index
 // errors, the memo, the observer, releasing outputs), and a speculator runs
 // the operations of later nodes whose inputs are already available, on a
@@ -47,14 +48,16 @@ const (
 type specJob struct {
 	node     *Node
 	op       *opreg.Operation
-	call     opreg.Call
-	declared uint64 // the declared output size (0 when undeclared)
+	call     opreg.RopeCall
+	eager    opreg.Call // the inputs in memory, for an operation without RunRope
+	declared uint64     // the declared output size (0 when undeclared)
 	state    atomic.Int32
 	done     chan struct{} // closed when exec has finished
 
 	// Set by exec before done is closed.
-	res      []asl.Artifact
+	res      []*asl.Rope
 	oerr     *opreg.OpError
+	rerr     error
 	ierr     *InternalError
 	returned bool // exec's call returned (false: the goroutine exited)
 }
@@ -63,7 +66,7 @@ type specJob struct {
 // loop would.
 func (j *specJob) exec() {
 	defer close(j.done)
-	j.ierr = contain(j.node.ID, j.node.Op, "run", func() { j.res, j.oerr = j.op.Run(j.call) })
+	j.ierr = contain(j.node.ID, j.node.Op, "run", func() { j.res, j.oerr, j.rerr = runOp(j.op, j.call, j.eager) })
 	j.returned = true
 }
 
@@ -100,10 +103,12 @@ type specStats struct {
 // specJob.exec runs elsewhere.
 type speculator struct {
 	pl     *Plan
-	inputs []asl.Artifact
-	params *asl.Artifact
-	outs   [][]asl.Artifact // RunWith's outputs per node index (read only here)
+	inputs []*asl.Rope
+	params *asl.Rope
+	outs   [][]*asl.Rope // the evaluation's outputs per node index (read only here)
 	opts   RunOptions
+	ctx    context.Context
+	maxMat int64 // RunOptions.MaxMaterialize with its default
 
 	x       nodeIndex
 	pos     []int32 // canonical position of each node index
@@ -125,7 +130,7 @@ var specTestHook func(specStats)
 
 // newSpeculator returns a speculator for one run, or nil when the run is
 // sequential: opts.Workers is 0 or 1, or no node is worth speculating.
-func newSpeculator(pl *Plan, inputs []asl.Artifact, params *asl.Artifact, outs [][]asl.Artifact, opts RunOptions) *speculator {
+func newSpeculator(pl *Plan, inputs []*asl.Rope, params *asl.Rope, outs [][]*asl.Rope, opts RunOptions, maxMat int64) *speculator {
 	if opts.Workers <= 1 {
 		return nil
 	}
@@ -143,7 +148,11 @@ func newSpeculator(pl *Plan, inputs []asl.Artifact, params *asl.Artifact, outs [
 	for k, i := range pl.g.order {
 		pos[i] = int32(k)
 	}
-	return &speculator{pl: pl, inputs: inputs, params: params, outs: outs, opts: opts, x: newNodeIndex(pl.prog.Nodes), pos: pos,
+	ctx := opts.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return &speculator{pl: pl, inputs: inputs, params: params, outs: outs, opts: opts, ctx: ctx, maxMat: maxMat, x: newNodeIndex(pl.prog.Nodes), pos: pos,
 		jobs: make(map[int32]*specJob), maxJobs: 2 * opts.Workers}
 }
 
@@ -164,23 +173,25 @@ type runState struct {
 	hasDeclared bool
 }
 
-// runOp is the canonical loop's call of node i's operation: the speculated
-// result when there is one, otherwise the operation run on this goroutine.
-func (s *speculator) runOp(pl *Plan, i int32, call opreg.Call, st runState) ([]asl.Artifact, *opreg.OpError, *InternalError) {
+// runOp is the canonical loop's call of node i's operation (runOp of
+// exec.go): the speculated result when there is one, otherwise the
+// operation run on this goroutine.
+func (s *speculator) runOp(pl *Plan, i int32, call opreg.RopeCall, eager opreg.Call, st runState) ([]*asl.Rope, *opreg.OpError, error, *InternalError) {
 	if s != nil {
 		if j := s.take(i, st); j != nil {
 			if !j.returned {
 				node := &pl.prog.Nodes[i]
-				return nil, nil, &InternalError{NodeID: node.ID, Op: node.Op, Phase: "run", Reason: "the operation ended its goroutine (runtime.Goexit)"}
+				return nil, nil, nil, &InternalError{NodeID: node.ID, Op: node.Op, Phase: "run", Reason: "the operation ended its goroutine (runtime.Goexit)"}
 			}
-			return j.res, j.oerr, j.ierr
+			return j.res, j.oerr, j.rerr, j.ierr
 		}
 	}
 	node, op := &pl.prog.Nodes[i], pl.ops[i]
-	var res []asl.Artifact
+	var res []*asl.Rope
 	var oerr *opreg.OpError
-	ierr := contain(node.ID, node.Op, "run", func() { res, oerr = op.Run(call) })
-	return res, oerr, ierr
+	var rerr error
+	ierr := contain(node.ID, node.Op, "run", func() { res, oerr, rerr = runOp(op, call, eager) })
+	return res, oerr, rerr, ierr
 }
 
 // take is called at node i's operation call: nodes before it in canonical
@@ -277,30 +288,46 @@ func (s *speculator) dispatch(i, k int32, st runState) {
 	}
 	var inBytes uint64
 	for _, in := range node.Inputs {
-		a, ok := s.input(in)
-		if !ok {
+		r, ok := s.input(in)
+		// An operation without RunRope reads its inputs into memory: it is
+		// speculated only when they are there already (no I/O, nothing
+		// read ahead).
+		if !ok || op.RunRope == nil && !r.InMemory() {
 			return
 		}
-		inBytes += uint64(len(a.Bytes))
+		inBytes += r.Size()
 	}
 	if op.ID == opreg.OpHash && inBytes < specMinHashBytes {
 		return
 	}
-	ins := make([]asl.Artifact, len(node.Inputs))
+	ins := make([]*asl.Rope, len(node.Inputs))
 	for k, in := range node.Inputs {
 		ins[k], _ = s.input(in)
 	}
-	call := opreg.Call{Inputs: ins, Params: pl.params[i]}
+	call := opreg.RopeCall{Ctx: s.ctx, Inputs: ins, Params: pl.params[i]}
 	if op.NeedsGlobalParams {
-		if s.params == nil {
+		if s.params == nil || op.RunRope == nil && !s.params.InMemory() {
 			return
 		}
 		call.Global = s.params
 	}
+	var eager opreg.Call
+	if op.RunRope == nil {
+		var err error
+		if eager, _, err = materialize(s.ctx, call, s.maxMat); err != nil {
+			return // the canonical loop reports it
+		}
+	}
 	var declared uint64
 	hasDeclared := false
-	if op.OutputSize != nil {
-		if contain(node.ID, node.Op, "size", func() { declared, hasDeclared = op.OutputSize(call) }) != nil {
+	if sizeFn := op.SizeRope; sizeFn != nil || (op.RunRope == nil && op.OutputSize != nil) {
+		if contain(node.ID, node.Op, "size", func() {
+			if op.RunRope != nil {
+				declared, hasDeclared = sizeFn(call)
+			} else {
+				declared, hasDeclared = op.OutputSize(eager)
+			}
+		}) != nil {
 			return // the canonical loop reports the panic
 		}
 	}
@@ -320,7 +347,7 @@ func (s *speculator) dispatch(i, k int32, st runState) {
 			return
 		}
 	}
-	j := &specJob{node: node, op: op, call: call, declared: declared, done: make(chan struct{})}
+	j := &specJob{node: node, op: op, call: call, eager: eager, declared: declared, done: make(chan struct{})}
 	if !s.started {
 		s.start()
 	}
@@ -337,17 +364,17 @@ func (s *speculator) dispatch(i, k int32, st runState) {
 // input resolves a node input whose node, if any, the canonical loop has
 // committed; ok is false for an index out of range (which the canonical
 // loop will report).
-func (s *speculator) input(in DagInput) (asl.Artifact, bool) {
+func (s *speculator) input(in DagInput) (*asl.Rope, bool) {
 	if in.Kind == InputExternal {
 		if uint64(in.InputIndex) >= uint64(len(s.inputs)) {
-			return asl.Artifact{}, false
+			return nil, false
 		}
 		return s.inputs[in.InputIndex], true
 	}
 	t, _ := s.x.find(in.NodeID)
 	o := s.outs[t]
 	if uint64(in.OutputIndex) >= uint64(len(o)) {
-		return asl.Artifact{}, false
+		return nil, false
 	}
 	return o[in.OutputIndex], true
 }

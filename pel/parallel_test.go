@@ -2,6 +2,7 @@ package pel_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -10,11 +11,13 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/memstore"
 	"github.com/amduat/amduat/bench"
 	"github.com/amduat/amduat/opreg"
 	"github.com/amduat/amduat/pel"
@@ -126,10 +129,11 @@ func equivalenceRegistry(t testing.TB) *opreg.Registry {
 type randomCase struct {
 	program asl.Artifact
 	inputs  []asl.Artifact
-	params  *asl.Artifact
+	params  []asl.Artifact // none or one
 	opts    pel.RunOptions
 	memo    bool
-	stopAt  int // the Interrupt fails before the stopAt-th node (0: never)
+	stopAt  int  // the Interrupt fails before the stopAt-th node (0: never)
+	stored  bool // inputs and params are ropes read from a store (ExecDAGRopes)
 }
 
 func randomBytes(r *rand.Rand, n int) []byte {
@@ -155,8 +159,7 @@ func randomProgram(t testing.TB, seed uint64) randomCase {
 		c.inputs = append(c.inputs, asl.Untagged(randomBytes(r, r.IntN(48))))
 	}
 	if r.IntN(3) > 0 {
-		p := asl.Tagged(5, randomBytes(r, r.IntN(24)))
-		c.params = &p
+		c.params = []asl.Artifact{asl.Tagged(5, randomBytes(r, r.IntN(24)))}
 	}
 	n := 1 + r.IntN(40)
 	nodes := make([]pel.Node, n)
@@ -237,7 +240,8 @@ func randomProgram(t testing.TB, seed uint64) randomCase {
 	if r.IntN(4) == 0 {
 		c.opts.MemoryBudget = uint64(r.IntN(48 * n))
 	}
-	c.memo = r.IntN(5) == 0
+	c.stored = r.IntN(3) == 0
+	c.memo = !c.stored && r.IntN(5) == 0
 	if r.IntN(8) == 0 {
 		c.stopAt = 1 + r.IntN(n)
 	}
@@ -273,9 +277,34 @@ func (c randomCase) run(t testing.TB, reg *opreg.Registry, workers int) outcome 
 	}
 	obs := pel.ObserverFunc(func(e pel.NodeEvent) {
 		e.Outputs = append([]asl.Artifact(nil), e.Outputs...)
+		for _, v := range e.Values {
+			e.Outputs = append(e.Outputs, readRope(t, v))
+		}
+		e.Values = nil
 		o.events = append(o.events, e)
 	})
-	outs, res, err := pel.ExecDAGWith(reg, c.program, c.inputs, c.params, obs, opts)
+	var outs []asl.Artifact
+	var res pel.ExecutionResultValue
+	var err error
+	if c.stored {
+		var ropes []*asl.Rope
+		ropes, opts.RopeMemo = storedRopes(t, slices.Concat(c.inputs, c.params)), nil
+		var global *asl.Rope
+		if c.params != nil {
+			ropes, global = ropes[:len(ropes)-1], ropes[len(ropes)-1]
+		}
+		var routs []*asl.Rope
+		routs, res, err = pel.ExecDAGRopes(reg, c.program, ropes, global, obs, opts)
+		for _, r := range routs {
+			outs = append(outs, readRope(t, r))
+		}
+	} else {
+		var params *asl.Artifact
+		if c.params != nil {
+			params = &c.params[0]
+		}
+		outs, res, err = pel.ExecDAGWith(reg, c.program, c.inputs, params, obs, opts)
+	}
 	o.outputs = outs
 	if err != nil {
 		o.err = err.Error()
@@ -290,6 +319,29 @@ func (c randomCase) run(t testing.TB, reg *opreg.Registry, workers int) outcome 
 	}
 	o.result = b
 	return o
+}
+
+// storedRopes puts the artifacts in a fresh memory store and returns ropes
+// reading them from it.
+func storedRopes(t testing.TB, arts []asl.Artifact) []*asl.Rope {
+	st := memstore.New()
+	ropes := make([]*asl.Rope, len(arts))
+	for k, a := range arts {
+		ref, err := asl.PutArtifact(context.Background(), st, asl.HashSHA256, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ropes[k] = asl.StoredRope(st, ref, a.Header())
+	}
+	return ropes
+}
+
+func readRope(t testing.TB, r *asl.Rope) asl.Artifact {
+	a, err := r.Artifact(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
 
 func (o outcome) diff(p outcome) string {

@@ -52,6 +52,9 @@ target. The groups, in order:
                 beyond direct operation calls, bytes allocated per node
   surface       p50/p99 latency of surface runs of a 100-node program, and of
                 action-cache hits
+  lazy          peak RSS of amduat pel run over large inputs: concat(x, x) of
+                a 300 MB input (with and without --memo-nodes) and a run whose
+                inputs and output total 1 GiB (target 128 MiB each)
   parallel      64 hash nodes over 1 MiB inputs, and over 4 KiB: parallel
                 evaluation (GOMAXPROCS workers) against sequential, same run
   hostile       hostile programs (a 5,000-input concat of a 1 MiB const, a
