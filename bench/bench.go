@@ -30,20 +30,21 @@ type Sizes struct {
 	ParallelNodes int   `json:"parallel_nodes"`  // hash nodes of the parallel group's wide program
 	ParallelSize  int   `json:"parallel_size"`   // bytes each of them hashes
 	HostileMemory int64 `json:"hostile_memory"`  // GOMEMLIMIT, hence memory budget, of the hostile runs
+	HostileTime   int   `json:"hostile_seconds"` // --timeout of the hostile runs, in seconds
 }
 
 // FullSizes are the sizes the targets are stated for.
 func FullSizes() Sizes {
 	return Sizes{LargeBytes: 1 << 30, SmallCount: 100_000, SmallSize: 1 << 10, SmallBatch: 1000, SmallBigBatch: 10_000,
 		CLIFiles: 20_000, CLIFileSize: 1 << 10, ExecNodes: 1_000_000, ExecReps: 3, SurfaceRuns: 200,
-		ParallelNodes: 64, ParallelSize: 1 << 20, HostileMemory: 1 << 30}
+		ParallelNodes: 64, ParallelSize: 1 << 20, HostileMemory: 1 << 30, HostileTime: 60}
 }
 
 // QuickSizes are the --quick sizes.
 func QuickSizes() Sizes {
 	return Sizes{LargeBytes: 64 << 20, SmallCount: 10_000, SmallSize: 1 << 10, SmallBatch: 1000, SmallBigBatch: 10_000,
 		CLIFiles: 2_000, CLIFileSize: 1 << 10, ExecNodes: 100_000, ExecReps: 3, SurfaceRuns: 50,
-		ParallelNodes: 64, ParallelSize: 1 << 20, HostileMemory: 256 << 20}
+		ParallelNodes: 64, ParallelSize: 1 << 20, HostileMemory: 256 << 20, HostileTime: 15}
 }
 
 // Env is what a group needs to run.

@@ -138,7 +138,7 @@ func TestWindowSeesAllocation(t *testing.T) {
 func tinySizes() Sizes {
 	return Sizes{LargeBytes: 3<<20 + 12345, SmallCount: 2500, SmallSize: 1 << 10, SmallBatch: 1000, SmallBigBatch: 2000,
 		CLIFiles: 40, CLIFileSize: 1 << 10, ExecNodes: 2000, ExecReps: 2, SurfaceRuns: 6,
-		ParallelNodes: 8, ParallelSize: 128 << 10, HostileMemory: 64 << 20}
+		ParallelNodes: 8, ParallelSize: 128 << 10, HostileMemory: 64 << 20, HostileTime: 3}
 }
 
 // amduatBinary builds the amduat command once for the tests and benchmarks

@@ -68,8 +68,12 @@ type hostileOutcome struct {
 // which makes the default --max-memory (cmd/amduat/memory.go) that limit.
 // Any exit code is an outcome, not an error: a crash is what the row
 // reports.
-func runHostileChild(ctx context.Context, bin, store string, memLimit int64, prog asl.Reference, args ...string) (hostileOutcome, error) {
-	cmd := exec.CommandContext(ctx, bin, append([]string{"--store", store, "--json", "pel", "run", "--no-cache", "--program", prog.String()}, args...)...)
+func runHostileChild(ctx context.Context, bin, store string, memLimit int64, timeout time.Duration, prog asl.Reference, args ...string) (hostileOutcome, error) {
+	// The child ends itself at --timeout; the context is a backstop.
+	cctx, cancel := context.WithTimeout(ctx, timeout+30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, bin, append([]string{"--store", store, "--json", "pel", "run", "--no-cache", "--program", prog.String(),
+		"--timeout", timeout.String()}, args...)...)
 	cmd.Env = append(os.Environ(), "GOMEMLIMIT="+strconv.FormatInt(memLimit, 10))
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -108,6 +112,8 @@ func runHostileChild(ctx context.Context, bin, store string, memLimit int64, pro
 		if len(r.Diagnostics) > 0 {
 			o.status += ": " + r.Diagnostics[0].Message
 		}
+	case o.exit == 6 && strings.Contains(stderr, "--timeout"):
+		o.status = fmt.Sprintf("exit 6, nothing stored: stopped by --timeout %s", timeout)
 	case o.exit == 8:
 		if i := strings.LastIndex(stderr, "surface run: "); i >= 0 {
 			stderr = stderr[i+len("surface run: "):]
@@ -156,7 +162,7 @@ func childPeak(ps *os.ProcessState, floor int64, sampled *int64) *int64 {
 // HostileMemory (GOMEMLIMIT), and reports its peak RSS beside that of a
 // one-node run, with its status and time.
 func runHostile(ctx context.Context, e *Env) ([]Row, error) {
-	n, budget := e.Sizes.ExecNodes, e.Sizes.HostileMemory
+	n, budget, timeout := e.Sizes.ExecNodes, e.Sizes.HostileMemory, time.Duration(max(e.Sizes.HostileTime, 1))*time.Second
 	programs := []struct{ name, what string }{
 		{"concat5000", "a 1 MiB const and one concat of 5,000 inputs reading it (5.2 GB declared)"},
 		{"doubling64", "a one-byte const and 63 concat(prev, prev) (2^63 bytes declared at the end)"},
@@ -200,7 +206,7 @@ func runHostile(ctx context.Context, e *Env) ([]Row, error) {
 		}
 	}
 	e.logf("hostile: a one-node run for the baseline")
-	base, err := runHostileChild(ctx, e.AmduatBin, stores[len(shapes)], budget, refs[len(shapes)])
+	base, err := runHostileChild(ctx, e.AmduatBin, stores[len(shapes)], budget, timeout, refs[len(shapes)])
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +221,7 @@ func runHostile(ctx context.Context, e *Env) ([]Row, error) {
 				variant, args = "limited", limits
 			}
 			e.logf("hostile: %s, %s", p.name, variant)
-			o, err := runHostileChild(ctx, e.AmduatBin, stores[k], budget, refs[k], args...)
+			o, err := runHostileChild(ctx, e.AmduatBin, stores[k], budget, timeout, refs[k], args...)
 			if err != nil {
 				return nil, fmt.Errorf("hostile: %s %s: %w", p.name, variant, err)
 			}
@@ -229,8 +235,8 @@ func runHostile(ctx context.Context, e *Env) ([]Row, error) {
 				Baseline: &Baseline{mibOf(base.rss), "MiB", "peak RSS of a one-node pel run"},
 				Target:   &Target{fmt.Sprintf("<= %s (the memory budget) + 256 MiB", sizeText(budget)), OnFigure, AtMost, float64(budget)/mib + 256},
 				PeakRSS:  o.rss,
-				Note: fmt.Sprintf("%s; %s; memory budget %s (GOMEMLIMIT, the default --max-memory); %s: %s",
-					p.what, lim, sizeText(budget), o.d.Round(time.Millisecond), o.status),
+				Note: fmt.Sprintf("%s; %s; memory budget %s (GOMEMLIMIT, the default --max-memory), --timeout %s; %s: %s",
+					p.what, lim, sizeText(budget), timeout, o.d.Round(time.Millisecond), o.status),
 			}
 			rows = append(rows, row)
 		}
