@@ -269,11 +269,14 @@ func (s *speculator) fill(k int32, st runState) {
 				readyAt = max(readyAt, s.pos[t])
 			}
 		}
-		if readyAt < k {
+		switch {
+		case readyAt < k:
 			s.dispatch(i, k, st)
-		} else {
+		case readyAt < int32(s.cursor)-1:
 			heap.Push(&s.pending, pendingNode{readyAt: readyAt, i: i})
 		}
+		// Otherwise its last input is the node just before it in canonical
+		// order: it is ready only when the canonical loop reaches it.
 	}
 }
 
