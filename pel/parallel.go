@@ -24,9 +24,8 @@ import (
 
 // specMinHashBytes is the input size from which a pel.bytes.hash.asl1 node
 // is worth running ahead of the canonical order: 64 KiB is about 35 µs of
-// SHA-256, several times a hand-off to another goroutine and back
-// (BenchmarkParallelThreshold measures the crossover). Tests lower it to
-// speculate everything.
+// SHA-256 on an idle core (BenchmarkParallelThreshold measures the
+// crossover). Tests lower it to speculate everything.
 var specMinHashBytes uint64 = 64 << 10
 
 // specMaxBytes bounds the declared output bytes of speculated results not
