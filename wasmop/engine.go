@@ -288,6 +288,9 @@ func (d *decoded) checkModule(maxPages uint32) *failure {
 	if d.tableMin > MaxTableElements {
 		return fail(StatusTableTooLarge, "table minimum %d exceeds %d elements", d.tableMin, MaxTableElements)
 	}
+	if msg := d.segmentFailure(); msg != "" {
+		return fail(StatusSegmentBounds, "%s", msg)
+	}
 	for _, x := range d.exports {
 		if x.Kind == KindFunc && x.Name == InitializeExport && !x.Type.equal(FuncType{}) {
 			return fail(StatusExportType, "export %s has type %s, want () -> ()", InitializeExport, x.Type)
@@ -334,7 +337,7 @@ func (e *Engine) run(c opreg.Call) ([]asl.Artifact, *opreg.OpError) {
 	if f != nil {
 		return nil, f.opError(nil)
 	}
-	st := &callState{inputs: c.Inputs[1:], outputs: make([][]byte, p.Outputs), maxOut: p.MaxOutputBytes}
+	st := &callState{inputs: c.Inputs[1:], outputs: make([][]byte, p.Outputs), maxOut: p.MaxOutputBytes, hasMemory: ent.info.hasMemory}
 	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), stateKey{}, st), e.timeout)
 	defer cancel()
 	if f := e.call(ctx, st, ent, p.Export); f != nil {
@@ -394,13 +397,13 @@ var trapCodes = map[string]uint32{
 
 // TrapMessage is the diagnostic text of each trap status code.
 var TrapMessage = map[uint32]string{
-	StatusTrapUnreachable:        "trap: unreachable",
-	StatusTrapMemoryOutOfBounds:  "trap: out of bounds memory access",
-	StatusTrapDivideByZero:       "trap: integer divide by zero",
-	StatusTrapIntegerOverflow:    "trap: integer overflow",
-	StatusTrapInvalidConversion:  "trap: invalid conversion to integer",
-	StatusTrapTableOutOfBounds:   "trap: invalid table access",
-	StatusTrapIndirectCallType:   "trap: indirect call type mismatch",
+	StatusTrapUnreachable:       "trap: unreachable",
+	StatusTrapMemoryOutOfBounds: "trap: out of bounds memory access",
+	StatusTrapDivideByZero:      "trap: integer divide by zero",
+	StatusTrapIntegerOverflow:   "trap: integer overflow",
+	StatusTrapInvalidConversion: "trap: invalid conversion to integer",
+	StatusTrapTableOutOfBounds:  "trap: invalid table access",
+	StatusTrapIndirectCallType:  "trap: indirect call type mismatch",
 }
 
 // classify turns a runtime error into the call's deterministic failure, or
