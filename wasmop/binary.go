@@ -131,6 +131,7 @@ type decoded struct {
 	tableMin   uint64   // largest table minimum
 	tableMins  []uint32 // minimum of each table
 	segments   []segment
+	numData    int
 	hasStart   bool
 	nanSites   int    // float instructions followed by a canonicalisation
 	rewritten  []byte // the module to compile
@@ -343,6 +344,8 @@ func decodeModule(module []byte, maxPages uint32) (*decoded, error) {
 	lastRank := 0
 	numFuncs := -1 // declared in the function section
 	codeSeen := false
+	dataSeen := false
+	dataCount := int64(-1)
 	for r.off < len(module) {
 		id, _ := r.byte1()
 		size, err := r.u32()
@@ -380,6 +383,8 @@ func decodeModule(module []byte, maxPages uint32) (*decoded, error) {
 			newBody, err = d.tableSection(sr)
 		case 5:
 			newBody, err = d.memorySection(sr, maxPages)
+		case 6:
+			err = d.globalSection(sr)
 		case 7:
 			err = d.exportSection(sr)
 		case 8:
@@ -388,6 +393,11 @@ func decodeModule(module []byte, maxPages uint32) (*decoded, error) {
 			err = d.elementSection(sr)
 		case 11:
 			err = d.dataSection(sr)
+			dataSeen = true
+		case 12:
+			var c uint32
+			c, err = sr.u32()
+			dataCount = int64(c)
 		case 10:
 			codeSeen = true
 			newBody, err = d.codeSection(sr, numFuncs)
@@ -395,7 +405,7 @@ func decodeModule(module []byte, maxPages uint32) (*decoded, error) {
 		if err != nil {
 			return nil, fmt.Errorf("section %d: %w", id, err)
 		}
-		if id == 1 || id == 2 || id == 3 || id == 7 || id == 9 || id == 11 {
+		if id != 4 && id != 5 && id != 8 && id != 10 {
 			if sr.off != len(body) {
 				return nil, fmt.Errorf("section %d: %w: %d trailing bytes", id, errMalformed, len(body)-sr.off)
 			}
@@ -403,6 +413,9 @@ func decodeModule(module []byte, maxPages uint32) (*decoded, error) {
 		out = append(out, id)
 		out = appendU32(out, uint32(len(newBody)))
 		out = append(out, newBody...)
+	}
+	if dataCount >= 0 && (dataCount != int64(d.numData) || (!dataSeen && dataCount != 0)) {
+		return nil, fmt.Errorf("%w: data count %d for %d data segments", errMalformed, dataCount, d.numData)
 	}
 	if numFuncs > 0 && !codeSeen {
 		return nil, fmt.Errorf("%w: %d functions declared but no code section", errMalformed, numFuncs)
@@ -968,6 +981,30 @@ func (r *reader) skipExpr() error {
 	return nil
 }
 
+func (d *decoded) globalSection(r *reader) error {
+	n, err := r.u32()
+	if err != nil {
+		return err
+	}
+	if uint64(n) > uint64(len(r.b)) {
+		return r.fail("global count %d exceeds the section", n)
+	}
+	for range n {
+		if _, err := r.valtype(); err != nil {
+			return err
+		}
+		if m, err := r.byte1(); err != nil {
+			return err
+		} else if m > 1 {
+			return r.fail("global mutability 0x%02x", m)
+		}
+		if err := r.skipExpr(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (d *decoded) elementSection(r *reader) error {
 	n, err := r.u32()
 	if err != nil {
@@ -1034,6 +1071,7 @@ func (d *decoded) dataSection(r *reader) error {
 	if uint64(n) > uint64(len(r.b)) {
 		return r.fail("data count %d exceeds the section", n)
 	}
+	d.numData = int(n)
 	for i := range n {
 		flag, err := r.u32()
 		if err != nil {
