@@ -2,7 +2,9 @@ package conformance
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/amduat/amduat/asl"
@@ -108,7 +110,17 @@ func wasmCases() []wasmCase {
 		opNode(3, opreg.OpHash, nil, pel.FromNode(2, 0)),
 	}, Roots: roots(2, 0, 3, 0)})
 	noInputs := progArt(pel.Program{Nodes: []pel.Node{opNode(1, wasmop.OpID, mustWasmParams(std("echo", 1)))}, Roots: roots(1, 0)})
-	badParams := progArt(pel.Program{Nodes: []pel.Node{opNode(1, wasmop.OpID, []byte{0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0}, pel.External(0))}, Roots: roots(1, 0)})
+	rawParams := func(h string) *asl.Artifact {
+		b, err := hex.DecodeString(h)
+		if err != nil {
+			panic(err)
+		}
+		a := progArt(pel.Program{Nodes: []pel.Node{opNode(1, wasmop.OpID, b, pel.External(0))}})
+		return &a
+	}
+	paramsCase := func(name, desc, h string) wasmCase {
+		return wasmCase{name: "params-" + name, desc: desc, module: "abi", progOnly: rawParams(h), status: pel.StatusInvalidProgram, diag: pel.DiagParamsDecode}
+	}
 	return []wasmCase{
 		// Success and the ABI's edge cases.
 		{name: "echo", desc: "copies two data inputs (one tagged) to output 0 in 7-byte reads", module: "abi", p: std("echo", 1), inputs: []asl.Artifact{hello, tagged}, status: ok},
@@ -175,7 +187,19 @@ func wasmCases() []wasmCase {
 		{name: "export-type", desc: "the entry has type (i32) -> (i32)", module: "abi", p: std("takes_param", 0), status: rf, diag: pel.DiagNodeFailed},
 		// Exec_DAG's own rules for the operation.
 		{name: "no-inputs", desc: "a node without inputs (at least 1: the module)", progOnly: &noInputs, status: pel.StatusInvalidProgram, diag: pel.DiagArity},
-		{name: "params-rejected", desc: "params with max_memory_pages 0", module: "abi", progOnly: &badParams, status: pel.StatusInvalidProgram, diag: pel.DiagParamsDecode},
+		// Params rejections (§20.2), one per rule.
+		paramsCase("empty", "empty params", ""),
+		paramsCase("export-empty", "export length 0", "0000"+"00000001"+"00000100"+"0000000001000000"),
+		paramsCase("export-256", "export length 256", "0100"+strings.Repeat("61", 256)+"00000001"+"00000100"+"0000000001000000"),
+		paramsCase("export-past-end", "export length 3 with 2 bytes left", "00037275"),
+		paramsCase("export-utf8", "export not UTF-8", "0003ff7f7f"+"00000001"+"00000100"+"0000000001000000"),
+		paramsCase("outputs-1025", "outputs 1025", "000372756e"+"00000401"+"00000100"+"0000000001000000"),
+		paramsCase("pages-0", "max_memory_pages 0", "000372756e"+"00000001"+"00000000"+"0000000001000000"),
+		paramsCase("pages-65537", "max_memory_pages 65537", "000372756e"+"00000001"+"00010001"+"0000000001000000"),
+		paramsCase("truncated", "max_output_bytes of 7 bytes", "000372756e"+"00000001"+"00000100"+"00000000010000"),
+		paramsCase("trailing", "one trailing byte", "000372756e"+"00000001"+"00000100"+"0000000001000000"+"00"),
+		{name: "params-limits", desc: "the largest values: 255-byte export, 1024 outputs, 65536 pages, max_output_bytes 2^64-1 (the export is missing)", module: "abi",
+			p: wasmParams(strings.Repeat("é", 127)+"x", 1024, 65536, ^uint64(0)), status: rf, diag: pel.DiagNodeFailed},
 	}
 }
 
