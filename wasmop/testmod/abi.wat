@@ -147,5 +147,11 @@
   (func (export "nothing") (result i32) (i32.const 0))
   (func (export "takes_param") (param i32) (result i32) (i32.const 0))
   (func (export "spin") (result i32) (loop $l (br $l)) (i32.const 0))
+  ;; Costs 11 units of fuel: its entry and 10 loop iterations.
+  (func (export "count10") (result i32) (local $i i32)
+    (loop $l
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br_if $l (i32.lt_u (local.get $i) (i32.const 10))))
+    (i32.const 0))
   (func $recurse (export "recurse") (result i32) (i32.add (call $recurse) (i32.const 1)))
 )
