@@ -233,6 +233,33 @@ func (r *reader) sleb(bits uint) (int64, error) {
 	}
 }
 
+// count reads a vector's element count, which the rest of the section must
+// be able to hold (every element takes at least one byte): so no count is
+// ever trusted for an allocation.
+func (r *reader) count(what string) (uint32, error) {
+	n, err := r.u32()
+	if err != nil {
+		return 0, err
+	}
+	if uint64(n) > uint64(len(r.b)-r.off) {
+		return 0, r.fail("%s count %d exceeds the section", what, n)
+	}
+	return n, nil
+}
+
+// globalType reads a value type and a mutability flag.
+func (r *reader) globalType() error {
+	if _, err := r.valtype(); err != nil {
+		return err
+	}
+	if m, err := r.byte1(); err != nil {
+		return err
+	} else if m > 1 {
+		return r.fail("global mutability 0x%02x", m)
+	}
+	return nil
+}
+
 func (r *reader) name() (string, error) {
 	n, err := r.u32()
 	if err != nil {
@@ -446,12 +473,9 @@ func decodeModule(module []byte, maxPages uint32) (*decoded, error) {
 }
 
 func (d *decoded) typeSection(r *reader) error {
-	n, err := r.u32()
+	n, err := r.count("type")
 	if err != nil {
 		return err
-	}
-	if uint64(n) > uint64(len(r.b)) {
-		return r.fail("type count %d exceeds the section", n)
 	}
 	d.types = make([]FuncType, 0, n)
 	for range n {
@@ -474,12 +498,9 @@ func (d *decoded) typeSection(r *reader) error {
 }
 
 func (d *decoded) importSection(r *reader) error {
-	n, err := r.u32()
+	n, err := r.count("import")
 	if err != nil {
 		return err
-	}
-	if uint64(n) > uint64(len(r.b)) {
-		return r.fail("import count %d exceeds the section", n)
 	}
 	for range n {
 		var im Import
@@ -518,13 +539,8 @@ func (d *decoded) importSection(r *reader) error {
 			}
 			d.hasMemory = true
 		case 3:
-			if _, err := r.valtype(); err != nil {
+			if err := r.globalType(); err != nil {
 				return err
-			}
-			if m, err := r.byte1(); err != nil {
-				return err
-			} else if m > 1 {
-				return r.fail("global mutability 0x%02x", m)
 			}
 			d.numImpGlobals++
 		default:
@@ -537,12 +553,9 @@ func (d *decoded) importSection(r *reader) error {
 }
 
 func (d *decoded) functionSection(r *reader) (int, error) {
-	n, err := r.u32()
+	n, err := r.count("function")
 	if err != nil {
 		return 0, err
-	}
-	if uint64(n) > uint64(len(r.b)) {
-		return 0, r.fail("function count %d exceeds the section", n)
 	}
 	for range n {
 		ti, err := r.u32()
@@ -558,12 +571,9 @@ func (d *decoded) functionSection(r *reader) (int, error) {
 }
 
 func (d *decoded) tableSection(r *reader) ([]byte, error) {
-	n, err := r.u32()
+	n, err := r.count("table")
 	if err != nil {
 		return nil, err
-	}
-	if uint64(n) > uint64(len(r.b)) {
-		return nil, r.fail("table count %d exceeds the section", n)
 	}
 	out := appendU32(nil, n)
 	for range n {
@@ -614,12 +624,9 @@ func (d *decoded) memorySection(r *reader, maxPages uint32) ([]byte, error) {
 }
 
 func (d *decoded) exportSection(r *reader) error {
-	n, err := r.u32()
+	n, err := r.count("export")
 	if err != nil {
 		return err
-	}
-	if uint64(n) > uint64(len(r.b)) {
-		return r.fail("export count %d exceeds the section", n)
 	}
 	seen := make(map[string]bool, n)
 	for range n {
@@ -1063,22 +1070,14 @@ func (r *reader) skipExpr() error {
 }
 
 func (d *decoded) globalSection(r *reader) error {
-	n, err := r.u32()
+	n, err := r.count("global")
 	if err != nil {
 		return err
 	}
-	if uint64(n) > uint64(len(r.b)) {
-		return r.fail("global count %d exceeds the section", n)
-	}
 	d.numGlobals = int(n)
 	for range n {
-		if _, err := r.valtype(); err != nil {
+		if err := r.globalType(); err != nil {
 			return err
-		}
-		if m, err := r.byte1(); err != nil {
-			return err
-		} else if m > 1 {
-			return r.fail("global mutability 0x%02x", m)
 		}
 		if err := r.skipExpr(); err != nil {
 			return err
@@ -1088,12 +1087,9 @@ func (d *decoded) globalSection(r *reader) error {
 }
 
 func (d *decoded) elementSection(r *reader) error {
-	n, err := r.u32()
+	n, err := r.count("element")
 	if err != nil {
 		return err
-	}
-	if uint64(n) > uint64(len(r.b)) {
-		return r.fail("element count %d exceeds the section", n)
 	}
 	for i := range n {
 		flag, err := r.u32()
@@ -1146,12 +1142,9 @@ func (d *decoded) elementSection(r *reader) error {
 }
 
 func (d *decoded) dataSection(r *reader) error {
-	n, err := r.u32()
+	n, err := r.count("data")
 	if err != nil {
 		return err
-	}
-	if uint64(n) > uint64(len(r.b)) {
-		return r.fail("data count %d exceeds the section", n)
 	}
 	d.numData = int(n)
 	for i := range n {

@@ -1,8 +1,6 @@
 package wasmop
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"unicode/utf8"
 
@@ -145,7 +143,7 @@ func ParamsFromJSON(raw []byte) (any, error) {
 		return fail(`want {"export":...,"outputs":N,"max_memory_pages":N,"max_output_bytes":N[,"max_fuel":N]}`)
 	}
 	var j paramsJSON
-	if err := strictJSON(raw, &j); err != nil {
+	if err := opreg.StrictUnmarshal(raw, &j); err != nil {
 		return fail("%v", err)
 	}
 	if j.Export == nil || j.Outputs == nil || j.MaxMemoryPages == nil || j.MaxOutputBytes == nil {
@@ -159,16 +157,4 @@ func ParamsFromJSON(raw []byte) (any, error) {
 		return fail("%v", err)
 	}
 	return p, nil
-}
-
-func strictJSON(raw []byte, v any) error {
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
-		return err
-	}
-	if d.More() {
-		return fmt.Errorf("trailing data after params")
-	}
-	return nil
 }
