@@ -37,8 +37,12 @@ func TestCompiledModuleCache(t *testing.T) {
 	defer e.Close(context.Background())
 	op := e.Operation()
 	abi := testmod.MustModule("abi")
-	for range 3 {
-		if _, oerr := call(t, op, abi, params("nothing", 0)); oerr != nil {
+	for i := range 3 {
+		m := abi
+		if i == 2 {
+			m = append([]byte(nil), abi...) // equal bytes in another array
+		}
+		if _, oerr := call(t, op, m, params("nothing", 0)); oerr != nil {
 			t.Fatal(oerr)
 		}
 	}
