@@ -184,6 +184,13 @@ func TestFreshMemory(t *testing.T) {
 			if oerr != nil || string(outs[0].Bytes) != string(make([]byte, 20)) {
 				t.Fatalf("interpreter=%v round %d: %x %v", interp, i, outs[0].Bytes, oerr)
 			}
+			// A reused buffer larger than the memory does not widen it.
+			if _, err := call(t, op, abi, params("dirty", 0)); err != nil {
+				t.Fatal(err)
+			}
+			if _, oerr := call(t, op, abi, params("trap_memory", 0)); oerr == nil || oerr.StatusCode != wasmop.StatusTrapMemoryOutOfBounds {
+				t.Fatalf("interpreter=%v round %d: a load past the 1-page memory after a 2-page call: %v", interp, i, oerr)
+			}
 		}
 		e.Close(context.Background())
 	}
