@@ -1,0 +1,46 @@
+package words
+
+import (
+	"bytes"
+	"testing"
+)
+
+func TestCounter(t *testing.T) {
+	tests := []struct {
+		in   string
+		want uint64
+	}{
+		{"", 0},
+		{"   \t\n", 0},
+		{"one", 1},
+		{" one two  three\n", 3},
+		{"a\vb\fc\rd", 4},
+		{"caf\u00e9 \u00a0x", 2}, // U+00A0 is not ASCII whitespace: "\u00a0x" is one word
+		{"\x00\xff", 1},
+	}
+	for _, tt := range tests {
+		var c Counter
+		c.Write([]byte(tt.in))
+		if c.Count() != tt.want {
+			t.Errorf("Count(%q) = %d, want %d", tt.in, c.Count(), tt.want)
+		}
+		// Every split of the input gives the same count.
+		for cut := 0; cut <= len(tt.in); cut++ {
+			var s Counter
+			s.Write([]byte(tt.in[:cut]))
+			s.Write([]byte(tt.in[cut:]))
+			if s.Count() != tt.want {
+				t.Errorf("Count(%q split at %d) = %d, want %d", tt.in, cut, s.Count(), tt.want)
+			}
+		}
+	}
+}
+
+func BenchmarkCounter(b *testing.B) {
+	buf := bytes.Repeat([]byte("lorem ipsum dolor\tsit amet,\nconsectetur "), 1<<14)
+	b.SetBytes(int64(len(buf)))
+	for b.Loop() {
+		var c Counter
+		c.Write(buf)
+	}
+}
