@@ -225,7 +225,12 @@ write per node. Neither changes any output, result or trace byte.
 				}
 				run, err = runRemote(ctx, c, rr)
 			} else {
-				run, err = surf.New(s, surf.Options{Hash: id, NoCache: noCache, NodeMemo: memoNodes, MemoryBudget: memoryBudget(maxMemory)}).Run(ctx, req)
+				reg, done, rerr := a.opRegistry(ctx, false)
+				if rerr != nil {
+					return rerr
+				}
+				defer done()
+				run, err = surf.New(s, surf.Options{Hash: id, Registry: reg, NoCache: noCache, NodeMemo: memoNodes, MemoryBudget: memoryBudget(maxMemory)}).Run(ctx, req)
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
 				return fail(exitIO, programArg, fmt.Errorf("wall-time bound --timeout %s exceeded; nothing stored: %w", timeout, err))
