@@ -1,0 +1,288 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	_ "embed" // the hand-written modules
+	"encoding/binary"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/opreg"
+	"github.com/amduat/amduat/pel"
+	"github.com/amduat/amduat/wasmop"
+	"github.com/amduat/amduat/wasmop/examples"
+	"github.com/amduat/amduat/wasmop/examples/wordcount/words"
+)
+
+// The hand-written modules of the group, built from their .wat sources
+// beside them (see the build line in each).
+var (
+	// echoModule copies the first 64 bytes of data input 0 to output 0.
+	//go:embed testdata/echo.wasm
+	echoModule []byte
+	// watWordcount counts words as package words does, output u64 LE.
+	//go:embed testdata/wordcount.wasm
+	watWordcount []byte
+)
+
+// wasmCPUBytes is the size of the text the CPU-bound rows count words in.
+const wasmCPUBytes = 64 << 20
+
+// wasmProgram is a one-node program running export of the module (program
+// input 0) on program inputs 1..dataInputs.
+func wasmProgram(p wasmop.Params, dataInputs int) (asl.Artifact, error) {
+	params, err := wasmop.EncodeParams(p)
+	if err != nil {
+		return asl.Artifact{}, err
+	}
+	ins := []pel.DagInput{pel.External(0)}
+	for i := range dataInputs {
+		ins = append(ins, pel.External(uint32(i+1)))
+	}
+	return pel.ProgramArtifact(pel.Program{Nodes: []pel.Node{{ID: 1, Op: wasmop.OpID, Inputs: ins, Params: params}},
+		Roots: []pel.RootRef{{NodeID: 1}}})
+}
+
+// execOnce runs program on inputs and requires status OK with one output.
+func execOnce(reg *opreg.Registry, program asl.Artifact, inputs []asl.Artifact) (asl.Artifact, error) {
+	outs, res := pel.ExecDAG(reg, program, inputs, nil, nil)
+	if res.Status != pel.StatusOK || len(outs) != 1 {
+		msg := ""
+		if len(res.Diagnostics) > 0 {
+			msg = string(res.Diagnostics[len(res.Diagnostics)-1].Message)
+		}
+		return asl.Artifact{}, fmt.Errorf("run: status %s, %d outputs: %s", res.Status, len(outs), msg)
+	}
+	return outs[0], nil
+}
+
+// perCall times n runs of program and returns the median time per run
+// over 5 batches.
+func perCall(reg *opreg.Registry, program asl.Artifact, inputs []asl.Artifact, n int) (time.Duration, error) {
+	var ds []time.Duration
+	for range 5 {
+		start := time.Now()
+		for range n {
+			if _, err := execOnce(reg, program, inputs); err != nil {
+				return 0, err
+			}
+		}
+		ds = append(ds, time.Since(start)/time.Duration(n))
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2], nil
+}
+
+// wasmText is n bytes of text: lowercase letters with a space or newline
+// every 1 to 12 letters, from FillRandom.
+func wasmText(n int) []byte {
+	b := make([]byte, n)
+	FillRandom(b, 14, 0)
+	run := 0
+	for i, r := range b {
+		if run > 0 && (run >= 12 || r%7 == 0) {
+			b[i] = " \n"[r&1]
+			run = 0
+			continue
+		}
+		b[i] = 'a' + r%26
+		run++
+	}
+	return b
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+func runWasm(ctx context.Context, e *Env) ([]Row, error) {
+	eng, err := wasmop.New(ctx, wasmop.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer eng.Close(ctx)
+	reg, err := wasmop.Extend(opreg.Kernel(), eng)
+	if err != nil {
+		return nil, err
+	}
+	var rows []Row
+
+	// Per-call overhead: the trivial module against pel.bytes.concat, each
+	// as a one-node program through Exec_DAG, on a 16-byte input.
+	in := asl.Untagged([]byte("0123456789abcdef"))
+	echoProg, err := wasmProgram(wasmop.Params{Export: "echo", Outputs: 1, MaxMemoryPages: 1, MaxOutputBytes: 64}, 1)
+	if err != nil {
+		return nil, err
+	}
+	concatProg, err := pel.ProgramArtifact(pel.Program{
+		Nodes: []pel.Node{{ID: 1, Op: opreg.OpConcat, Inputs: []pel.DagInput{pel.External(0), pel.External(0)}, Params: []byte{}}},
+		Roots: []pel.RootRef{{NodeID: 1}}})
+	if err != nil {
+		return nil, err
+	}
+	echoIns := []asl.Artifact{asl.Untagged(echoModule), in}
+	out, err := execOnce(reg, echoProg, echoIns) // compiles
+	if err != nil {
+		return nil, fmt.Errorf("echo module: %w", err)
+	}
+	if !bytes.Equal(out.Bytes, in.Bytes) {
+		return nil, fmt.Errorf("echo module output %q, want %q", out.Bytes, in.Bytes)
+	}
+	const calls = 500
+	e.logf("wasm: %d x 5 calls of a trivial module and of pel.bytes.concat", calls)
+	var wasmD, kernelD time.Duration
+	w := StartWindow()
+	phase(ctx, "wasm-call", func(context.Context) { wasmD, err = perCall(reg, echoProg, echoIns, calls) })
+	if err == nil {
+		phase(ctx, "kernel-call", func(context.Context) { kernelD, err = perCall(reg, concatProg, []asl.Artifact{in}, calls*10) })
+	}
+	rss, _ := w.Stop()
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, Row{
+		Name:     "wasm/call-overhead",
+		Figure:   Quantity{us(wasmD), "µs/call"},
+		Baseline: &Baseline{us(kernelD), "µs/call", "pel.bytes.concat, same Exec_DAG path"},
+		Target:   &Target{"<= 50 µs/call", OnFigure, AtMost, 50},
+		PeakRSS:  rss,
+		Note: fmt.Sprintf("one-node program through pel.ExecDAG (decode, prepare, run), compiled module cached: fresh instance, 64-byte echo of a 16-byte input; %d-byte module from testdata/echo.wat; median of 5 batches of %d calls (%d for concat)",
+			len(echoModule), calls, calls*10),
+	})
+
+	// CPU-bound: the wordcount example over 64 MiB against the same Go
+	// code (package words) compiled natively.
+	e.logf("wasm: wordcount over %d MiB, module against native Go", wasmCPUBytes>>20)
+	text := wasmText(wasmCPUBytes)
+	wc := examples.Wordcount()
+	wcProg, err := wasmProgram(wasmop.Params{Export: wc.Export, Outputs: 1, MaxMemoryPages: 1024, MaxOutputBytes: 64}, 1)
+	if err != nil {
+		return nil, err
+	}
+	wcIns := []asl.Artifact{asl.Untagged(wc.Module), asl.Untagged(text)}
+	if _, err := execOnce(reg, wcProg, []asl.Artifact{wcIns[0], asl.Untagged([]byte("warm up"))}); err != nil {
+		return nil, fmt.Errorf("wordcount module: %w", err)
+	}
+	reps := max(e.Sizes.ExecReps, 1)
+	var wasmRuns, nativeRuns []time.Duration
+	var got []byte
+	var want uint64
+	w = StartWindow()
+	for range reps {
+		phase(ctx, "wasm-wordcount", func(context.Context) {
+			start := time.Now()
+			out, err = execOnce(reg, wcProg, wcIns)
+			wasmRuns = append(wasmRuns, time.Since(start))
+			got = out.Bytes
+		})
+		if err != nil {
+			return nil, fmt.Errorf("wordcount module: %w", err)
+		}
+		phase(ctx, "native-wordcount", func(context.Context) {
+			start := time.Now()
+			var c words.Counter
+			io.CopyBuffer(&c, bytes.NewReader(text), make([]byte, 64<<10))
+			want = c.Count()
+			nativeRuns = append(nativeRuns, time.Since(start))
+		})
+	}
+	rss, _ = w.Stop()
+	if string(got) != strconv.FormatUint(want, 10)+"\n" {
+		return nil, fmt.Errorf("wordcount module counted %q, native Go %d", got, want)
+	}
+	slices.Sort(wasmRuns)
+	slices.Sort(nativeRuns)
+	wd, nd := wasmRuns[len(wasmRuns)/2], nativeRuns[len(nativeRuns)/2]
+	rows = append(rows, Row{
+		Name:     "wasm/wordcount-64MiB",
+		Figure:   Quantity{ms(wd), "ms"},
+		Baseline: &Baseline{ms(nd), "ms", "the same Go code (package words), native"},
+		Target:   &Target{"<= 3x native", OnRatio, AtMost, 3},
+		PeakRSS:  rss,
+		Note: fmt.Sprintf("wasmop/examples/wordcount through Exec_DAG (compiled module cached; the call includes the Go runtime's _initialize), %d words; %s MiB/s vs %s MiB/s native; median of %d",
+			want, formatValue(mibPerSec(wasmCPUBytes, wd)), formatValue(mibPerSec(wasmCPUBytes, nd)), reps),
+	})
+
+	// The same count by a module written in the WebAssembly text format:
+	// the runtime's speed without the Go wasm backend's code.
+	e.logf("wasm: wordcount over %d MiB, hand-written module", wasmCPUBytes>>20)
+	watProg, err := wasmProgram(wasmop.Params{Export: "wordcount", Outputs: 1, MaxMemoryPages: 2, MaxOutputBytes: 8}, 1)
+	if err != nil {
+		return nil, err
+	}
+	watIns := []asl.Artifact{asl.Untagged(watWordcount), asl.Untagged(text)}
+	var watRuns []time.Duration
+	w = StartWindow()
+	for range reps {
+		phase(ctx, "wat-wordcount", func(context.Context) {
+			start := time.Now()
+			out, err = execOnce(reg, watProg, watIns)
+			watRuns = append(watRuns, time.Since(start))
+		})
+		if err != nil {
+			return nil, fmt.Errorf("wordcount.wat module: %w", err)
+		}
+		if len(out.Bytes) != 8 || binary.LittleEndian.Uint64(out.Bytes) != want {
+			return nil, fmt.Errorf("wordcount.wat module output %x, want %d little-endian", out.Bytes, want)
+		}
+	}
+	rss, _ = w.Stop()
+	slices.Sort(watRuns)
+	td := watRuns[len(watRuns)/2]
+	rows = append(rows, Row{
+		Name:     "wasm/wordcount-64MiB-wat",
+		Figure:   Quantity{ms(td), "ms"},
+		Baseline: &Baseline{ms(nd), "ms", "the same count in Go (package words), native"},
+		Target:   &Target{"<= 3x native", OnRatio, AtMost, 3},
+		PeakRSS:  rss,
+		Note: fmt.Sprintf("bench/testdata/wordcount.wat (%d bytes) through Exec_DAG, compiled module cached: %s MiB/s; the first call compiled it; median of %d",
+			len(watWordcount), formatValue(mibPerSec(wasmCPUBytes, td)), reps),
+	})
+
+	// First call of each example on a fresh engine (no compiled module
+	// in memory or on disk): validation, rewriting and compilation, then
+	// the call; the baseline is the next, cached call.
+	for _, ex := range examples.All() {
+		e.logf("wasm: first call of %s (%d bytes)", ex.Name, len(ex.Module))
+		fresh, err := wasmop.New(ctx, wasmop.Options{})
+		if err != nil {
+			return nil, err
+		}
+		freg, err := wasmop.Extend(opreg.Kernel(), fresh)
+		if err != nil {
+			fresh.Close(ctx)
+			return nil, err
+		}
+		prog, err := wasmProgram(wasmop.Params{Export: ex.Export, Outputs: ex.Outputs, MaxMemoryPages: 1024, MaxOutputBytes: 1 << 20}, 2)
+		if err != nil {
+			fresh.Close(ctx)
+			return nil, err
+		}
+		// Inputs the example fails on quickly after a full start: the
+		// cost measured is loading the module, not the example's work.
+		ins := []asl.Artifact{asl.Untagged(ex.Module), asl.Untagged(nil), asl.Untagged(nil)}
+		var first, next time.Duration
+		w = StartWindow()
+		phase(ctx, "wasm-first-call", func(context.Context) {
+			start := time.Now()
+			pel.ExecDAG(freg, prog, ins, nil, nil)
+			first = time.Since(start)
+			start = time.Now()
+			pel.ExecDAG(freg, prog, ins, nil, nil)
+			next = time.Since(start)
+		})
+		rss, _ = w.Stop()
+		fresh.Close(ctx)
+		rows = append(rows, Row{
+			Name:     "wasm/first-call/" + ex.Name,
+			Figure:   Quantity{ms(first), "ms"},
+			Baseline: &Baseline{ms(next), "ms", "the second call (compiled module cached)"},
+			PeakRSS:  rss,
+			Note:     fmt.Sprintf("%d-byte module (Go, wasip1), fresh engine without a disk cache: validation, NaN rewriting, wazero compilation, then one call (_initialize and the entry)", len(ex.Module)),
+		})
+	}
+	return rows, nil
+}
