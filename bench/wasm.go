@@ -30,7 +30,8 @@ var (
 	watWordcount []byte
 )
 
-// wasmCPUBytes is the size of the text the CPU-bound rows count words in.
+// wasmCPUBytes bounds the size of the text the CPU-bound rows count words
+// in: LargeBytes, at most 64 MiB.
 const wasmCPUBytes = 64 << 20
 
 // wasmProgram is a one-node program running export of the module (program
@@ -155,8 +156,9 @@ func runWasm(ctx context.Context, e *Env) ([]Row, error) {
 
 	// CPU-bound: the wordcount example over 64 MiB against the same Go
 	// code (package words) compiled natively.
-	e.logf("wasm: wordcount over %d MiB, module against native Go", wasmCPUBytes>>20)
-	text := wasmText(wasmCPUBytes)
+	size := int(min(e.Sizes.LargeBytes, wasmCPUBytes))
+	e.logf("wasm: wordcount over %s MiB, module against native Go", formatValue(float64(size)/mib))
+	text := wasmText(size)
 	wc := examples.Wordcount()
 	wcProg, err := wasmProgram(wasmop.Params{Export: wc.Export, Outputs: 1, MaxMemoryPages: 1024, MaxOutputBytes: 64}, 1)
 	if err != nil {
@@ -197,18 +199,18 @@ func runWasm(ctx context.Context, e *Env) ([]Row, error) {
 	slices.Sort(nativeRuns)
 	wd, nd := wasmRuns[len(wasmRuns)/2], nativeRuns[len(nativeRuns)/2]
 	rows = append(rows, Row{
-		Name:     "wasm/wordcount-64MiB",
+		Name:     "wasm/wordcount",
 		Figure:   Quantity{ms(wd), "ms"},
 		Baseline: &Baseline{ms(nd), "ms", "the same Go code (package words), native"},
 		Target:   &Target{"<= 3x native", OnRatio, AtMost, 3},
 		PeakRSS:  rss,
-		Note: fmt.Sprintf("wasmop/examples/wordcount through Exec_DAG (compiled module cached; the call includes the Go runtime's _initialize), %d words; %s MiB/s vs %s MiB/s native; median of %d",
-			want, formatValue(mibPerSec(wasmCPUBytes, wd)), formatValue(mibPerSec(wasmCPUBytes, nd)), reps),
+		Note: fmt.Sprintf("%s MiB of text, %d words: wasmop/examples/wordcount through Exec_DAG (compiled module cached; the call includes the Go runtime's _initialize), %s MiB/s vs %s MiB/s native; median of %d",
+			formatValue(float64(size)/mib), want, formatValue(mibPerSec(int64(size), wd)), formatValue(mibPerSec(int64(size), nd)), reps),
 	})
 
 	// The same count by a module written in the WebAssembly text format:
 	// the runtime's speed without the Go wasm backend's code.
-	e.logf("wasm: wordcount over %d MiB, hand-written module", wasmCPUBytes>>20)
+	e.logf("wasm: wordcount over %s MiB, hand-written module", formatValue(float64(size)/mib))
 	watProg, err := wasmProgram(wasmop.Params{Export: "wordcount", Outputs: 1, MaxMemoryPages: 2, MaxOutputBytes: 8}, 1)
 	if err != nil {
 		return nil, err
@@ -233,13 +235,13 @@ func runWasm(ctx context.Context, e *Env) ([]Row, error) {
 	slices.Sort(watRuns)
 	td := watRuns[len(watRuns)/2]
 	rows = append(rows, Row{
-		Name:     "wasm/wordcount-64MiB-wat",
+		Name:     "wasm/wordcount-wat",
 		Figure:   Quantity{ms(td), "ms"},
 		Baseline: &Baseline{ms(nd), "ms", "the same count in Go (package words), native"},
 		Target:   &Target{"<= 3x native", OnRatio, AtMost, 3},
 		PeakRSS:  rss,
 		Note: fmt.Sprintf("bench/testdata/wordcount.wat (%d bytes) through Exec_DAG, compiled module cached: %s MiB/s; the first call compiled it; median of %d",
-			len(watWordcount), formatValue(mibPerSec(wasmCPUBytes, td)), reps),
+			len(watWordcount), formatValue(mibPerSec(int64(size), td)), reps),
 	})
 
 	// First call of each example on a fresh engine (no compiled module
