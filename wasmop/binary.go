@@ -128,7 +128,10 @@ type decoded struct {
 	memMin     uint32
 	memMax     uint32 // valid when hasMemMax
 	hasMemMax  bool
-	tableMin   uint64 // largest table minimum
+	tableMin   uint64   // largest table minimum
+	tableMins  []uint32 // minimum of each table
+	segments   []segment
+	numData    int
 	hasStart   bool
 	nanSites   int    // float instructions followed by a canonicalisation
 	rewritten  []byte // the module to compile
@@ -301,6 +304,22 @@ func appendU32(b []byte, v uint32) []byte {
 	return append(b, byte(v))
 }
 
+// clampMax is the maximum the pass writes: min(declared maximum, limit), or
+// the limit when none is declared; but never below the minimum when the
+// declared limits are valid (a minimum above the limit is rejected after
+// validation, with its own status code, and must not turn into a
+// validation failure).
+func clampMax(lo, hi uint32, hasHi bool, limit uint32) uint32 {
+	valid := !hasHi || hi >= lo
+	if !hasHi || hi > limit {
+		hi = limit
+	}
+	if valid && hi < lo {
+		hi = lo
+	}
+	return hi
+}
+
 func appendLimits(b []byte, lo, hi uint32) []byte {
 	b = append(b, 0x01)
 	b = appendU32(b, lo)
@@ -325,6 +344,8 @@ func decodeModule(module []byte, maxPages uint32) (*decoded, error) {
 	lastRank := 0
 	numFuncs := -1 // declared in the function section
 	codeSeen := false
+	dataSeen := false
+	dataCount := int64(-1)
 	for r.off < len(module) {
 		id, _ := r.byte1()
 		size, err := r.u32()
@@ -362,10 +383,21 @@ func decodeModule(module []byte, maxPages uint32) (*decoded, error) {
 			newBody, err = d.tableSection(sr)
 		case 5:
 			newBody, err = d.memorySection(sr, maxPages)
+		case 6:
+			err = d.globalSection(sr)
 		case 7:
 			err = d.exportSection(sr)
 		case 8:
 			d.hasStart = true
+		case 9:
+			err = d.elementSection(sr)
+		case 11:
+			err = d.dataSection(sr)
+			dataSeen = true
+		case 12:
+			var c uint32
+			c, err = sr.u32()
+			dataCount = int64(c)
 		case 10:
 			codeSeen = true
 			newBody, err = d.codeSection(sr, numFuncs)
@@ -373,7 +405,7 @@ func decodeModule(module []byte, maxPages uint32) (*decoded, error) {
 		if err != nil {
 			return nil, fmt.Errorf("section %d: %w", id, err)
 		}
-		if id == 1 || id == 2 || id == 3 || id == 7 {
+		if id != 4 && id != 5 && id != 8 && id != 10 {
 			if sr.off != len(body) {
 				return nil, fmt.Errorf("section %d: %w: %d trailing bytes", id, errMalformed, len(body)-sr.off)
 			}
@@ -381,6 +413,9 @@ func decodeModule(module []byte, maxPages uint32) (*decoded, error) {
 		out = append(out, id)
 		out = appendU32(out, uint32(len(newBody)))
 		out = append(out, newBody...)
+	}
+	if dataCount >= 0 && (dataCount != int64(d.numData) || (!dataSeen && dataCount != 0)) {
+		return nil, fmt.Errorf("%w: data count %d for %d data segments", errMalformed, dataCount, d.numData)
 	}
 	if numFuncs > 0 && !codeSeen {
 		return nil, fmt.Errorf("%w: %d functions declared but no code section", errMalformed, numFuncs)
@@ -521,10 +556,8 @@ func (d *decoded) tableSection(r *reader) ([]byte, error) {
 		if uint64(lo) > d.tableMin {
 			d.tableMin = uint64(lo)
 		}
-		if !hasHi || hi > MaxTableElements {
-			hi = MaxTableElements
-		}
-		out = appendLimits(append(out, t), lo, hi)
+		d.tableMins = append(d.tableMins, lo)
+		out = appendLimits(append(out, t), lo, clampMax(lo, hi, hasHi, MaxTableElements))
 	}
 	if r.off != len(r.b) {
 		return nil, r.fail("%d trailing bytes", len(r.b)-r.off)
@@ -550,10 +583,7 @@ func (d *decoded) memorySection(r *reader, maxPages uint32) ([]byte, error) {
 			return nil, r.fail("memory limits above 65536 pages")
 		}
 		d.hasMemory, d.memMin, d.memMax, d.hasMemMax = true, lo, hi, hasHi
-		if !hasHi || hi > maxPages {
-			hi = maxPages
-		}
-		out = appendLimits(out, lo, hi)
+		out = appendLimits(out, lo, clampMax(lo, hi, hasHi, maxPages))
 	}
 	if r.off != len(r.b) {
 		return nil, r.fail("%d trailing bytes", len(r.b)-r.off)
@@ -904,4 +934,202 @@ func prefixedFC(r *reader) error {
 		return err
 	}
 	return r.fail("unknown instruction 0xFC %d", sub)
+}
+
+// segment is an active element or data segment: where instantiation
+// writes it.
+type segment struct {
+	data   bool   // data segment (else element segment)
+	index  int    // its index in its section
+	target uint32 // table index (element segments)
+	offset uint32
+	length uint64
+}
+
+// constOffset reads an offset expression. With no global imports allowed,
+// a valid one is always i32.const n followed by end.
+func (r *reader) constOffset() (uint32, error) {
+	if op, err := r.byte1(); err != nil {
+		return 0, err
+	} else if op != 0x41 {
+		return 0, r.fail("offset expression is not i32.const")
+	}
+	v, err := r.sleb(32)
+	if err != nil {
+		return 0, err
+	}
+	if end, err := r.byte1(); err != nil {
+		return 0, err
+	} else if end != 0x0B {
+		return 0, r.fail("offset expression is not i32.const")
+	}
+	return uint32(v), nil
+}
+
+// skipExpr skips a constant expression up to and including its end.
+func (r *reader) skipExpr() error {
+	depth := 0
+	for depth >= 0 {
+		op, err := r.byte1()
+		if err != nil {
+			return err
+		}
+		if err := skipImmediates(r, op, &depth); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *decoded) globalSection(r *reader) error {
+	n, err := r.u32()
+	if err != nil {
+		return err
+	}
+	if uint64(n) > uint64(len(r.b)) {
+		return r.fail("global count %d exceeds the section", n)
+	}
+	for range n {
+		if _, err := r.valtype(); err != nil {
+			return err
+		}
+		if m, err := r.byte1(); err != nil {
+			return err
+		} else if m > 1 {
+			return r.fail("global mutability 0x%02x", m)
+		}
+		if err := r.skipExpr(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *decoded) elementSection(r *reader) error {
+	n, err := r.u32()
+	if err != nil {
+		return err
+	}
+	if uint64(n) > uint64(len(r.b)) {
+		return r.fail("element count %d exceeds the section", n)
+	}
+	for i := range n {
+		flag, err := r.u32()
+		if err != nil {
+			return err
+		}
+		if flag > 7 {
+			return r.fail("element segment flag %d", flag)
+		}
+		active := flag&1 == 0
+		seg := segment{index: int(i)}
+		if flag&2 != 0 && active { // explicit table index
+			if seg.target, err = r.u32(); err != nil {
+				return err
+			}
+		}
+		if active {
+			if seg.offset, err = r.constOffset(); err != nil {
+				return err
+			}
+		}
+		if flag&3 != 0 { // elemkind (flags 1-3) or reftype (flags 5-7)
+			if _, err := r.byte1(); err != nil {
+				return err
+			}
+		}
+		count, err := r.u32()
+		if err != nil {
+			return err
+		}
+		if uint64(count) > uint64(len(r.b)-r.off) {
+			return r.fail("element count %d exceeds the section", count)
+		}
+		for range count {
+			if flag&4 != 0 {
+				err = r.skipExpr()
+			} else {
+				_, err = r.u32()
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if active {
+			seg.length = uint64(count)
+			d.segments = append(d.segments, seg)
+		}
+	}
+	return nil
+}
+
+func (d *decoded) dataSection(r *reader) error {
+	n, err := r.u32()
+	if err != nil {
+		return err
+	}
+	if uint64(n) > uint64(len(r.b)) {
+		return r.fail("data count %d exceeds the section", n)
+	}
+	d.numData = int(n)
+	for i := range n {
+		flag, err := r.u32()
+		if err != nil {
+			return err
+		}
+		if flag > 2 {
+			return r.fail("data segment flag %d", flag)
+		}
+		seg := segment{data: true, index: int(i)}
+		if flag == 2 {
+			if seg.target, err = r.u32(); err != nil {
+				return err
+			}
+		}
+		if flag != 1 {
+			if seg.offset, err = r.constOffset(); err != nil {
+				return err
+			}
+		}
+		size, err := r.u32()
+		if err != nil {
+			return err
+		}
+		if _, err := r.take(size); err != nil {
+			return err
+		}
+		if flag != 1 {
+			seg.length = uint64(size)
+			d.segments = append(d.segments, seg)
+		}
+	}
+	return nil
+}
+
+// segmentFailure is the first active segment that does not fit its table
+// or memory at instantiation, elements before data (the order in which
+// WebAssembly 2.0 instantiation applies them), or "".
+func (d *decoded) segmentFailure() string {
+	for _, s := range d.segments {
+		if s.data {
+			continue
+		}
+		var size uint64
+		if int(s.target) < len(d.tableMins) {
+			size = uint64(d.tableMins[s.target])
+		}
+		if uint64(s.offset)+s.length > size {
+			return fmt.Sprintf("element segment %d: offset %d + %d elements exceed table %d of %d elements", s.index, s.offset, s.length, s.target, size)
+		}
+	}
+	for _, s := range d.segments {
+		if !s.data {
+			continue
+		}
+		size := uint64(d.memMin) * 65536
+		if uint64(s.offset)+s.length > size {
+			return fmt.Sprintf("data segment %d: offset %d + %d bytes exceed the memory of %d bytes", s.index, s.offset, s.length, size)
+		}
+	}
+	return ""
 }

@@ -288,6 +288,9 @@ func (d *decoded) checkModule(maxPages uint32) *failure {
 	if d.tableMin > MaxTableElements {
 		return fail(StatusTableTooLarge, "table minimum %d exceeds %d elements", d.tableMin, MaxTableElements)
 	}
+	if msg := d.segmentFailure(); msg != "" {
+		return fail(StatusSegmentBounds, "%s", msg)
+	}
 	for _, x := range d.exports {
 		if x.Kind == KindFunc && x.Name == InitializeExport && !x.Type.equal(FuncType{}) {
 			return fail(StatusExportType, "export %s has type %s, want () -> ()", InitializeExport, x.Type)
@@ -334,7 +337,7 @@ func (e *Engine) run(c opreg.Call) ([]asl.Artifact, *opreg.OpError) {
 	if f != nil {
 		return nil, f.opError(nil)
 	}
-	st := &callState{inputs: c.Inputs[1:], outputs: make([][]byte, p.Outputs), maxOut: p.MaxOutputBytes}
+	st := &callState{inputs: c.Inputs[1:], outputs: make([][]byte, p.Outputs), maxOut: p.MaxOutputBytes, hasMemory: ent.info.hasMemory}
 	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), stateKey{}, st), e.timeout)
 	defer cancel()
 	if f := e.call(ctx, st, ent, p.Export); f != nil {
@@ -353,7 +356,7 @@ func (e *Engine) run(c opreg.Call) ([]asl.Artifact, *opreg.OpError) {
 // call instantiates the module, runs _initialize and the entry, and returns
 // the deterministic failure, if any. Operational failures panic.
 func (e *Engine) call(ctx context.Context, st *callState, ent *entry, export string) *failure {
-	mod, err := e.rt.InstantiateModule(ctx, ent.cm, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	mod, err := e.rt.InstantiateModule(ctx, ent.cm, moduleConfig)
 	if err != nil {
 		return classify(ctx, st, err, "instantiating the module")
 	}
@@ -381,6 +384,20 @@ func (e *Engine) call(ctx context.Context, st *callState, ent *entry, export str
 	}
 }
 
+// moduleConfig instantiates anonymously, runs no start function (a start
+// section is rejected; _initialize is called explicitly) and gives wazero a
+// constant random source: the module never reaches wazero's own system
+// context (WASI is this package's), and seeding wazero's default fake
+// source cost about a fifth of a trivial call.
+var moduleConfig = wazero.NewModuleConfig().WithName("").WithStartFunctions().WithRandSource(zeroReader{})
+
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
 // trapCodes maps the runtime's trap texts to status codes.
 var trapCodes = map[string]uint32{
 	"unreachable":                   StatusTrapUnreachable,
@@ -394,13 +411,13 @@ var trapCodes = map[string]uint32{
 
 // TrapMessage is the diagnostic text of each trap status code.
 var TrapMessage = map[uint32]string{
-	StatusTrapUnreachable:        "trap: unreachable",
-	StatusTrapMemoryOutOfBounds:  "trap: out of bounds memory access",
-	StatusTrapDivideByZero:       "trap: integer divide by zero",
-	StatusTrapIntegerOverflow:    "trap: integer overflow",
-	StatusTrapInvalidConversion:  "trap: invalid conversion to integer",
-	StatusTrapTableOutOfBounds:   "trap: invalid table access",
-	StatusTrapIndirectCallType:   "trap: indirect call type mismatch",
+	StatusTrapUnreachable:       "trap: unreachable",
+	StatusTrapMemoryOutOfBounds: "trap: out of bounds memory access",
+	StatusTrapDivideByZero:      "trap: integer divide by zero",
+	StatusTrapIntegerOverflow:   "trap: integer overflow",
+	StatusTrapInvalidConversion: "trap: invalid conversion to integer",
+	StatusTrapTableOutOfBounds:  "trap: invalid table access",
+	StatusTrapIndirectCallType:  "trap: indirect call type mismatch",
 }
 
 // classify turns a runtime error into the call's deterministic failure, or

@@ -51,6 +51,8 @@ type callState struct {
 	rndCtr  uint64
 	rndBuf  []byte
 	fail    *failure // set by a host function before it aborts the call
+	// hasMemory: the module has a memory (else its size is 0).
+	hasMemory bool
 }
 
 type stateKey struct{}
@@ -66,24 +68,21 @@ func (s *callState) abort(code uint32, format string, args ...any) {
 	panic(abort{})
 }
 
-// span checks that [ptr, ptr+n) lies in the memory and returns it.
-func span(m api.Module, ptr, n uint32) ([]byte, bool) {
-	mem := m.Memory()
-	if mem == nil {
-		if n == 0 && ptr == 0 {
-			return nil, true
-		}
-		return nil, false
+// span checks that [ptr, ptr+n) lies in the memory and returns it. A
+// module without memory has a memory of size 0.
+func span(ctx context.Context, m api.Module, ptr, n uint32) ([]byte, bool) {
+	if !state(ctx).hasMemory {
+		return nil, ptr == 0 && n == 0
 	}
-	return mem.Read(ptr, n)
+	return m.Memory().Read(ptr, n)
 }
 
-func (s *callState) memory(m api.Module, fn string, ptr, n uint32) []byte {
-	b, ok := span(m, ptr, n)
+func (s *callState) memory(ctx context.Context, m api.Module, fn string, ptr, n uint32) []byte {
+	b, ok := span(ctx, m, ptr, n)
 	if !ok {
 		var size uint32
-		if mem := m.Memory(); mem != nil {
-			size = mem.Size()
+		if s.hasMemory {
+			size = m.Memory().Size()
 		}
 		s.abort(StatusMemoryRange, "%s: memory range [%d, %d) is outside the memory of %d bytes", fn, ptr, uint64(ptr)+uint64(n), size)
 	}
@@ -135,7 +134,7 @@ var hostFuncs = []hostFunc{
 		if off < 0 || off > size {
 			s.abort(StatusInputOffset, "input_read: offset %d is outside input %d of %d bytes", off, uint32(st[0]), size)
 		}
-		dst := s.memory(m, "input_read", ptr, n)
+		dst := s.memory(ctx, m, "input_read", ptr, n)
 		st[0] = uint64(uint32(copy(dst, in.Bytes[off:])))
 	}},
 	{ModuleABI, "output_write", vt(i32, i32, i32), nil, func(ctx context.Context, m api.Module, st []uint64) {
@@ -144,7 +143,7 @@ var hostFuncs = []hostFunc{
 		if uint64(o) >= uint64(len(s.outputs)) {
 			s.abort(StatusOutputIndex, "output_write: output %d out of range (%d outputs)", o, len(s.outputs))
 		}
-		src := s.memory(m, "output_write", ptr, n)
+		src := s.memory(ctx, m, "output_write", ptr, n)
 		if s.total+uint64(n) > s.maxOut || s.total+uint64(n) < s.total {
 			s.abort(StatusOutputLimit, "output_write: %d + %d output bytes exceed max_output_bytes %d", s.total, n, s.maxOut)
 		}
@@ -153,7 +152,7 @@ var hostFuncs = []hostFunc{
 	}},
 	{ModuleABI, "set_error", vt(i32, i32), nil, func(ctx context.Context, m api.Module, st []uint64) {
 		s := state(ctx)
-		b := s.memory(m, "set_error", uint32(st[0]), uint32(st[1]))
+		b := s.memory(ctx, m, "set_error", uint32(st[0]), uint32(st[1]))
 		if len(b) > MaxErrorMessage {
 			b = b[:MaxErrorMessage]
 		}
@@ -177,7 +176,7 @@ var hostFuncs = []hostFunc{
 			st[0] = errnoBadf
 			return
 		}
-		st[0] = putU32(m, uint32(st[3]), 0) // end of file
+		st[0] = putU32(ctx, m, uint32(st[3]), 0) // end of file
 	}},
 	{ModuleWASI, "fd_close", vt(i32), vt(i32), func(ctx context.Context, m api.Module, st []uint64) {
 		st[0] = stdioOr(uint32(st[0]), errnoSuccess)
@@ -195,7 +194,7 @@ var hostFuncs = []hostFunc{
 			rights = 1 << 1
 		}
 		binary.LittleEndian.PutUint64(b[8:], rights)
-		st[0] = put(m, uint32(st[1]), b[:])
+		st[0] = put(ctx, m, uint32(st[1]), b[:])
 	}},
 	{ModuleWASI, "fd_fdstat_set_flags", vt(i32, i32), vt(i32), func(ctx context.Context, m api.Module, st []uint64) {
 		st[0] = stdioOr(uint32(st[0]), errnoSuccess)
@@ -207,7 +206,7 @@ var hostFuncs = []hostFunc{
 		}
 		var b [64]byte
 		b[16] = 2 // character device
-		st[0] = put(m, uint32(st[1]), b[:])
+		st[0] = put(ctx, m, uint32(st[1]), b[:])
 	}},
 	{ModuleWASI, "fd_prestat_get", vt(i32, i32), vt(i32), wasiBadf},
 	{ModuleWASI, "fd_prestat_dir_name", vt(i32, i32, i32), vt(i32), wasiBadf},
@@ -255,8 +254,8 @@ func stdioOr(fd uint32, ok uint64) uint64 {
 }
 
 // put writes b at ptr and returns the errno (FAULT if outside memory).
-func put(m api.Module, ptr uint32, b []byte) uint64 {
-	dst, ok := span(m, ptr, uint32(len(b)))
+func put(ctx context.Context, m api.Module, ptr uint32, b []byte) uint64 {
+	dst, ok := span(ctx, m, ptr, uint32(len(b)))
 	if !ok {
 		return errnoFault
 	}
@@ -264,8 +263,8 @@ func put(m api.Module, ptr uint32, b []byte) uint64 {
 	return errnoSuccess
 }
 
-func putU32(m api.Module, ptr, v uint32) uint64 {
-	return put(m, ptr, binary.LittleEndian.AppendUint32(nil, v))
+func putU32(ctx context.Context, m api.Module, ptr, v uint32) uint64 {
+	return put(ctx, m, ptr, binary.LittleEndian.AppendUint32(nil, v))
 }
 
 func wasiNothing(ctx context.Context, m api.Module, st []uint64) {
@@ -277,16 +276,16 @@ func wasiBadf(ctx context.Context, m api.Module, st []uint64) {
 }
 
 func wasiTwoZeros(ctx context.Context, m api.Module, st []uint64) {
-	if _, ok := span(m, uint32(st[0]), 4); !ok {
+	if _, ok := span(ctx, m, uint32(st[0]), 4); !ok {
 		st[0] = errnoFault
 		return
 	}
-	if _, ok := span(m, uint32(st[1]), 4); !ok {
+	if _, ok := span(ctx, m, uint32(st[1]), 4); !ok {
 		st[0] = errnoFault
 		return
 	}
-	putU32(m, uint32(st[0]), 0)
-	st[0] = putU32(m, uint32(st[1]), 0)
+	putU32(ctx, m, uint32(st[0]), 0)
+	st[0] = putU32(ctx, m, uint32(st[1]), 0)
 }
 
 func wasiClock(ctx context.Context, m api.Module, st []uint64) {
@@ -301,14 +300,14 @@ func wasiClock(ctx context.Context, m api.Module, st []uint64) {
 		st[0] = errnoInval
 		return
 	}
-	if st[0] = put(m, uint32(st[2]), binary.LittleEndian.AppendUint64(nil, v)); st[0] == errnoSuccess {
+	if st[0] = put(ctx, m, uint32(st[2]), binary.LittleEndian.AppendUint64(nil, v)); st[0] == errnoSuccess {
 		s.clock += ClockStep
 	}
 }
 
 func wasiRandom(ctx context.Context, m api.Module, st []uint64) {
 	s := state(ctx)
-	dst, ok := span(m, uint32(st[0]), uint32(st[1]))
+	dst, ok := span(ctx, m, uint32(st[0]), uint32(st[1]))
 	if !ok {
 		st[0] = errnoFault
 		return
@@ -338,12 +337,12 @@ func wasiWrite(ctx context.Context, m api.Module, st []uint64) {
 		st[0] = errnoFault
 		return
 	}
-	vec, ok := span(m, iovs, n*8)
+	vec, ok := span(ctx, m, iovs, n*8)
 	if !ok {
 		st[0] = errnoFault
 		return
 	}
-	if _, ok := span(m, nwPtr, 4); !ok {
+	if _, ok := span(ctx, m, nwPtr, 4); !ok {
 		st[0] = errnoFault
 		return
 	}
@@ -351,7 +350,7 @@ func wasiWrite(ctx context.Context, m api.Module, st []uint64) {
 	for i := range n {
 		p := binary.LittleEndian.Uint32(vec[8*i:])
 		l := binary.LittleEndian.Uint32(vec[8*i+4:])
-		b, ok := span(m, p, l)
+		b, ok := span(ctx, m, p, l)
 		if !ok {
 			st[0] = errnoFault
 			return
@@ -361,7 +360,7 @@ func wasiWrite(ctx context.Context, m api.Module, st []uint64) {
 		}
 		total += l
 	}
-	st[0] = putU32(m, nwPtr, total)
+	st[0] = putU32(ctx, m, nwPtr, total)
 }
 
 // Subscription and event layout of poll_oneoff (SPECS.md §20.6).
@@ -381,9 +380,9 @@ func wasiPoll(ctx context.Context, m api.Module, st []uint64) {
 		st[0] = errnoFault
 		return
 	}
-	subs, ok1 := span(m, in, n*subSize)
-	_, ok2 := span(m, out, n*eventSize)
-	_, ok3 := span(m, nePtr, 4)
+	subs, ok1 := span(ctx, m, in, n*subSize)
+	_, ok2 := span(ctx, m, out, n*eventSize)
+	_, ok3 := span(ctx, m, nePtr, 4)
 	if !ok1 || !ok2 || !ok3 {
 		st[0] = errnoFault
 		return
@@ -422,10 +421,10 @@ func wasiPoll(ctx context.Context, m api.Module, st []uint64) {
 		default:
 			binary.LittleEndian.PutUint16(ev[8:], errnoInval)
 		}
-		put(m, out+i*eventSize, ev[:])
+		put(ctx, m, out+i*eventSize, ev[:])
 	}
 	if hasClock {
 		s.clock = deadline
 	}
-	st[0] = putU32(m, nePtr, n)
+	st[0] = putU32(ctx, m, nePtr, n)
 }

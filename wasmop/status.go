@@ -22,6 +22,7 @@ const (
 	StatusTableTooLarge   = HostCodeBase | 0x05 // table minimum above MaxTableElements
 	StatusMissingExport   = HostCodeBase | 0x06 // no function exported under the export name
 	StatusExportType      = HostCodeBase | 0x07 // entry (or _initialize) of the wrong type
+	StatusSegmentBounds   = HostCodeBase | 0x0A // an active segment outside its table or memory
 
 	// Failures while running.
 	StatusBadReturn   = HostCodeBase | 0x08 // entry returned a value outside 0..65535
@@ -33,13 +34,13 @@ const (
 	StatusOutputLimit = HostCodeBase | 0x14 // outputs above max_output_bytes
 
 	// Traps (the WebAssembly specification's trap reasons).
-	StatusTrapUnreachable        = HostCodeBase | 0x20
-	StatusTrapMemoryOutOfBounds  = HostCodeBase | 0x21
-	StatusTrapDivideByZero       = HostCodeBase | 0x22
-	StatusTrapIntegerOverflow    = HostCodeBase | 0x23
-	StatusTrapInvalidConversion  = HostCodeBase | 0x24
-	StatusTrapTableOutOfBounds   = HostCodeBase | 0x25 // table index out of bounds or null element
-	StatusTrapIndirectCallType   = HostCodeBase | 0x26
+	StatusTrapUnreachable       = HostCodeBase | 0x20
+	StatusTrapMemoryOutOfBounds = HostCodeBase | 0x21
+	StatusTrapDivideByZero      = HostCodeBase | 0x22
+	StatusTrapIntegerOverflow   = HostCodeBase | 0x23
+	StatusTrapInvalidConversion = HostCodeBase | 0x24
+	StatusTrapTableOutOfBounds  = HostCodeBase | 0x25 // table index out of bounds or null element
+	StatusTrapIndirectCallType  = HostCodeBase | 0x26
 
 	// DiagConsole is the code of the diagnostic carrying the module's
 	// captured standard output and error, present only on failure.

@@ -1,0 +1,161 @@
+package wasmop_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/opreg"
+	"github.com/amduat/amduat/pel"
+	"github.com/amduat/amduat/wasmop"
+)
+
+func call(t testing.TB, op opreg.Operation, module []byte, p wasmop.Params, inputs ...asl.Artifact) ([]asl.Artifact, *opreg.OpError) {
+	t.Helper()
+	pb, err := wasmop.EncodeParams(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv, err := op.DecodeParams(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return op.Run(opreg.Call{Inputs: append([]asl.Artifact{asl.Untagged(module)}, inputs...), Params: pv})
+}
+
+func TestCompiledModuleCache(t *testing.T) {
+	e, err := wasmop.New(context.Background(), wasmop.Options{MaxCompiled: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(context.Background())
+	op := e.Operation()
+	abi := readWasm(t, "abi.wasm")
+	for range 3 {
+		if _, oerr := call(t, op, abi, params("nothing", 0)); oerr != nil {
+			t.Fatal(oerr)
+		}
+	}
+	if n := e.CachedModules(); n != 1 {
+		t.Fatalf("%d cached modules after three calls of one module, want 1", n)
+	}
+	// The page limit is part of the key (the pass writes it into the module).
+	call(t, op, abi, wasmop.Params{Export: "nothing", MaxMemoryPages: 9})
+	call(t, op, readWasm(t, "initialize.wasm"), params("run", 1))
+	call(t, op, []byte("not wasm"), params("run", 1))
+	if n := e.CachedModules(); n != 2 {
+		t.Fatalf("%d cached modules, want the bound 2", n)
+	}
+	// Evicted modules compile again and give the same results.
+	outs, oerr := call(t, op, abi, params("echo", 1), asl.Untagged([]byte("again")))
+	if oerr != nil || string(outs[0].Bytes) != "again" {
+		t.Fatal(outs, oerr)
+	}
+}
+
+func TestCompilationCacheDir(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 2 {
+		e, err := wasmop.New(context.Background(), wasmop.Options{CacheDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs, oerr := call(t, e.Operation(), readWasm(t, "abi.wasm"), params("echo", 1), asl.Untagged([]byte("x")))
+		if oerr != nil || string(outs[0].Bytes) != "x" {
+			t.Fatal(i, outs, oerr)
+		}
+		if err := e.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil || len(entries) == 0 {
+			t.Fatalf("cache dir after run %d: %v entries, %v", i, len(entries), err)
+		}
+	}
+}
+
+// TestConcurrentCalls runs many calls at once through one engine with a
+// cache smaller than the modules in use (evictions while modules run).
+func TestConcurrentCalls(t *testing.T) {
+	e, err := wasmop.New(context.Background(), wasmop.Options{MaxCompiled: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(context.Background())
+	op := e.Operation()
+	abi, init := readWasm(t, "abi.wasm"), readWasm(t, "initialize.wasm")
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 20 {
+				in := fmt.Sprintf("goroutine %d call %d", g, i)
+				outs, oerr := call(t, op, abi, params("echo", 1), asl.Untagged([]byte(in)))
+				if oerr != nil || string(outs[0].Bytes) != in {
+					errs <- fmt.Errorf("echo %q: %v %v", in, outs, oerr)
+					return
+				}
+				outs, oerr = call(t, op, init, params("run", 1))
+				if oerr != nil || len(outs[0].Bytes) != 4 || outs[0].Bytes[0] != 42 {
+					errs <- fmt.Errorf("initialize: %v %v", outs, oerr)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func TestClosedEngine(t *testing.T) {
+	e, err := wasmop.New(context.Background(), wasmop.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := wasmop.Extend(nil, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Close(context.Background())
+	o := runOp(t, reg, readWasm(t, "abi.wasm"), params("nothing", 0))
+	if !errors.Is(o.err, wasmop.ErrOperational) || !errors.Is(o.err, pel.ErrInternal) {
+		t.Fatalf("got %v, want an operational failure", o)
+	}
+}
+
+func BenchmarkTrivialCall(b *testing.B) {
+	for _, interp := range []bool{false, true} {
+		b.Run(fmt.Sprintf("interpreter=%v", interp), func(b *testing.B) {
+			e, err := wasmop.New(context.Background(), wasmop.Options{Interpreter: interp})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close(context.Background())
+			op := e.Operation()
+			abi := readWasm(b, "abi.wasm")
+			pv, _ := op.DecodeParams(must(wasmop.EncodeParams(params("echo", 1))))
+			c := opreg.Call{Inputs: []asl.Artifact{asl.Untagged(abi), asl.Untagged([]byte("hi"))}, Params: pv}
+			for b.Loop() {
+				if _, oerr := op.Run(c); oerr != nil {
+					b.Fatal(oerr)
+				}
+			}
+		})
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
