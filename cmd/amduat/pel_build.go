@@ -42,8 +42,9 @@ func newPELBuildCmd(a *app) *cobra.Command {
 
 Text that is not JSON, or not the program format, is a usage error (exit 2);
 JSON syntax and type errors name FILE:LINE:COLUMN. Programs that encode but
-are not valid for the kernel operations (unknown operation, wrong input count,
-undecodable params, cycles, dangling references) are stored anyway, so that
+are not valid for the operations (the kernel's and amduat.wasm.run: unknown
+operation, wrong input count, undecodable params, cycles, dangling
+references) are stored anyway, so that
 invalid programs can be run and inspected; build then prints one warning line
 on stderr, and --json reports "valid":false and the "problem". With
 --strict such a program, which can never run OK, is refused instead: nothing
