@@ -12,6 +12,7 @@ import (
 	"github.com/amduat/amduat/opreg"
 	"github.com/amduat/amduat/pel"
 	"github.com/amduat/amduat/wasmop"
+	"github.com/amduat/amduat/wasmop/testmod"
 )
 
 func call(t testing.TB, op opreg.Operation, module []byte, p wasmop.Params, inputs ...asl.Artifact) ([]asl.Artifact, *opreg.OpError) {
@@ -34,7 +35,7 @@ func TestCompiledModuleCache(t *testing.T) {
 	}
 	defer e.Close(context.Background())
 	op := e.Operation()
-	abi := readWasm(t, "abi.wasm")
+	abi := testmod.MustModule("abi")
 	for range 3 {
 		if _, oerr := call(t, op, abi, params("nothing", 0)); oerr != nil {
 			t.Fatal(oerr)
@@ -45,7 +46,7 @@ func TestCompiledModuleCache(t *testing.T) {
 	}
 	// The page limit is part of the key (the pass writes it into the module).
 	call(t, op, abi, wasmop.Params{Export: "nothing", MaxMemoryPages: 9})
-	call(t, op, readWasm(t, "initialize.wasm"), params("run", 1))
+	call(t, op, testmod.MustModule("initialize"), params("run", 1))
 	call(t, op, []byte("not wasm"), params("run", 1))
 	if n := e.CachedModules(); n != 2 {
 		t.Fatalf("%d cached modules, want the bound 2", n)
@@ -64,7 +65,7 @@ func TestCompilationCacheDir(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		outs, oerr := call(t, e.Operation(), readWasm(t, "abi.wasm"), params("echo", 1), asl.Untagged([]byte("x")))
+		outs, oerr := call(t, e.Operation(), testmod.MustModule("abi"), params("echo", 1), asl.Untagged([]byte("x")))
 		if oerr != nil || string(outs[0].Bytes) != "x" {
 			t.Fatal(i, outs, oerr)
 		}
@@ -87,7 +88,7 @@ func TestConcurrentCalls(t *testing.T) {
 	}
 	defer e.Close(context.Background())
 	op := e.Operation()
-	abi, init := readWasm(t, "abi.wasm"), readWasm(t, "initialize.wasm")
+	abi, init := testmod.MustModule("abi"), testmod.MustModule("initialize")
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
 	for g := range 8 {
@@ -126,7 +127,7 @@ func TestClosedEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Close(context.Background())
-	o := runOp(t, reg, readWasm(t, "abi.wasm"), params("nothing", 0))
+	o := runOp(t, reg, testmod.MustModule("abi"), params("nothing", 0))
 	if !errors.Is(o.err, wasmop.ErrOperational) || !errors.Is(o.err, pel.ErrInternal) {
 		t.Fatalf("got %v, want an operational failure", o)
 	}
@@ -141,7 +142,7 @@ func BenchmarkTrivialCall(b *testing.B) {
 			}
 			defer e.Close(context.Background())
 			op := e.Operation()
-			abi := readWasm(b, "abi.wasm")
+			abi := testmod.MustModule("abi")
 			pv, _ := op.DecodeParams(must(wasmop.EncodeParams(params("echo", 1))))
 			c := opreg.Call{Inputs: []asl.Artifact{asl.Untagged(abi), asl.Untagged([]byte("hi"))}, Params: pv}
 			for b.Loop() {

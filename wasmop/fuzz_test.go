@@ -20,7 +20,7 @@ import (
 func seedModules(f *testing.F) [][]byte {
 	f.Helper()
 	var mods [][]byte
-	for _, pat := range []string{"testdata/*.wasm", "examples/*/*.wasm"} {
+	for _, pat := range []string{"testmod/*.wasm", "examples/*/*.wasm"} {
 		files, _ := filepath.Glob(pat)
 		for _, file := range files {
 			b, err := os.ReadFile(file)

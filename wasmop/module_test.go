@@ -9,6 +9,7 @@ import (
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/pel"
 	"github.com/amduat/amduat/wasmop"
+	"github.com/amduat/amduat/wasmop/testmod"
 )
 
 func TestModules(t *testing.T) {
@@ -27,30 +28,30 @@ func TestModules(t *testing.T) {
 		{"not WebAssembly", []byte("hello"), params("run", 0), invalid},
 		{"empty module bytes", nil, params("run", 0), invalid},
 		{"header only", []byte("\x00asm\x01\x00\x00\x00"), params("run", 0), failed(wasmop.StatusMissingExport, `no function export named "run"`)},
-		{"truncated", readWasm(t, "abi.wasm")[:100], params("run", 0), invalid},
-		{"SIMD", readWasm(t, "simd.wasm"), params("run", 0), invalid},
-		{"forbidden import", readWasm(t, "forbidden_import.wasm"), params("run", 0), failed(wasmop.StatusForbiddenImport, "import env.now is not allowed")},
-		{"import of the wrong type", readWasm(t, "import_type.wasm"), params("run", 0),
+		{"truncated", testmod.MustModule("abi")[:100], params("run", 0), invalid},
+		{"SIMD", testmod.MustModule("simd"), params("run", 0), invalid},
+		{"forbidden import", testmod.MustModule("forbidden_import"), params("run", 0), failed(wasmop.StatusForbiddenImport, "import env.now is not allowed")},
+		{"import of the wrong type", testmod.MustModule("import_type"), params("run", 0),
 			failed(wasmop.StatusForbiddenImport, "import amduat.input_count has type (i32) -> (i32), want () -> (i32)")},
-		{"memory import", readWasm(t, "import_memory.wasm"), params("run", 0),
+		{"memory import", testmod.MustModule("import_memory"), params("run", 0),
 			failed(wasmop.StatusForbiddenImport, "import amduat.memory: a memory import is not allowed")},
-		{"start function", readWasm(t, "start.wasm"), params("run", 0), failed(wasmop.StatusStartSection, "a start function is not allowed")},
-		{"table too large", readWasm(t, "big_table.wasm"), params("run", 0), failed(wasmop.StatusTableTooLarge, "table minimum 1048577 exceeds 1048576 elements")},
-		{"memory minimum above the limit", readWasm(t, "big_memory.wasm"), wasmop.Params{Export: "run", MaxMemoryPages: 2},
+		{"start function", testmod.MustModule("start"), params("run", 0), failed(wasmop.StatusStartSection, "a start function is not allowed")},
+		{"table too large", testmod.MustModule("big_table"), params("run", 0), failed(wasmop.StatusTableTooLarge, "table minimum 1048577 exceeds 1048576 elements")},
+		{"memory minimum above the limit", testmod.MustModule("big_memory"), wasmop.Params{Export: "run", MaxMemoryPages: 2},
 			failed(wasmop.StatusMemoryTooLarge, "memory minimum 3 pages exceeds max_memory_pages 2")},
-		{"memory minimum at the limit", readWasm(t, "big_memory.wasm"), wasmop.Params{Export: "run", MaxMemoryPages: 3}, ok()},
-		{"_initialize runs first", readWasm(t, "initialize.wasm"), params("run", 1), ok(u32le(42))},
-		{"_initialize of the wrong type", readWasm(t, "initialize_type.wasm"), params("run", 0),
+		{"memory minimum at the limit", testmod.MustModule("big_memory"), wasmop.Params{Export: "run", MaxMemoryPages: 3}, ok()},
+		{"_initialize runs first", testmod.MustModule("initialize"), params("run", 1), ok(u32le(42))},
+		{"_initialize of the wrong type", testmod.MustModule("initialize_type"), params("run", 0),
 			failed(wasmop.StatusExportType, "export _initialize has type () -> (i32), want () -> ()")},
-		{"_initialize traps", readWasm(t, "initialize_trap.wasm"), params("run", 0), failed(wasmop.StatusTrapUnreachable, "trap: unreachable")},
-		{"data segment out of bounds", readWasm(t, "data_oob.wasm"), params("run", 0),
+		{"_initialize traps", testmod.MustModule("initialize_trap"), params("run", 0), failed(wasmop.StatusTrapUnreachable, "trap: unreachable")},
+		{"data segment out of bounds", testmod.MustModule("data_oob"), params("run", 0),
 			failed(wasmop.StatusSegmentBounds, "data segment 0: offset 65535 + 2 bytes exceed the memory of 65536 bytes")},
-		{"element segment out of bounds", readWasm(t, "elem_oob.wasm"), params("run", 0),
+		{"element segment out of bounds", testmod.MustModule("elem_oob"), params("run", 0),
 			failed(wasmop.StatusSegmentBounds, "element segment 1: offset 2 + 1 elements exceed table 0 of 2 elements")},
-		{"no memory, empty write", readWasm(t, "no_memory.wasm"), params("empty", 1), ok("")},
-		{"no memory, one byte", readWasm(t, "no_memory.wasm"), params("one", 1),
+		{"no memory, empty write", testmod.MustModule("no_memory"), params("empty", 1), ok("")},
+		{"no memory, one byte", testmod.MustModule("no_memory"), params("one", 1),
 			failed(wasmop.StatusMemoryRange, "output_write: memory range [0, 1) is outside the memory of 0 bytes")},
-		{"float NaNs", readWasm(t, "floats.wasm"), params("run", 1),
+		{"float NaNs", testmod.MustModule("floats"), params("run", 1),
 			ok(strings.Repeat(u32le(wasmop.CanonicalNaN32), 12) + u32le(0x40400000) +
 				strings.Repeat(u64le(wasmop.CanonicalNaN64), 12) + u64le(0x4008000000000000))},
 	} {
@@ -65,7 +66,7 @@ func TestModules(t *testing.T) {
 }
 
 func TestInspect(t *testing.T) {
-	info, err := wasmop.Inspect(readWasm(t, "abi.wasm"))
+	info, err := wasmop.Inspect(testmod.MustModule("abi"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,19 +88,19 @@ func TestInspect(t *testing.T) {
 		file string
 		code uint32
 	}{
-		{"simd.wasm", wasmop.StatusInvalidModule},
-		{"forbidden_import.wasm", wasmop.StatusForbiddenImport},
-		{"start.wasm", wasmop.StatusStartSection},
-		{"big_table.wasm", wasmop.StatusTableTooLarge},
-		{"initialize_type.wasm", wasmop.StatusExportType},
+		{"simd", wasmop.StatusInvalidModule},
+		{"forbidden_import", wasmop.StatusForbiddenImport},
+		{"start", wasmop.StatusStartSection},
+		{"big_table", wasmop.StatusTableTooLarge},
+		{"initialize_type", wasmop.StatusExportType},
 	} {
-		_, err := wasmop.Inspect(readWasm(t, tc.file))
+		_, err := wasmop.Inspect(testmod.MustModule(tc.file))
 		var me *wasmop.ModuleError
 		if !errors.As(err, &me) || me.StatusCode != tc.code {
 			t.Errorf("%s: got %v, want status code 0x%08x", tc.file, err, tc.code)
 		}
 	}
-	if _, err := wasmop.Inspect(readWasm(t, "initialize.wasm")); err != nil {
+	if _, err := wasmop.Inspect(testmod.MustModule("initialize")); err != nil {
 		t.Error(err)
 	}
 }
@@ -108,7 +109,7 @@ func TestInspect(t *testing.T) {
 func TestOutputsUntagged(t *testing.T) {
 	es := newEngines(t, wasmop.Options{})
 	for _, reg := range es.regs {
-		o := runOp(t, reg, readWasm(t, "abi.wasm"), params("echo", 1), asl.Tagged(5, []byte("ab")))
+		o := runOp(t, reg, testmod.MustModule("abi"), params("echo", 1), asl.Tagged(5, []byte("ab")))
 		if o.status != pel.StatusOK || o.outputs[0] != "6162" {
 			t.Fatal(o)
 		}

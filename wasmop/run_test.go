@@ -7,8 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +16,7 @@ import (
 	"github.com/amduat/amduat/pel"
 	"github.com/amduat/amduat/trace"
 	"github.com/amduat/amduat/wasmop"
+	"github.com/amduat/amduat/wasmop/testmod"
 )
 
 // engines are the two runtimes every test runs under: the determinism
@@ -52,15 +51,6 @@ func newEngines(t testing.TB, opts wasmop.Options) *engines {
 		es.engs = append(es.engs, e)
 	}
 	return es
-}
-
-func readWasm(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // outcome is everything a run yields, rendered for comparison.
@@ -181,7 +171,7 @@ func hexs(s string) string { return hex.EncodeToString([]byte(s)) }
 
 func TestABI(t *testing.T) {
 	es := newEngines(t, wasmop.Options{})
-	abi := readWasm(t, "abi.wasm")
+	abi := testmod.MustModule("abi")
 	hello, tagged, empty := asl.Untagged([]byte("hello, world")), asl.Tagged(0xfffffffe, []byte("xyz")), asl.Untagged(nil)
 	ok := func(outs ...string) outcome { return outcome{status: pel.StatusOK, outputs: outs} }
 	failed := func(code uint32, msg string) outcome {
@@ -273,7 +263,7 @@ func randomHex(n int) string {
 
 func TestOperationalFailures(t *testing.T) {
 	es := newEngines(t, wasmop.Options{CallTimeout: 300 * time.Millisecond})
-	abi := readWasm(t, "abi.wasm")
+	abi := testmod.MustModule("abi")
 	for _, tc := range []struct{ export, reason string }{
 		{"spin", "time bound"},
 		// The interpreter exhausts its stack; the compiler's stack may grow

@@ -3,7 +3,7 @@
 # wat2wasm (npm package wabt 1.0.37; the output is deterministic and has no
 # name section). The .wasm files are checked in; run this after editing a
 # .wat file:
-#   sh wasmop/testdata/build.sh
+#   sh wasmop/testmod/build.sh
 set -eu
 cd "$(dirname "$0")"
 for f in *.wat; do
