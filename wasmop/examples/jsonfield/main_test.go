@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -53,4 +55,26 @@ func TestExtract(t *testing.T) {
 	if _, err := extract([]byte(`{"a":`), ""); code(t, err) != codeBadJSON {
 		t.Errorf("truncated document: %v, want code %d", err, codeBadJSON)
 	}
+}
+
+// FuzzExtract: any document and pointer give a value or a coded failure,
+// never a panic; a value is valid compact JSON.
+func FuzzExtract(f *testing.F) {
+	f.Add([]byte(`{"a":[1,{"b":"c"}]}`), "/a/1/b")
+	f.Add([]byte(`[0, 1, 2]`), "/2")
+	f.Add([]byte(`{"":{"~/":true}}`), "//~0~1")
+	f.Add([]byte(`"x"`), "")
+	f.Add([]byte(`{"a":`), "/a")
+	f.Fuzz(func(t *testing.T, doc []byte, pointer string) {
+		out, err := extract(doc, pointer)
+		if err != nil {
+			if c := code(t, err); c < codeBadJSON || c > codeNotFound {
+				t.Fatalf("failure code %d: %v", c, err)
+			}
+			return
+		}
+		if !json.Valid(out) || bytes.ContainsAny(out, "\n\t") {
+			t.Fatalf("output %q is not compact JSON", out)
+		}
+	})
 }

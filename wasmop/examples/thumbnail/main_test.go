@@ -6,6 +6,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"strconv"
 	"testing"
 
 	"github.com/amduat/amduat/wasmop/guest"
@@ -82,3 +83,57 @@ func TestThumbnailFailures(t *testing.T) {
 }
 
 func second[T any](_ T, err error) error { return err }
+
+// FuzzParseBound: a bound is accepted exactly when it is the canonical
+// decimal of a number in 1..4096.
+func FuzzParseBound(f *testing.F) {
+	for _, s := range []string{"1", "128", "4096", "4097", "0", "01", "+5", " 5", "", "-1", "99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := parseBound([]byte(s))
+		if err == nil && (n < 1 || n > maxBound || strconv.Itoa(n) != s) {
+			t.Fatalf("parseBound(%q) accepted %d", s, n)
+		}
+		if err != nil {
+			var e *guest.Error
+			if !errors.As(err, &e) || e.Code != codeBadBound {
+				t.Fatalf("parseBound(%q): %v", s, err)
+			}
+		}
+	})
+}
+
+// FuzzThumbnail: any bytes give a PNG within the bound or a coded failure,
+// never a panic. Inputs are small, so decoding stays small.
+func FuzzThumbnail(f *testing.F) {
+	var b bytes.Buffer
+	png.Encode(&b, image.NewGray(image.Rect(0, 0, 5, 3)))
+	f.Add(b.Bytes(), 2)
+	f.Add([]byte("\xff\xd8\xff"), 8)
+	f.Fuzz(func(t *testing.T, src []byte, bound int) {
+		if len(src) > 1<<16 {
+			return
+		}
+		bound = 1 + (bound&0x7fffffff)%maxBound
+		cfg, _, err := image.DecodeConfig(bytes.NewReader(src))
+		if err == nil && int64(cfg.Width)*int64(cfg.Height) > 1<<22 {
+			return // a header claiming a large image: the decoder would allocate it
+		}
+		out, err := thumbnail(src, bound)
+		if err != nil {
+			var e *guest.Error
+			if !errors.As(err, &e) || e.Code < codeBadImage || e.Code > codeTooLarge {
+				t.Fatalf("thumbnail: %v", err)
+			}
+			return
+		}
+		img, err := png.Decode(bytes.NewReader(out))
+		if err != nil {
+			t.Fatalf("output is not a PNG: %v", err)
+		}
+		if r := img.Bounds(); r.Dx() > bound || r.Dy() > bound || r.Dx() < 1 || r.Dy() < 1 {
+			t.Fatalf("thumbnail %v for bound %d", r, bound)
+		}
+	})
+}
