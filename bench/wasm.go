@@ -62,21 +62,18 @@ func execOnce(reg *opreg.Registry, program asl.Artifact, inputs []asl.Artifact) 
 	return outs[0], nil
 }
 
-// perCall times n runs of program and returns the median time per run
-// over 5 batches.
-func perCall(reg *opreg.Registry, program asl.Artifact, inputs []asl.Artifact, n int) (time.Duration, error) {
-	var ds []time.Duration
-	for range 5 {
-		start := time.Now()
+// perCall times 5 batches of n runs of program under the pprof phase
+// label and returns the median time per run.
+func perCall(ctx context.Context, label string, reg *opreg.Registry, program asl.Artifact, inputs []asl.Artifact, n int) (time.Duration, error) {
+	d, err := medianOf(ctx, label, 5, func() error {
 		for range n {
 			if _, err := execOnce(reg, program, inputs); err != nil {
-				return 0, err
+				return err
 			}
 		}
-		ds = append(ds, time.Since(start)/time.Duration(n))
-	}
-	slices.Sort(ds)
-	return ds[len(ds)/2], nil
+		return nil
+	})
+	return d / time.Duration(n), err
 }
 
 // wasmText is n bytes of text: lowercase letters with a space or newline
@@ -95,6 +92,25 @@ func wasmText(n int) []byte {
 		run++
 	}
 	return b
+}
+
+// medianOf runs f reps times under the pprof phase label and returns the
+// median duration, or f's first error.
+func medianOf(ctx context.Context, label string, reps int, f func() error) (time.Duration, error) {
+	var ds []time.Duration
+	var err error
+	for range reps {
+		phase(ctx, label, func(context.Context) {
+			start := time.Now()
+			err = f()
+			ds = append(ds, time.Since(start))
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2], nil
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
@@ -136,9 +152,9 @@ func runWasm(ctx context.Context, e *Env) ([]Row, error) {
 	e.logf("wasm: %d x 5 calls of a trivial module and of pel.bytes.concat", calls)
 	var wasmD, kernelD time.Duration
 	w := StartWindow()
-	phase(ctx, "wasm-call", func(context.Context) { wasmD, err = perCall(reg, echoProg, echoIns, calls) })
+	wasmD, err = perCall(ctx, "wasm-call", reg, echoProg, echoIns, calls)
 	if err == nil {
-		phase(ctx, "kernel-call", func(context.Context) { kernelD, err = perCall(reg, concatProg, []asl.Artifact{in}, calls*10) })
+		kernelD, err = perCall(ctx, "kernel-call", reg, concatProg, []asl.Artifact{in}, calls*10)
 	}
 	rss, _ := w.Stop()
 	if err != nil {
@@ -169,35 +185,28 @@ func runWasm(ctx context.Context, e *Env) ([]Row, error) {
 		return nil, fmt.Errorf("wordcount module: %w", err)
 	}
 	reps := max(e.Sizes.ExecReps, 1)
-	var wasmRuns, nativeRuns []time.Duration
-	var got []byte
 	var want uint64
 	w = StartWindow()
-	for range reps {
-		phase(ctx, "wasm-wordcount", func(context.Context) {
-			start := time.Now()
-			out, err = execOnce(reg, wcProg, wcIns)
-			wasmRuns = append(wasmRuns, time.Since(start))
-			got = out.Bytes
-		})
-		if err != nil {
-			return nil, fmt.Errorf("wordcount module: %w", err)
+	nd, err := medianOf(ctx, "native-wordcount", reps, func() error {
+		var c words.Counter
+		io.CopyBuffer(&c, bytes.NewReader(text), make([]byte, 64<<10))
+		want = c.Count()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	wd, err := medianOf(ctx, "wasm-wordcount", reps, func() error {
+		out, err := execOnce(reg, wcProg, wcIns)
+		if err == nil && string(out.Bytes) != strconv.FormatUint(want, 10)+"\n" {
+			err = fmt.Errorf("counted %q, native Go %d", out.Bytes, want)
 		}
-		phase(ctx, "native-wordcount", func(context.Context) {
-			start := time.Now()
-			var c words.Counter
-			io.CopyBuffer(&c, bytes.NewReader(text), make([]byte, 64<<10))
-			want = c.Count()
-			nativeRuns = append(nativeRuns, time.Since(start))
-		})
-	}
+		return err
+	})
 	rss, _ = w.Stop()
-	if string(got) != strconv.FormatUint(want, 10)+"\n" {
-		return nil, fmt.Errorf("wordcount module counted %q, native Go %d", got, want)
+	if err != nil {
+		return nil, fmt.Errorf("wordcount module: %w", err)
 	}
-	slices.Sort(wasmRuns)
-	slices.Sort(nativeRuns)
-	wd, nd := wasmRuns[len(wasmRuns)/2], nativeRuns[len(nativeRuns)/2]
 	rows = append(rows, Row{
 		Name:     "wasm/wordcount",
 		Figure:   Quantity{ms(wd), "ms"},
@@ -216,24 +225,18 @@ func runWasm(ctx context.Context, e *Env) ([]Row, error) {
 		return nil, err
 	}
 	watIns := []asl.Artifact{asl.Untagged(watWordcount), asl.Untagged(text)}
-	var watRuns []time.Duration
 	w = StartWindow()
-	for range reps {
-		phase(ctx, "wat-wordcount", func(context.Context) {
-			start := time.Now()
-			out, err = execOnce(reg, watProg, watIns)
-			watRuns = append(watRuns, time.Since(start))
-		})
-		if err != nil {
-			return nil, fmt.Errorf("wordcount.wat module: %w", err)
+	td, err := medianOf(ctx, "wat-wordcount", reps, func() error {
+		out, err := execOnce(reg, watProg, watIns)
+		if err == nil && (len(out.Bytes) != 8 || binary.LittleEndian.Uint64(out.Bytes) != want) {
+			err = fmt.Errorf("output %x, want %d little-endian", out.Bytes, want)
 		}
-		if len(out.Bytes) != 8 || binary.LittleEndian.Uint64(out.Bytes) != want {
-			return nil, fmt.Errorf("wordcount.wat module output %x, want %d little-endian", out.Bytes, want)
-		}
-	}
+		return err
+	})
 	rss, _ = w.Stop()
-	slices.Sort(watRuns)
-	td := watRuns[len(watRuns)/2]
+	if err != nil {
+		return nil, fmt.Errorf("wordcount.wat module: %w", err)
+	}
 	rows = append(rows, Row{
 		Name:     "wasm/wordcount-wat",
 		Figure:   Quantity{ms(td), "ms"},
