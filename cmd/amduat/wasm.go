@@ -183,11 +183,12 @@ func newWasmAddCmd(a *app) *cobra.Command {
 		Use:   "add FILE.wasm | -",
 		Short: "Validate a WebAssembly module and store it; print its reference",
 		Long: `Read FILE (or standard input for "-"), check that it is a module
-amduat.wasm.run accepts (SPECS.md §20: a valid WebAssembly binary, imports only
-from "amduat" and the allowed WASI functions, a memory export), store it as an
-untagged artifact and print its reference: the module input (input 0) of
-amduat.wasm.run nodes. The check is static; whether the entry function a
-program names exists is checked when the program runs.
+amduat.wasm.run accepts (SPECS.md §20.3: a valid WebAssembly 2.0 binary
+without SIMD, only the imports of §20.4 and §20.6, no start section, segments
+that fit), store it as an untagged artifact and print its reference: the
+module input (input 0) of amduat.wasm.run nodes. Whether the entry function a
+program names exists, and the program's memory limit, are checked when the
+program runs.
 
 A file that is not such a module is a usage error (exit 2) and nothing is
 stored. JSON: {"ref","size","exports":[{"name","kind","type"}],
