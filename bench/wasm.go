@@ -152,7 +152,9 @@ func runWasm(ctx context.Context, e *Env) ([]Row, error) {
 	e.logf("wasm: %d x 5 calls of a trivial module and of pel.bytes.concat", calls)
 	var wasmD, kernelD time.Duration
 	w := StartWindow()
+	cpu0 := processCPU()
 	wasmD, err = perCall(ctx, "wasm-call", reg, echoProg, echoIns, calls)
+	wasmCPU := (processCPU() - cpu0) / (5 * calls)
 	if err == nil {
 		kernelD, err = perCall(ctx, "kernel-call", reg, concatProg, []asl.Artifact{in}, calls*10)
 	}
@@ -166,8 +168,8 @@ func runWasm(ctx context.Context, e *Env) ([]Row, error) {
 		Baseline: &Baseline{us(kernelD), "µs/call", "pel.bytes.concat, same Exec_DAG path"},
 		Target:   &Target{"<= 50 µs/call", OnFigure, AtMost, 50},
 		PeakRSS:  rss,
-		Note: fmt.Sprintf("one-node program through pel.ExecDAG (decode, prepare, run), compiled module cached: fresh instance, 64-byte echo of a 16-byte input; %d-byte module from testdata/echo.wat; median of 5 batches of %d calls (%d for concat)",
-			len(echoModule), calls, calls*10),
+		Note: fmt.Sprintf("one-node program through pel.ExecDAG (decode, prepare, run), compiled module cached: fresh instance, 64-byte echo of a 16-byte input; %d-byte module from testdata/echo.wat; median of 5 batches of %d calls (%d for concat); process CPU time (getrusage, all threads, GC included) %s µs/call",
+			len(echoModule), calls, calls*10, formatValue(us(wasmCPU))),
 	})
 
 	// CPU-bound: the wordcount example over 64 MiB against the same Go
@@ -196,6 +198,7 @@ func runWasm(ctx context.Context, e *Env) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
+	cpu0 = processCPU()
 	wd, err := medianOf(ctx, "wasm-wordcount", reps, func() error {
 		out, err := execOnce(reg, wcProg, wcIns)
 		if err == nil && string(out.Bytes) != strconv.FormatUint(want, 10)+"\n" {
@@ -203,6 +206,7 @@ func runWasm(ctx context.Context, e *Env) ([]Row, error) {
 		}
 		return err
 	})
+	wcCPU := (processCPU() - cpu0) / time.Duration(reps)
 	rss, _ = w.Stop()
 	if err != nil {
 		return nil, fmt.Errorf("wordcount module: %w", err)
@@ -213,8 +217,8 @@ func runWasm(ctx context.Context, e *Env) ([]Row, error) {
 		Baseline: &Baseline{ms(nd), "ms", "the same Go code (package words), native"},
 		Target:   &Target{"<= 3x native", OnRatio, AtMost, 3},
 		PeakRSS:  rss,
-		Note: fmt.Sprintf("%s MiB of text, %d words: wasmop/examples/wordcount through Exec_DAG (compiled module cached; the call includes the Go runtime's _initialize), %s MiB/s vs %s MiB/s native; median of %d",
-			formatValue(float64(size)/mib), want, formatValue(mibPerSec(int64(size), wd)), formatValue(mibPerSec(int64(size), nd)), reps),
+		Note: fmt.Sprintf("%s MiB of text, %d words: wasmop/examples/wordcount through Exec_DAG (compiled module cached; the call includes the Go runtime's _initialize), %s MiB/s vs %s MiB/s native; median of %d; process CPU time %s ms per run",
+			formatValue(float64(size)/mib), want, formatValue(mibPerSec(int64(size), wd)), formatValue(mibPerSec(int64(size), nd)), reps, formatValue(ms(wcCPU))),
 	})
 
 	// The same count by a module written in the WebAssembly text format:
