@@ -177,7 +177,7 @@ func TestGroupsTiny(t *testing.T) {
 			"load-rate", "load-errors", "load-wrong", "large-put", "large-get",
 			"large-put-rss-server", "large-put-rss-client", "large-get-rss-server", "large-get-rss-client"},
 		"s3":   s3RowNames,
-		"wasm": {"call-overhead", "wordcount", "wordcount-wat", "first-call/wordcount", "first-call/jsonfield", "first-call/thumbnail"},
+		"wasm": {"call-overhead", "wordcount", "wordcount-wat", "first-call/wordcount", "first-call/jsonfield", "first-call/thumbnail", "first-call-disk-cache/wordcount"},
 	}
 	for _, g := range Groups() {
 		t.Run(g.Name, func(t *testing.T) {
