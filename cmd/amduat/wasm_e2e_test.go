@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"html"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -125,6 +128,21 @@ func TestWasmServe(t *testing.T) {
 		t.Fatalf("remote wordcount output %q, want \"3\\n\"", r.stdout)
 	}
 	remote.must(0, "wasm", "inspect", mod)
+	// The web view checks the program against the same registry and
+	// shows its params readably.
+	resp, err := http.Get(srv.url + "/ui/a/" + prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /ui/a/PROG: %d %v", resp.StatusCode, err)
+	}
+	if txt := html.UnescapeString(string(page)); !strings.Contains(txt, `{"export":"wordcount","outputs":1,"max_memory_pages":1024,"max_output_bytes":64}`) ||
+		strings.Contains(txt, "unknown operation") {
+		t.Errorf("web view of the program lacks the readable params or calls the operation unknown:\n%s", txt)
+	}
 }
 
 // walkthroughScript returns the shell block of README.md after the marker
