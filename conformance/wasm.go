@@ -76,6 +76,11 @@ func wasmParams(export string, outputs, pages uint32, maxOut uint64) wasmop.Para
 	return wasmop.Params{Export: export, Outputs: outputs, MaxMemoryPages: pages, MaxOutputBytes: maxOut}
 }
 
+func withFuel(p wasmop.Params, units uint64) wasmop.Params {
+	p.MaxFuel = units
+	return p
+}
+
 func mustWasmParams(p wasmop.Params) []byte {
 	b, err := wasmop.EncodeParams(p)
 	if err != nil {
@@ -141,6 +146,12 @@ func wasmCases() []wasmCase {
 		{name: "initialize", desc: "_initialize runs before the entry", module: "initialize", p: std("run", 1), status: ok},
 		{name: "no-memory-empty-write", desc: "a module without memory writes an empty range at 0", module: "no_memory", p: std("empty", 1), status: ok},
 		{name: "chain", desc: "a kernel node feeds the module, whose output a kernel node hashes", module: "abi", progOnly: &chain, status: ok},
+		// Fuel (§20.5): count10 costs exactly 11 units.
+		{name: "fuel-enough", desc: "11 units (an entry and 10 loop iterations) within max_fuel 12", module: "abi", p: withFuel(std("count10", 0), 12), status: ok},
+		{name: "fuel-exhausted-exact", desc: "the 11th unit with max_fuel 11 fails", module: "abi", p: withFuel(std("count10", 0), 11), status: rf, diag: pel.DiagNodeFailed},
+		{name: "fuel-entry", desc: "max_fuel 1: the entry itself fails", module: "abi", p: withFuel(std("nothing", 0), 1), status: rf, diag: pel.DiagNodeFailed},
+		{name: "fuel-endless-loop", desc: "an endless loop stops after 100000 units", module: "abi", p: withFuel(std("spin", 0), 100000), status: rf, diag: pel.DiagNodeFailed},
+		{name: "fuel-endless-recursion", desc: "an endless recursion stops after 1000 units (before any runtime's stack runs out)", module: "abi", p: withFuel(std("recurse", 0), 1000), status: rf, diag: pel.DiagNodeFailed},
 		// Failures reported by the module.
 		{name: "module-status", desc: "entry returns 7 after set_error(\"boom\")", module: "abi", p: std("fail", 0), status: rf, diag: pel.DiagNodeFailed},
 		{name: "module-status-max", desc: "entry returns 65535 without a message", module: "abi", p: std("fail_silent", 0), status: rf, diag: pel.DiagNodeFailed},
@@ -192,17 +203,18 @@ func wasmCases() []wasmCase {
 		{name: "no-inputs", desc: "a node without inputs (at least 1: the module)", progOnly: &noInputs, status: pel.StatusInvalidProgram, diag: pel.DiagArity},
 		// Params rejections (§20.2), one per rule.
 		paramsCase("empty", "empty params", ""),
-		paramsCase("export-empty", "export length 0", "0000"+"00000001"+"00000100"+"0000000001000000"),
-		paramsCase("export-256", "export length 256", "0100"+strings.Repeat("61", 256)+"00000001"+"00000100"+"0000000001000000"),
+		paramsCase("export-empty", "export length 0", "0000"+"00000001"+"00000100"+"0000000001000000"+"0000000000000000"),
+		paramsCase("export-256", "export length 256", "0100"+strings.Repeat("61", 256)+"00000001"+"00000100"+"0000000001000000"+"0000000000000000"),
 		paramsCase("export-past-end", "export length 3 with 2 bytes left", "00037275"),
-		paramsCase("export-utf8", "export not UTF-8", "0003ff7f7f"+"00000001"+"00000100"+"0000000001000000"),
-		paramsCase("outputs-1025", "outputs 1025", "000372756e"+"00000401"+"00000100"+"0000000001000000"),
-		paramsCase("pages-0", "max_memory_pages 0", "000372756e"+"00000001"+"00000000"+"0000000001000000"),
-		paramsCase("pages-65537", "max_memory_pages 65537", "000372756e"+"00000001"+"00010001"+"0000000001000000"),
-		paramsCase("truncated", "max_output_bytes of 7 bytes", "000372756e"+"00000001"+"00000100"+"00000000010000"),
-		paramsCase("trailing", "one trailing byte", "000372756e"+"00000001"+"00000100"+"0000000001000000"+"00"),
+		paramsCase("export-utf8", "export not UTF-8", "0003ff7f7f"+"00000001"+"00000100"+"0000000001000000"+"0000000000000000"),
+		paramsCase("outputs-1025", "outputs 1025", "000372756e"+"00000401"+"00000100"+"0000000001000000"+"0000000000000000"),
+		paramsCase("pages-0", "max_memory_pages 0", "000372756e"+"00000001"+"00000000"+"0000000001000000"+"0000000000000000"),
+		paramsCase("pages-65537", "max_memory_pages 65537", "000372756e"+"00000001"+"00010001"+"0000000001000000"+"0000000000000000"),
+		paramsCase("truncated", "max_fuel of 7 bytes", "000372756e"+"00000001"+"00000100"+"0000000001000000"+"00000000000000"),
+		paramsCase("old-layout", "the 21 bytes of the params without max_fuel", "000372756e"+"00000001"+"00000100"+"0000000001000000"),
+		paramsCase("trailing", "one trailing byte", "000372756e"+"00000001"+"00000100"+"0000000001000000"+"0000000000000000"+"00"),
 		{name: "params-limits", desc: "the largest values: 255-byte export, 1024 outputs, 65536 pages, max_output_bytes 2^64-1 (the export is missing)", module: "abi",
-			p: wasmParams(strings.Repeat("é", 127)+"x", 1024, 65536, ^uint64(0)), status: rf, diag: pel.DiagNodeFailed},
+			p: wasmop.Params{Export: strings.Repeat("é", 127) + "x", Outputs: 1024, MaxMemoryPages: 65536, MaxOutputBytes: ^uint64(0), MaxFuel: ^uint64(0)}, status: rf, diag: pel.DiagNodeFailed},
 	}
 }
 

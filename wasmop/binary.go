@@ -121,22 +121,26 @@ type Export struct {
 
 // decoded is what the pass learns about a module.
 type decoded struct {
-	imports    []Import
-	exports    []Export
-	types      []FuncType
-	hasMemory  bool
-	memMin     uint32
-	memMax     uint32 // valid when hasMemMax
-	hasMemMax  bool
-	tableMin   uint64   // largest table minimum
-	tableMins  []uint32 // minimum of each table
-	segments   []segment
-	numData    int
-	hasStart   bool
-	nanSites   int    // float instructions followed by a canonicalisation
-	rewritten  []byte // the module to compile
-	numImpFunc int
-	funcTypes  []uint32 // type index of every function (imports first)
+	imports   []Import
+	exports   []Export
+	types     []FuncType
+	hasMemory bool
+	memMin    uint32
+	memMax    uint32 // valid when hasMemMax
+	hasMemMax bool
+	tableMin  uint64   // largest table minimum
+	tableMins []uint32 // minimum of each table
+	segments  []segment
+	numData   int
+	// The fuel counter (§20.5): a mutable i64 global appended to the
+	// module's globals and exported as FuelExport.
+	numImpGlobals int
+	numGlobals    int
+	hasStart      bool
+	nanSites      int    // float instructions followed by a canonicalisation
+	rewritten     []byte // the module to compile
+	numImpFunc    int
+	funcTypes     []uint32 // type index of every function (imports first)
 }
 
 // reader reads the binary format.
@@ -227,6 +231,33 @@ func (r *reader) sleb(bits uint) (int64, error) {
 			return v, nil
 		}
 	}
+}
+
+// count reads a vector's element count, which the rest of the section must
+// be able to hold (every element takes at least one byte): so no count is
+// ever trusted for an allocation.
+func (r *reader) count(what string) (uint32, error) {
+	n, err := r.u32()
+	if err != nil {
+		return 0, err
+	}
+	if uint64(n) > uint64(len(r.b)-r.off) {
+		return 0, r.fail("%s count %d exceeds the section", what, n)
+	}
+	return n, nil
+}
+
+// globalType reads a value type and a mutability flag.
+func (r *reader) globalType() error {
+	if _, err := r.valtype(); err != nil {
+		return err
+	}
+	if m, err := r.byte1(); err != nil {
+		return err
+	} else if m > 1 {
+		return r.fail("global mutability 0x%02x", m)
+	}
+	return nil
 }
 
 func (r *reader) name() (string, error) {
@@ -345,6 +376,7 @@ func decodeModule(module []byte, maxPages uint32) (*decoded, error) {
 	numFuncs := -1 // declared in the function section
 	codeSeen := false
 	dataSeen := false
+	globalDone, exportDone := false, false
 	dataCount := int64(-1)
 	for r.off < len(module) {
 		id, _ := r.byte1()
@@ -410,9 +442,25 @@ func decodeModule(module []byte, maxPages uint32) (*decoded, error) {
 				return nil, fmt.Errorf("section %d: %w: %d trailing bytes", id, errMalformed, len(body)-sr.off)
 			}
 		}
-		out = append(out, id)
-		out = appendU32(out, uint32(len(newBody)))
-		out = append(out, newBody...)
+		if rank > sectionRank[6] && !globalDone {
+			out, globalDone = appendSection(out, 6, d.fuelGlobalSection(nil)), true
+		}
+		if rank > sectionRank[7] && !exportDone {
+			out, exportDone = appendSection(out, 7, d.fuelExportSection(nil)), true
+		}
+		switch id {
+		case 6:
+			newBody, globalDone = d.fuelGlobalSection(body), true
+		case 7:
+			newBody, exportDone = d.fuelExportSection(body), true
+		}
+		out = appendSection(out, id, newBody)
+	}
+	if !globalDone {
+		out = appendSection(out, 6, d.fuelGlobalSection(nil))
+	}
+	if !exportDone {
+		out = appendSection(out, 7, d.fuelExportSection(nil))
 	}
 	if dataCount >= 0 && (dataCount != int64(d.numData) || (!dataSeen && dataCount != 0)) {
 		return nil, fmt.Errorf("%w: data count %d for %d data segments", errMalformed, dataCount, d.numData)
@@ -425,12 +473,9 @@ func decodeModule(module []byte, maxPages uint32) (*decoded, error) {
 }
 
 func (d *decoded) typeSection(r *reader) error {
-	n, err := r.u32()
+	n, err := r.count("type")
 	if err != nil {
 		return err
-	}
-	if uint64(n) > uint64(len(r.b)) {
-		return r.fail("type count %d exceeds the section", n)
 	}
 	d.types = make([]FuncType, 0, n)
 	for range n {
@@ -453,12 +498,9 @@ func (d *decoded) typeSection(r *reader) error {
 }
 
 func (d *decoded) importSection(r *reader) error {
-	n, err := r.u32()
+	n, err := r.count("import")
 	if err != nil {
 		return err
-	}
-	if uint64(n) > uint64(len(r.b)) {
-		return r.fail("import count %d exceeds the section", n)
 	}
 	for range n {
 		var im Import
@@ -497,14 +539,10 @@ func (d *decoded) importSection(r *reader) error {
 			}
 			d.hasMemory = true
 		case 3:
-			if _, err := r.valtype(); err != nil {
+			if err := r.globalType(); err != nil {
 				return err
 			}
-			if m, err := r.byte1(); err != nil {
-				return err
-			} else if m > 1 {
-				return r.fail("global mutability 0x%02x", m)
-			}
+			d.numImpGlobals++
 		default:
 			return r.fail("import kind 0x%02x", kind)
 		}
@@ -515,12 +553,9 @@ func (d *decoded) importSection(r *reader) error {
 }
 
 func (d *decoded) functionSection(r *reader) (int, error) {
-	n, err := r.u32()
+	n, err := r.count("function")
 	if err != nil {
 		return 0, err
-	}
-	if uint64(n) > uint64(len(r.b)) {
-		return 0, r.fail("function count %d exceeds the section", n)
 	}
 	for range n {
 		ti, err := r.u32()
@@ -536,12 +571,9 @@ func (d *decoded) functionSection(r *reader) (int, error) {
 }
 
 func (d *decoded) tableSection(r *reader) ([]byte, error) {
-	n, err := r.u32()
+	n, err := r.count("table")
 	if err != nil {
 		return nil, err
-	}
-	if uint64(n) > uint64(len(r.b)) {
-		return nil, r.fail("table count %d exceeds the section", n)
 	}
 	out := appendU32(nil, n)
 	for range n {
@@ -592,12 +624,9 @@ func (d *decoded) memorySection(r *reader, maxPages uint32) ([]byte, error) {
 }
 
 func (d *decoded) exportSection(r *reader) error {
-	n, err := r.u32()
+	n, err := r.count("export")
 	if err != nil {
 		return err
-	}
-	if uint64(n) > uint64(len(r.b)) {
-		return r.fail("export count %d exceeds the section", n)
 	}
 	seen := make(map[string]bool, n)
 	for range n {
@@ -607,6 +636,9 @@ func (d *decoded) exportSection(r *reader) error {
 		}
 		if seen[e.Name] {
 			return r.fail("duplicate export name %q", e.Name)
+		}
+		if e.Name == FuelExport {
+			return r.fail("export name %q is reserved", FuelExport)
 		}
 		seen[e.Name] = true
 		kind, err := r.byte1()
@@ -740,23 +772,76 @@ func (d *decoded) rewriteBody(out, body []byte, numParams uint32) ([]byte, error
 	localsEnd := r.off
 	code := body[localsEnd:]
 	// First pass: does the body hold any NaN-producing instruction?
-	sites, err := walkCode(code, nil, 0)
+	sites, err := walkCode(code, nil, 0, 0)
 	if err != nil {
 		return nil, err
 	}
-	if sites == 0 {
-		return append(out, body...), nil
-	}
 	d.nanSites += sites
-	// Scratch locals: one f32 at index numParams+total, one f64 after it.
-	out = appendU32(out, groups+2)
-	out = append(out, body[len(appendU32(nil, groups)):localsEnd]...)
-	out = append(out, 0x01, typeF32, 0x01, typeF64)
-	scratch := numParams + uint32(total)
-	if _, err := walkCode(code, &out, scratch); err != nil {
+	groupsLen := len(appendU32(nil, groups))
+	if sites == 0 {
+		out = append(out, body[:localsEnd]...)
+	} else {
+		// Scratch locals: one f32 at index numParams+total, one f64 after it.
+		out = appendU32(out, groups+2)
+		out = append(out, body[groupsLen:localsEnd]...)
+		out = append(out, 0x01, typeF32, 0x01, typeF64)
+	}
+	fuel := d.fuelIndex()
+	out = fuelSeq(out, fuel) // the function's entry costs one unit
+	if _, err := walkCode(code, &out, numParams+uint32(total), fuel); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// FuelExport is the name under which the pass exports the fuel counter; a
+// module may not export this name itself.
+const FuelExport = "amduat.fuel"
+
+// fuelIndex is the index of the fuel global: after every imported and
+// defined global.
+func (d *decoded) fuelIndex() uint32 { return uint32(d.numImpGlobals + d.numGlobals) }
+
+// fuelSeq appends the charge of one unit of fuel:
+// global.get F; i64.const 1; i64.sub; global.set F; global.get F; i64.eqz;
+// if; unreachable; end — the counter drops by one and the call traps when
+// it reaches zero.
+func fuelSeq(b []byte, fuel uint32) []byte {
+	b = appendU32(append(b, 0x23), fuel)
+	b = append(b, 0x42, 0x01, 0x7D)
+	b = appendU32(append(b, 0x24), fuel)
+	b = appendU32(append(b, 0x23), fuel)
+	return append(b, 0x50, 0x04, 0x40, 0x00, 0x0B)
+}
+
+// fuelGlobalSection returns the global section with the fuel counter
+// appended (a mutable i64 starting at 0; the host sets it before any code
+// runs). body is the original section, nil when the module has none.
+func (d *decoded) fuelGlobalSection(body []byte) []byte {
+	out := appendU32(nil, uint32(d.numGlobals)+1)
+	if body != nil {
+		out = append(out, body[len(appendU32(nil, uint32(d.numGlobals))):]...)
+	}
+	return append(out, typeI64, 0x01, 0x42, 0x00, 0x0B)
+}
+
+// fuelExportSection returns the export section with the fuel counter's
+// export appended.
+func (d *decoded) fuelExportSection(body []byte) []byte {
+	out := appendU32(nil, uint32(len(d.exports))+1)
+	if body != nil {
+		out = append(out, body[len(appendU32(nil, uint32(len(d.exports)))):]...)
+	}
+	out = appendU32(out, uint32(len(FuelExport)))
+	out = append(out, FuelExport...)
+	out = append(out, 0x03)
+	return appendU32(out, d.fuelIndex())
+}
+
+func appendSection(out []byte, id byte, body []byte) []byte {
+	out = append(out, id)
+	out = appendU32(out, uint32(len(body)))
+	return append(out, body...)
 }
 
 // walkCode decodes the expression code (ending with the end of the
@@ -764,7 +849,7 @@ func (d *decoded) rewriteBody(out, body []byte, numParams uint32) ([]byte, error
 // NaN-producing instructions. When out is non-nil it appends the code to it
 // with a canonicalisation after each of them, using scratch (f32) and
 // scratch+1 (f64) as the temporary locals.
-func walkCode(code []byte, out *[]byte, scratch uint32) (int, error) {
+func walkCode(code []byte, out *[]byte, scratch, fuel uint32) (int, error) {
 	r := &reader{b: code}
 	depth := 0
 	sites := 0
@@ -779,6 +864,9 @@ func walkCode(code []byte, out *[]byte, scratch uint32) (int, error) {
 		}
 		if out != nil {
 			*out = append(*out, code[start:r.off]...)
+			if op == 0x03 { // loop: each iteration costs one unit
+				*out = fuelSeq(*out, fuel)
+			}
 		}
 		if w := nanOps[op]; w != 0 {
 			sites++
@@ -982,21 +1070,14 @@ func (r *reader) skipExpr() error {
 }
 
 func (d *decoded) globalSection(r *reader) error {
-	n, err := r.u32()
+	n, err := r.count("global")
 	if err != nil {
 		return err
 	}
-	if uint64(n) > uint64(len(r.b)) {
-		return r.fail("global count %d exceeds the section", n)
-	}
+	d.numGlobals = int(n)
 	for range n {
-		if _, err := r.valtype(); err != nil {
+		if err := r.globalType(); err != nil {
 			return err
-		}
-		if m, err := r.byte1(); err != nil {
-			return err
-		} else if m > 1 {
-			return r.fail("global mutability 0x%02x", m)
 		}
 		if err := r.skipExpr(); err != nil {
 			return err
@@ -1006,12 +1087,9 @@ func (d *decoded) globalSection(r *reader) error {
 }
 
 func (d *decoded) elementSection(r *reader) error {
-	n, err := r.u32()
+	n, err := r.count("element")
 	if err != nil {
 		return err
-	}
-	if uint64(n) > uint64(len(r.b)) {
-		return r.fail("element count %d exceeds the section", n)
 	}
 	for i := range n {
 		flag, err := r.u32()
@@ -1064,12 +1142,9 @@ func (d *decoded) elementSection(r *reader) error {
 }
 
 func (d *decoded) dataSection(r *reader) error {
-	n, err := r.u32()
+	n, err := r.count("data")
 	if err != nil {
 		return err
-	}
-	if uint64(n) > uint64(len(r.b)) {
-		return r.fail("data count %d exceeds the section", n)
 	}
 	d.numData = int(n)
 	for i := range n {

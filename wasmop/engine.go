@@ -11,6 +11,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/opreg"
@@ -23,11 +24,8 @@ const Name = "amduat.wasm.run"
 // OpID is the operation's id.
 var OpID = opreg.OperationID{Name: Name, Version: 1}
 
-// Defaults of Options.
-const (
-	DefaultCallTimeout = 60 * time.Second
-	DefaultMaxCompiled = 64
-)
+// DefaultMaxCompiled is the default of Options.MaxCompiled.
+const DefaultMaxCompiled = 64
 
 // Features are the WebAssembly features a module may use: WebAssembly 2.0
 // without SIMD (threads are not part of 2.0).
@@ -41,8 +39,12 @@ type Options struct {
 	CacheDir string
 	// Interpreter forces wazero's interpreter instead of its compiler.
 	Interpreter bool
-	// CallTimeout bounds one call's wall time (0: DefaultCallTimeout).
-	// A call past it is an operational failure (ErrOperational).
+	// CallTimeout, when above 0, also bounds one call's wall time: a call
+	// past it is an operational failure (ErrOperational). Fuel (SPECS.md
+	// §20.5) already bounds every call deterministically; the wall-time
+	// bound makes wazero check for cancellation in every loop and function
+	// entry, which measured here made loop-heavy code about 7 times
+	// slower, so it is off by default.
 	CallTimeout time.Duration
 	// MaxCompiled bounds the compiled modules kept in memory, least
 	// recently used first out (0: DefaultMaxCompiled).
@@ -88,11 +90,8 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	} else {
 		cfg = wazero.NewRuntimeConfig()
 	}
-	cfg = cfg.WithCoreFeatures(Features).WithCloseOnContextDone(true).WithCustomSections(false)
+	cfg = cfg.WithCoreFeatures(Features).WithCloseOnContextDone(opts.CallTimeout > 0).WithCustomSections(false)
 	e := &Engine{timeout: opts.CallTimeout, max: opts.MaxCompiled, entries: make(map[cacheKey]*entry)}
-	if e.timeout <= 0 {
-		e.timeout = DefaultCallTimeout
-	}
 	if e.max <= 0 {
 		e.max = DefaultMaxCompiled
 	}
@@ -338,9 +337,13 @@ func (e *Engine) run(c opreg.Call) ([]asl.Artifact, *opreg.OpError) {
 		return nil, f.opError(nil)
 	}
 	st := &callState{inputs: c.Inputs[1:], outputs: make([][]byte, p.Outputs), maxOut: p.MaxOutputBytes, hasMemory: ent.info.hasMemory}
-	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), stateKey{}, st), e.timeout)
-	defer cancel()
-	if f := e.call(ctx, st, ent, p.Export); f != nil {
+	ctx := context.WithValue(context.Background(), stateKey{}, st)
+	if e.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, e.timeout)
+		defer cancel()
+	}
+	if f := e.call(ctx, st, ent, p.Export, p.Fuel()); f != nil {
 		return nil, f.opError(st.console)
 	}
 	outs := make([]asl.Artifact, p.Outputs)
@@ -355,12 +358,18 @@ func (e *Engine) run(c opreg.Call) ([]asl.Artifact, *opreg.OpError) {
 
 // call instantiates the module, runs _initialize and the entry, and returns
 // the deterministic failure, if any. Operational failures panic.
-func (e *Engine) call(ctx context.Context, st *callState, ent *entry, export string) *failure {
-	mod, err := e.rt.InstantiateModule(ctx, ent.cm, moduleConfig)
+func (e *Engine) call(ctx context.Context, st *callState, ent *entry, export string, fuel uint64) *failure {
+	mod, err := e.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, memoryAllocator), ent.cm, moduleConfig)
 	if err != nil {
 		return classify(ctx, st, err, "instantiating the module")
 	}
 	defer mod.Close(context.Background())
+	counter, ok := mod.ExportedGlobal(FuelExport).(api.MutableGlobal)
+	if !ok {
+		panic(&OperationalError{Reason: "the fuel counter is missing"})
+	}
+	counter.Set(fuel)
+	st.fuel, st.budget = counter, fuel
 	if ent.info.hasInitialize() {
 		if _, err := mod.ExportedFunction(InitializeExport).Call(ctx); err != nil {
 			return classify(ctx, st, err, "running _initialize")
@@ -432,6 +441,9 @@ func classify(ctx context.Context, st *callState, err error, what string) *failu
 	for e := err; e != nil; e = errors.Unwrap(e) {
 		if fmt.Sprintf("%T", e) != "*wasmruntime.Error" {
 			continue
+		}
+		if e.Error() == "unreachable" && st.fuel != nil && st.fuel.Get() == 0 {
+			return fail(StatusFuelExhausted, "fuel exhausted: the call used all its %d units", st.budget)
 		}
 		if code, ok := trapCodes[e.Error()]; ok {
 			return fail(code, "%s", TrapMessage[code])

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 
@@ -159,4 +160,69 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// TestFreshMemory: a call's memory starts zeroed even when the buffer is
+// reused from an earlier call that dirtied it (the pool of §20.9).
+func TestFreshMemory(t *testing.T) {
+	for _, interp := range []bool{false, true} {
+		e, err := wasmop.New(context.Background(), wasmop.Options{Interpreter: interp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		op := e.Operation()
+		abi := testmod.MustModule("abi")
+		for i := range 5 {
+			if _, oerr := call(t, op, abi, params("dirty", 0)); oerr != nil {
+				t.Fatal(oerr)
+			}
+			outs, oerr := call(t, op, abi, params("dump", 1))
+			if oerr != nil || string(outs[0].Bytes) != string(make([]byte, 20)) {
+				t.Fatalf("interpreter=%v round %d: %x %v", interp, i, outs[0].Bytes, oerr)
+			}
+		}
+		e.Close(context.Background())
+	}
+}
+
+// TestJSONProgram: the readable params of §20.2 in the JSON program format
+// (§15), both ways.
+func TestJSONProgram(t *testing.T) {
+	e, err := wasmop.New(context.Background(), wasmop.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(context.Background())
+	reg, err := wasmop.Extend(nil, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		params string
+		want   wasmop.Params
+	}{
+		{`{"export":"echo","outputs":1,"max_memory_pages":256,"max_output_bytes":16777216}`, wasmop.Params{Export: "echo", Outputs: 1, MaxMemoryPages: 256, MaxOutputBytes: 16777216}},
+		{`{"export":"echo","outputs":1,"max_memory_pages":256,"max_output_bytes":16777216,"max_fuel":99}`, wasmop.Params{Export: "echo", Outputs: 1, MaxMemoryPages: 256, MaxOutputBytes: 16777216, MaxFuel: 99}},
+	} {
+		src := `{"nodes":[{"id":1,"op":"amduat.wasm.run","version":1,"inputs":[{"input":0},{"input":1}],"params":` + tc.params + `}],"roots":[{"node":1,"output":0}]}`
+		p, err := pel.ProgramFromJSON([]byte(src), reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := wasmop.DecodeParams(p.Nodes[0].Params)
+		if err != nil || got != tc.want {
+			t.Fatalf("%s: %+v %v", tc.params, got, err)
+		}
+		back, err := pel.ProgramToJSON(p, reg)
+		if err != nil || !strings.Contains(string(back), `"params":`+tc.params) {
+			t.Fatalf("ProgramToJSON: %s %v", back, err)
+		}
+	}
+	for _, bad := range []string{`{"export":"echo","outputs":1,"max_memory_pages":256}`, `{"export":"","outputs":1,"max_memory_pages":256,"max_output_bytes":1}`,
+		`{"export":"echo","outputs":1,"max_memory_pages":0,"max_output_bytes":1}`, `{"export":"echo","outputs":1,"max_memory_pages":1,"max_output_bytes":1,"x":1}`} {
+		src := `{"nodes":[{"id":1,"op":"amduat.wasm.run","version":1,"inputs":[{"input":0}],"params":` + bad + `}]}`
+		if _, err := pel.ProgramFromJSON([]byte(src), reg); err == nil {
+			t.Errorf("accepted %s", bad)
+		}
+	}
 }

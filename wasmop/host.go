@@ -53,6 +53,9 @@ type callState struct {
 	fail    *failure // set by a host function before it aborts the call
 	// hasMemory: the module has a memory (else its size is 0).
 	hasMemory bool
+	// fuel is the instance's fuel counter, budget its starting value.
+	fuel   api.MutableGlobal
+	budget uint64
 }
 
 type stateKey struct{}

@@ -1,8 +1,6 @@
 package wasmop
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"unicode/utf8"
 
@@ -28,6 +26,21 @@ type Params struct {
 	MaxMemoryPages uint32
 	// MaxOutputBytes bounds the total payload of all outputs of one call.
 	MaxOutputBytes uint64
+	// MaxFuel is the call's deterministic work bound, in units of fuel
+	// (SPECS.md §20.5): 0 means DefaultFuel.
+	MaxFuel uint64
+}
+
+// DefaultFuel is the work bound of a call whose params give max_fuel 0:
+// 2^32 units (function entries and loop iterations).
+const DefaultFuel uint64 = 1 << 32
+
+// Fuel is the effective work bound of p.
+func (p Params) Fuel() uint64 {
+	if p.MaxFuel == 0 {
+		return DefaultFuel
+	}
+	return p.MaxFuel
 }
 
 func (p Params) check() error {
@@ -46,17 +59,18 @@ func (p Params) check() error {
 
 // EncodeParams returns the canonical ParamsBytes of p:
 // export_len u16 || export || outputs u32 || max_memory_pages u32 ||
-// max_output_bytes u64, big-endian.
+// max_output_bytes u64 || max_fuel u64, big-endian.
 func EncodeParams(p Params) ([]byte, error) {
 	if err := p.check(); err != nil {
 		return nil, fmt.Errorf("%s params: %w: %v", Name, opreg.ErrParams, err)
 	}
-	w := enc.Writer{Buf: make([]byte, 0, 18+len(p.Export))}
+	w := enc.Writer{Buf: make([]byte, 0, 26+len(p.Export))}
 	w.U16(uint16(len(p.Export)))
 	w.Raw([]byte(p.Export))
 	w.U32(p.Outputs)
 	w.U32(p.MaxMemoryPages)
 	w.U64(p.MaxOutputBytes)
+	w.U64(p.MaxFuel)
 	return w.Buf, nil
 }
 
@@ -88,6 +102,7 @@ func DecodeParams(b []byte) (Params, error) {
 		r.FailAt(off, "max_memory_pages", "%d is outside 1..%d", p.MaxMemoryPages, MaxMemoryPages)
 	}
 	p.MaxOutputBytes = r.U64("max_output_bytes")
+	p.MaxFuel = r.U64("max_fuel")
 	if err := r.Done(); err != nil {
 		return Params{}, fmt.Errorf("%s params: %w: %w", Name, opreg.ErrParams, err)
 	}
@@ -95,12 +110,14 @@ func DecodeParams(b []byte) (Params, error) {
 }
 
 // paramsJSON is the readable form in the JSON program format (SPECS.md §15,
-// §20.2). Every member is required.
+// §20.2). Every member is required but max_fuel (absent = 0, the
+// default), which is written only when not 0.
 type paramsJSON struct {
 	Export         *string `json:"export"`
 	Outputs        *uint32 `json:"outputs"`
 	MaxMemoryPages *uint32 `json:"max_memory_pages"`
 	MaxOutputBytes *uint64 `json:"max_output_bytes"`
+	MaxFuel        *uint64 `json:"max_fuel,omitempty"`
 }
 
 // ParamsToJSON renders p (a Params) in the readable form.
@@ -109,7 +126,11 @@ func ParamsToJSON(v any) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s params: %w: want wasmop.Params, got %T", Name, opreg.ErrParams, v)
 	}
-	return opreg.MarshalJSONCompact(paramsJSON{&p.Export, &p.Outputs, &p.MaxMemoryPages, &p.MaxOutputBytes})
+	j := paramsJSON{Export: &p.Export, Outputs: &p.Outputs, MaxMemoryPages: &p.MaxMemoryPages, MaxOutputBytes: &p.MaxOutputBytes}
+	if p.MaxFuel != 0 {
+		j.MaxFuel = &p.MaxFuel
+	}
+	return opreg.MarshalJSONCompact(j)
 }
 
 // ParamsFromJSON parses the readable form strictly: unknown members,
@@ -119,30 +140,21 @@ func ParamsFromJSON(raw []byte) (any, error) {
 		return nil, fmt.Errorf("%s params: %w: %s", Name, opreg.ErrParams, fmt.Sprintf(format, args...))
 	}
 	if raw == nil {
-		return fail(`want {"export":...,"outputs":N,"max_memory_pages":N,"max_output_bytes":N}`)
+		return fail(`want {"export":...,"outputs":N,"max_memory_pages":N,"max_output_bytes":N[,"max_fuel":N]}`)
 	}
 	var j paramsJSON
-	if err := strictJSON(raw, &j); err != nil {
+	if err := opreg.StrictUnmarshal(raw, &j); err != nil {
 		return fail("%v", err)
 	}
 	if j.Export == nil || j.Outputs == nil || j.MaxMemoryPages == nil || j.MaxOutputBytes == nil {
 		return fail(`"export", "outputs", "max_memory_pages" and "max_output_bytes" are all required`)
 	}
 	p := Params{Export: *j.Export, Outputs: *j.Outputs, MaxMemoryPages: *j.MaxMemoryPages, MaxOutputBytes: *j.MaxOutputBytes}
+	if j.MaxFuel != nil {
+		p.MaxFuel = *j.MaxFuel
+	}
 	if err := p.check(); err != nil {
 		return fail("%v", err)
 	}
 	return p, nil
-}
-
-func strictJSON(raw []byte, v any) error {
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
-		return err
-	}
-	if d.More() {
-		return fmt.Errorf("trailing data after params")
-	}
-	return nil
 }

@@ -151,6 +151,12 @@ func params(export string, outputs uint32) wasmop.Params {
 	return wasmop.Params{Export: export, Outputs: outputs, MaxMemoryPages: 4, MaxOutputBytes: 1 << 20}
 }
 
+func fuel(export string, units uint64) wasmop.Params {
+	p := params(export, 0)
+	p.MaxFuel = units
+	return p
+}
+
 func u32le(vs ...uint32) string {
 	var b []byte
 	for _, v := range vs {
@@ -235,6 +241,11 @@ func TestABI(t *testing.T) {
 			ok(u32le(0x7fc00000, 0x7fc00000, 0x7fc00000) + u64le(0x7ff8000000000000, 0x7ff8000000000000) + u32le(0xffa00001))},
 		{"wasi clocks and random", params("wasi", 1), nil,
 			ok(u64le(wasmop.RealtimeBase, wasmop.RealtimeBase+wasmop.ClockStep, 2*wasmop.ClockStep) + randomHex(40))},
+		{"fuel: 11 units within 12", fuel("count10", 12), nil, ok()},
+		{"fuel: the 11th unit of 11 fails", fuel("count10", 11), nil, failed(wasmop.StatusFuelExhausted, "fuel exhausted: the call used all its 11 units")},
+		{"fuel: entry alone", fuel("nothing", 1), nil, failed(wasmop.StatusFuelExhausted, "fuel exhausted: the call used all its 1 units")},
+		{"fuel: endless loop", fuel("spin", 100000), nil, failed(wasmop.StatusFuelExhausted, "fuel exhausted: the call used all its 100000 units")},
+		{"fuel: endless recursion", fuel("recurse", 1000), nil, failed(wasmop.StatusFuelExhausted, "fuel exhausted: the call used all its 1000 units")},
 		{"missing export", params("absent", 0), nil, failed(wasmop.StatusMissingExport, `no function export named "absent"`)},
 		{"export is not a function", params("memory", 0), nil, failed(wasmop.StatusMissingExport, `no function export named "memory"`)},
 		{"export of the wrong type", params("takes_param", 0), nil, failed(wasmop.StatusExportType, `export "takes_param" has type (i32) -> (i32), want () -> (i32)`)},

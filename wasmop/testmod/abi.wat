@@ -145,7 +145,26 @@
     (i32.const 0))
 
   (func (export "nothing") (result i32) (i32.const 0))
+
+  ;; dirty fills two pages with 0xff; dump grows by one page and writes
+  ;; memory[1020, 1028) and memory[65530, 65542) to output 0: zeros in a
+  ;; fresh instance, whatever an earlier call left in its memory.
+  (func (export "dirty") (result i32)
+    (drop (memory.grow (i32.const 1)))
+    (memory.fill (i32.const 0) (i32.const 0xff) (i32.const 131072))
+    (i32.const 0))
+  (func (export "dump") (result i32)
+    (drop (memory.grow (i32.const 1)))
+    (call $output_write (i32.const 0) (i32.const 1020) (i32.const 8))
+    (call $output_write (i32.const 0) (i32.const 65530) (i32.const 12))
+    (i32.const 0))
   (func (export "takes_param") (param i32) (result i32) (i32.const 0))
   (func (export "spin") (result i32) (loop $l (br $l)) (i32.const 0))
+  ;; Costs 11 units of fuel: its entry and 10 loop iterations.
+  (func (export "count10") (result i32) (local $i i32)
+    (loop $l
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br_if $l (i32.lt_u (local.get $i) (i32.const 10))))
+    (i32.const 0))
   (func $recurse (export "recurse") (result i32) (i32.add (call $recurse) (i32.const 1)))
 )
