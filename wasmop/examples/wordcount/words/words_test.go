@@ -17,10 +17,15 @@ func TestCounter(t *testing.T) {
 		{"a\vb\fc\rd", 4},
 		{"caf\u00e9 \u00a0x", 2}, // U+00A0 is not ASCII whitespace: "\u00a0x" is one word
 		{"\x00\xff", 1},
+		{"a b c d e f g h i j", 10},            // past the 8-byte steps
+		{" aaaaaaaaaaaaaaaaa bbbbbbbbb  c", 3}, // words across 8-byte steps
+		{"\t\n\v\f\r        x", 1},
 	}
 	for _, tt := range tests {
 		var c Counter
-		c.Write([]byte(tt.in))
+		if n, err := c.Write([]byte(tt.in)); n != len(tt.in) || err != nil {
+			t.Errorf("Write(%q) = %d, %v", tt.in, n, err)
+		}
 		if c.Count() != tt.want {
 			t.Errorf("Count(%q) = %d, want %d", tt.in, c.Count(), tt.want)
 		}
