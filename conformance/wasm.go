@@ -140,6 +140,7 @@ func wasmCases() []wasmCase {
 		{name: "nan-canonical", desc: "NaNs from f32.div, f32.add of a signalling NaN, f32.demote_f64, f64.sqrt, f64.promote_f32 are the canonical NaN; f32.neg keeps its bits", module: "abi", p: std("nan", 1), status: ok},
 		{name: "nan-every-instruction", desc: "each of the 26 canonicalised instructions producing a NaN (and one ordinary result of each width)", module: "floats", p: std("run", 1), status: ok},
 		{name: "wasi-clock-random", desc: "clock_time_get realtime twice, monotonic once; 40 bytes of random_get", module: "abi", p: std("wasi", 1), status: ok},
+		{name: "wasi-every-function", desc: "every allowed WASI function, succeeding and failing: errnos and the memory they write", module: "wasi", p: std("run", 1), status: ok},
 		{name: "memory-grow-limit", desc: "max_memory_pages 2: memory.grow(1) gives 1, memory.grow(100000) gives -1, memory.size 2", module: "abi", p: wasmParams("grow", 1, 2, 64), status: ok},
 		{name: "memory-grow-none", desc: "max_memory_pages 1 = the minimum: every grow gives -1", module: "abi", p: wasmParams("grow", 1, 1, 64), status: ok},
 		{name: "memory-min-at-limit", desc: "a memory minimum equal to max_memory_pages is accepted", module: "big_memory", p: wasmParams("run", 0, 3, 0), status: ok},

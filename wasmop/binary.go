@@ -136,6 +136,7 @@ type decoded struct {
 	// module's globals and exported as FuelExport.
 	numImpGlobals int
 	numGlobals    int
+	noFuel        bool // leave the fuel out (tests)
 	hasStart      bool
 	nanSites      int    // float instructions followed by a canonicalisation
 	rewritten     []byte // the module to compile
@@ -365,10 +366,17 @@ var wasmHeader = []byte{0x00, 0x61, 0x73, 0x6D, 0x01, 0x00, 0x00, 0x00}
 
 // decodeModule runs the pass over module with the given memory page limit.
 func decodeModule(module []byte, maxPages uint32) (*decoded, error) {
+	return decodeModuleFuel(module, maxPages, true)
+}
+
+// decodeModuleFuel is decodeModule, with the fuel charges and the fuel
+// counter left out when fuel is false (for tests that compare the rewrite
+// with the module under the same limits).
+func decodeModuleFuel(module []byte, maxPages uint32, fuel bool) (*decoded, error) {
 	if len(module) < 8 || string(module[:8]) != string(wasmHeader) {
 		return nil, fmt.Errorf("%w: not a WebAssembly 1.0/2.0 binary (bad magic or version)", errMalformed)
 	}
-	d := &decoded{}
+	d := &decoded{noFuel: !fuel}
 	out := make([]byte, 0, len(module)+len(module)/8)
 	out = append(out, wasmHeader...)
 	r := &reader{b: module, off: 8}
@@ -376,7 +384,7 @@ func decodeModule(module []byte, maxPages uint32) (*decoded, error) {
 	numFuncs := -1 // declared in the function section
 	codeSeen := false
 	dataSeen := false
-	globalDone, exportDone := false, false
+	globalDone, exportDone := !fuel, !fuel
 	dataCount := int64(-1)
 	for r.off < len(module) {
 		id, _ := r.byte1()
@@ -448,10 +456,10 @@ func decodeModule(module []byte, maxPages uint32) (*decoded, error) {
 		if rank > sectionRank[7] && !exportDone {
 			out, exportDone = appendSection(out, 7, d.fuelExportSection(nil)), true
 		}
-		switch id {
-		case 6:
+		switch {
+		case id == 6 && fuel:
 			newBody, globalDone = d.fuelGlobalSection(body), true
-		case 7:
+		case id == 7 && fuel:
 			newBody, exportDone = d.fuelExportSection(body), true
 		}
 		out = appendSection(out, id, newBody)
@@ -786,8 +794,12 @@ func (d *decoded) rewriteBody(out, body []byte, numParams uint32) ([]byte, error
 		out = append(out, body[groupsLen:localsEnd]...)
 		out = append(out, 0x01, typeF32, 0x01, typeF64)
 	}
-	fuel := d.fuelIndex()
-	out = fuelSeq(out, fuel) // the function's entry costs one unit
+	fuel := int64(d.fuelIndex())
+	if d.noFuel {
+		fuel = -1
+	} else {
+		out = fuelSeq(out, uint32(fuel)) // the function's entry costs one unit
+	}
 	if _, err := walkCode(code, &out, numParams+uint32(total), fuel); err != nil {
 		return nil, err
 	}
@@ -849,7 +861,7 @@ func appendSection(out []byte, id byte, body []byte) []byte {
 // NaN-producing instructions. When out is non-nil it appends the code to it
 // with a canonicalisation after each of them, using scratch (f32) and
 // scratch+1 (f64) as the temporary locals.
-func walkCode(code []byte, out *[]byte, scratch, fuel uint32) (int, error) {
+func walkCode(code []byte, out *[]byte, scratch uint32, fuel int64) (int, error) {
 	r := &reader{b: code}
 	depth := 0
 	sites := 0
@@ -864,8 +876,8 @@ func walkCode(code []byte, out *[]byte, scratch, fuel uint32) (int, error) {
 		}
 		if out != nil {
 			*out = append(*out, code[start:r.off]...)
-			if op == 0x03 { // loop: each iteration costs one unit
-				*out = fuelSeq(*out, fuel)
+			if op == 0x03 && fuel >= 0 { // loop: each iteration costs one unit
+				*out = fuelSeq(*out, uint32(fuel))
 			}
 		}
 		if w := nanOps[op]; w != 0 {

@@ -1,13 +1,15 @@
 package wasmop
 
 import (
+	"bytes"
 	"container/list"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -60,26 +62,33 @@ type Engine struct {
 
 	mu      sync.Mutex
 	entries map[cacheKey]*entry
+	seed    maphash.Seed
 	lru     list.List // of *entry, most recently used at the front
 	closed  bool
 }
 
+// cacheKey finds a compiled module: a hash of its bytes (maphash, seeded
+// per engine: a lookup key, never an output), its length and the page limit
+// (which the pass writes into the module). A hit is confirmed by comparing
+// the bytes.
 type cacheKey struct {
-	digest [32]byte
-	pages  uint32
+	hash  uint64
+	size  int
+	pages uint32
 }
 
 // entry is one module in the in-memory cache: compiled, or rejected.
 type entry struct {
-	key   cacheKey
-	ready chan struct{} // closed once the fields below are set
-	cm    wazero.CompiledModule
-	info  *decoded
-	fail  *failure // deterministic rejection
-	err   error    // operational failure (the entry is dropped)
-	refs  int
-	elem  *list.Element
-	gone  bool // evicted: closed when refs reaches 0
+	key    cacheKey
+	module []byte        // the module bytes, to confirm a hit
+	ready  chan struct{} // closed once the fields below are set
+	cm     wazero.CompiledModule
+	info   *decoded
+	fail   *failure // deterministic rejection
+	err    error    // operational failure (the entry is dropped)
+	refs   int
+	elem   *list.Element
+	gone   bool // evicted: closed when refs reaches 0
 }
 
 // New builds an Engine.
@@ -91,7 +100,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		cfg = wazero.NewRuntimeConfig()
 	}
 	cfg = cfg.WithCoreFeatures(Features).WithCloseOnContextDone(opts.CallTimeout > 0).WithCustomSections(false)
-	e := &Engine{timeout: opts.CallTimeout, max: opts.MaxCompiled, entries: make(map[cacheKey]*entry)}
+	e := &Engine{timeout: opts.CallTimeout, max: opts.MaxCompiled, entries: make(map[cacheKey]*entry), seed: maphash.MakeSeed()}
 	if e.max <= 0 {
 		e.max = DefaultMaxCompiled
 	}
@@ -159,20 +168,27 @@ func Extend(reg *opreg.Registry, e *Engine) (*opreg.Registry, error) {
 // acquire returns the cache entry of module under the page limit, compiling
 // it if needed. The caller releases it. An operational failure panics.
 func (e *Engine) acquire(module []byte, pages uint32) *entry {
-	key := cacheKey{digest: sha256.Sum256(module), pages: pages}
+	key := cacheKey{hash: maphash.Bytes(e.seed, module), size: len(module), pages: pages}
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
 		panic(&OperationalError{Reason: "engine closed"})
 	}
 	ent, ok := e.entries[key]
-	if ok {
+	switch {
+	case ok && sameBytes(ent.module, module):
 		ent.refs++
 		e.lru.MoveToFront(ent.elem)
 		e.mu.Unlock()
 		<-ent.ready
-	} else {
-		ent = &entry{key: key, ready: make(chan struct{}), refs: 1}
+	case ok:
+		// A hash collision: compile this module for this call only.
+		e.mu.Unlock()
+		ent = &entry{key: key, module: module, ready: make(chan struct{}), refs: 1, gone: true}
+		e.compile(ent, module, pages)
+		close(ent.ready)
+	default:
+		ent = &entry{key: key, module: module, ready: make(chan struct{}), refs: 1}
 		ent.elem = e.lru.PushFront(ent)
 		e.entries[key] = ent
 		e.evictLocked()
@@ -191,6 +207,13 @@ func (e *Engine) acquire(module []byte, pages uint32) *entry {
 		panic(&OperationalError{Reason: "compiling the module", Err: ent.err})
 	}
 	return ent
+}
+
+// sameBytes reports whether a and b hold the same bytes; the same backing
+// array (the usual case: artifact bytes are immutable and shared) is
+// recognised without reading it.
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || unsafe.SliceData(a) == unsafe.SliceData(b) || bytes.Equal(a, b))
 }
 
 func (e *Engine) compile(ent *entry, module []byte, pages uint32) {

@@ -37,8 +37,12 @@ func TestCompiledModuleCache(t *testing.T) {
 	defer e.Close(context.Background())
 	op := e.Operation()
 	abi := testmod.MustModule("abi")
-	for range 3 {
-		if _, oerr := call(t, op, abi, params("nothing", 0)); oerr != nil {
+	for i := range 3 {
+		m := abi
+		if i == 2 {
+			m = append([]byte(nil), abi...) // equal bytes in another array
+		}
+		if _, oerr := call(t, op, m, params("nothing", 0)); oerr != nil {
 			t.Fatal(oerr)
 		}
 	}
@@ -179,6 +183,13 @@ func TestFreshMemory(t *testing.T) {
 			outs, oerr := call(t, op, abi, params("dump", 1))
 			if oerr != nil || string(outs[0].Bytes) != string(make([]byte, 20)) {
 				t.Fatalf("interpreter=%v round %d: %x %v", interp, i, outs[0].Bytes, oerr)
+			}
+			// A reused buffer larger than the memory does not widen it.
+			if _, err := call(t, op, abi, params("dirty", 0)); err != nil {
+				t.Fatal(err)
+			}
+			if _, oerr := call(t, op, abi, params("trap_memory", 0)); oerr == nil || oerr.StatusCode != wasmop.StatusTrapMemoryOutOfBounds {
+				t.Fatalf("interpreter=%v round %d: a load past the 1-page memory after a 2-page call: %v", interp, i, oerr)
 			}
 		}
 		e.Close(context.Background())

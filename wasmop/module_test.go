@@ -65,6 +65,21 @@ func TestModules(t *testing.T) {
 	}
 }
 
+// TestWASI pins the errno of every call wasi.wat makes (SPECS.md §20.6);
+// the memory they write is pinned by the vector wasm.run.wasi-every-function.
+func TestWASI(t *testing.T) {
+	es := newEngines(t, wasmop.Options{})
+	o := es.runBoth(t, testmod.MustModule("wasi"), params("run", 1))
+	want := []uint32{0, 21, 0, 0, 0, 0, 0, 28, 21, 0, 21, 0, 28, 0, 0, 0, 8, 0, 8, 0, 8, 0, 8, 0, 8, 0, 8, 8, 8, 8, 8}
+	if o.status != pel.StatusOK || len(o.outputs) != 1 || o.outputs[0][:len(want)*8] != u32le(want...) {
+		t.Fatalf("got %s\nwant errnos %s", o, u32le(want...))
+	}
+	// The poll advanced the clock from 2000 to 7000 ns (§20.6).
+	if got := o.outputs[0][len(want)*8+(4472-4096)*2:][:16]; got != u64le(7000) {
+		t.Errorf("monotonic clock after poll_oneoff: %s, want %s", got, u64le(7000))
+	}
+}
+
 func TestInspect(t *testing.T) {
 	info, err := wasmop.Inspect(testmod.MustModule("abi"))
 	if err != nil {
