@@ -108,8 +108,12 @@ func TestExamplesThroughHost(t *testing.T) {
 
 // TestExamplesInterpreter runs the same cases under wazero's interpreter
 // against the same golden files: compiler and interpreter agree byte for
-// byte (about 3 s).
+// byte (about 3 s; minutes under -race, where it is skipped: the
+// compiler run above and wasmop's TestExampleModulesDeterminism still run).
 func TestExamplesInterpreter(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the interpreter under the race detector takes minutes")
+	}
 	testExamples(t, true)
 }
 
