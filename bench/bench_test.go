@@ -177,12 +177,18 @@ func TestGroupsTiny(t *testing.T) {
 		"server": {"put-batch", "put-c1", "put-c16", "put-c64", "get-c1", "get-c16", "get-c64", "get-batch", "run-p50", "run-p99",
 			"load-rate", "load-errors", "load-wrong", "large-put", "large-get",
 			"large-put-rss-server", "large-put-rss-client", "large-get-rss-server", "large-get-rss-client"},
-		"s3": s3RowNames,
+		"s3":   s3RowNames,
+		"wasm": {"call-overhead", "wordcount", "wordcount-wat", "first-call/wordcount", "first-call/jsonfield", "first-call/thumbnail", "first-call-disk-cache/wordcount"},
 	}
 	for _, g := range Groups() {
 		t.Run(g.Name, func(t *testing.T) {
 			dir := t.TempDir()
 			env := &Env{Sizes: tinySizes(), Dir: dir}
+			if g.Name == "wasm" && raceEnabled {
+				// About 5 s without -race, minutes with it (wazero compiling
+				// three 3 MB modules under the race detector).
+				t.Skip("compiles WebAssembly modules: skipped under -race")
+			}
 			if g.Name == "cli" || g.Name == "server" || g.Name == "lazy" {
 				if testing.Short() {
 					t.Skip("builds the amduat command")

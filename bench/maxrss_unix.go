@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"syscall"
+	"time"
 )
 
 // ChildMaxRSS is the peak resident memory of an exited child process, in
@@ -20,4 +21,14 @@ func ChildMaxRSS(ps *os.ProcessState) *int64 {
 		v <<= 10 // kilobytes elsewhere; bytes on Darwin
 	}
 	return &v
+}
+
+// processCPU is the CPU time (user + system) this process has used so far,
+// or 0 when the system does not report it.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -226,8 +226,13 @@ write per node. Neither changes any output, result or trace byte.
 				}
 				run, err = runRemote(ctx, c, rr)
 			} else {
+				reg, regDone, rerr := a.opRegistry(ctx, false)
+				if rerr != nil {
+					return rerr
+				}
+				defer regDone()
 				progress, done := a.runProgress()
-				run, err = surf.New(s, surf.Options{Hash: id, NoCache: noCache, NodeMemo: memoNodes, MemoryBudget: memoryBudget(maxMemory),
+				run, err = surf.New(s, surf.Options{Hash: id, Registry: reg, NoCache: noCache, NodeMemo: memoNodes, MemoryBudget: memoryBudget(maxMemory),
 					Progress: progress}).Run(ctx, req)
 				done()
 			}

@@ -115,7 +115,12 @@ cut off.`,
 				}
 				limits.RunMemoryBudget = memoryBudget(0) / uint64(runs)
 			}
-			srv, err := server.New(server.Config{Store: store, Auth: auth, Logger: logger, Limits: limits, Version: moduleVersion()})
+			ops, done, err := a.opRegistry(c.Context(), false)
+			if err != nil {
+				return err
+			}
+			defer done()
+			srv, err := server.New(server.Config{Store: store, Auth: auth, Logger: logger, Limits: limits, Version: moduleVersion(), Ops: ops})
 			if err != nil {
 				return fail(exitIO, a.storeDir, err)
 			}
