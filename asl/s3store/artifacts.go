@@ -3,15 +3,15 @@ package s3store
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"path"
-	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/minio/minio-go/v7"
 
@@ -82,9 +82,21 @@ func (s *Store) Fetch(ctx context.Context, ref asl.Reference) (io.ReadCloser, as
 		return fail(fmt.Errorf("s3store: fetch s3://%s/%s (%s): object is %d bytes, shorter than any ArtifactBytes: %w",
 			s.bucket, key, ref, info.Size, asl.ErrIntegrity))
 	}
-	head := make([]byte, min(info.Size, 13))
+	head := make([]byte, min(info.Size, manifestHead))
 	if _, err := io.ReadFull(body, head); err != nil {
 		return fail(s.errorf("fetch", key, ref, err))
+	}
+	if isManifest(head) {
+		m, err := s.readManifest(ctx, ref, key, head, body, info.Size)
+		body.Close()
+		if err != nil {
+			return nil, asl.Header{}, err
+		}
+		rc, err := s.fetchLarge(ctx, ref, key, m)
+		if err != nil {
+			return nil, asl.Header{}, err
+		}
+		return rc, m.hdr, nil
 	}
 	hdr, err := readHeader(bytes.NewReader(head))
 	if err != nil {
@@ -169,7 +181,7 @@ func (s *Store) Stat(ctx context.Context, ref asl.Reference) (asl.Info, error) {
 
 func (s *Store) stat(ctx context.Context, ref asl.Reference, key string) (asl.Info, error) {
 	var o minio.GetObjectOptions
-	o.SetRange(0, 12)
+	o.SetRange(0, manifestHead-1)
 	body, info, h, err := s.core.GetObject(ctx, s.bucket, key, o)
 	if err != nil {
 		if code(err) == "InvalidRange" { // a zero-length object
@@ -178,17 +190,21 @@ func (s *Store) stat(ctx context.Context, ref asl.Reference, key string) (asl.In
 		return asl.Info{}, s.errorf("stat", key, ref, err)
 	}
 	defer body.Close()
-	hdr, err := readHeader(body)
+	head, err := io.ReadAll(io.LimitReader(body, manifestHead))
+	if err != nil {
+		return asl.Info{}, s.errorf("stat", key, ref, err)
+	}
+	total := contentTotal(h, info.Size)
+	if isManifest(head) {
+		hdr, _, _, err := parseManifestHead(head, total)
+		if err != nil {
+			return asl.Info{}, fmt.Errorf("s3store: stat s3://%s/%s (%s): %w", s.bucket, key, ref, err)
+		}
+		return asl.Info{Ref: ref, Header: hdr, StoredSize: int64(hdr.Size), Compression: "none"}, nil
+	}
+	hdr, err := readHeader(bytes.NewReader(head))
 	if err != nil {
 		return asl.Info{}, s.damaged("stat", key, ref, err)
-	}
-	total := info.Size
-	if cr := h.Get("Content-Range"); cr != "" {
-		if i := strings.LastIndexByte(cr, '/'); i >= 0 {
-			if n, err := strconv.ParseInt(cr[i+1:], 10, 64); err == nil {
-				total = n
-			}
-		}
 	}
 	if total < 0 || uint64(total) != uint64(headerLen(hdr))+hdr.Size {
 		return asl.Info{}, fmt.Errorf("s3store: stat s3://%s/%s (%s): object is %d bytes, its header says %d: %w",
@@ -278,11 +294,11 @@ func (s *Store) parallel(n int, f func(i int)) {
 
 // Put implements asl.Receiver. An artifact up to PartSize is read into
 // memory, hashed and written with one conditional PUT (If-None-Match: *)
-// under its key. A larger one streams, hashed on the way, as a multipart
-// upload to a staging key PREFIX tmp/… (memory: about one part), is then
-// copied on the server to its key and the staging object removed: nothing
-// is visible under an artifact key before the whole object is (SPECS.md
-// §6.7). Put returns once the object store acknowledged the object.
+// under its key. A larger one streams, hashed on the way, as
+// content-addressed part objects uploaded in parallel, then a manifest at
+// its key written last (putLarge; memory: largeParallel+1 parts): nothing
+// is visible under an artifact key before every part is (SPECS.md §6.7).
+// Put returns once the object store acknowledged every object.
 func (s *Store) Put(ctx context.Context, id asl.HashID, hdr asl.Header, r io.Reader) (asl.Reference, error) {
 	if err := checkHash(id); err != nil {
 		return asl.Reference{}, err
@@ -342,9 +358,35 @@ func noMore(r io.Reader, hdr asl.Header) error {
 	}
 }
 
+// differs says whether the object at key is known not to hold b: its
+// length differs, or its ETag is a plain MD5 (a single-part PUT's, 32 hex
+// digits) other than b's. One HEAD; an object gone meanwhile differs.
+func (s *Store) differs(ctx context.Context, key string, b []byte) (bool, error) {
+	info, err := s.core.Client.StatObject(ctx, s.bucket, key, minio.StatObjectOptions{})
+	if err != nil {
+		if code(err) == "NoSuchKey" {
+			return true, nil
+		}
+		return false, err
+	}
+	if info.Size != int64(len(b)) {
+		return true, nil
+	}
+	etag := strings.Trim(info.ETag, "\"")
+	if len(etag) != 32 {
+		return false, nil
+	}
+	if _, err := hex.DecodeString(etag); err != nil {
+		return false, nil
+	}
+	sum := md5.Sum(b)
+	return etag != hex.EncodeToString(sum[:]), nil
+}
+
 // putObject writes the ArtifactBytes b of ref under its key, unless an
 // object is there already (If-None-Match: *; a 412 means the same bytes
-// are stored). A conflicting concurrent conditional write (409) is retried.
+// are stored, unless differs finds the object damaged: then it is
+// overwritten, so a re-put repairs it). A conflicting concurrent conditional write (409) is retried.
 func (s *Store) putObject(ctx context.Context, ref asl.Reference, b []byte) error {
 	key := s.ArtifactKey(ref)
 	po := minio.PutObjectOptions{ContentType: "application/octet-stream", DisableMultipart: true}
@@ -352,101 +394,30 @@ func (s *Store) putObject(ctx context.Context, ref asl.Reference, b []byte) erro
 	var err error
 	for attempt := range 6 {
 		_, err = s.core.Client.PutObject(ctx, s.bucket, key, bytes.NewReader(b), int64(len(b)), po)
-		if err == nil || alreadyExists(err) {
+		if err == nil {
 			return nil
+		}
+		if alreadyExists(err) {
+			differs, err := s.differs(ctx, key, b)
+			if err != nil {
+				return s.errorf("put (stat existing)", key, ref, err)
+			}
+			if !differs {
+				return nil
+			}
+			// Damaged (or of another form): replace it with the bytes
+			// just hashed to ref.
+			po = minio.PutObjectOptions{ContentType: "application/octet-stream", DisableMultipart: true}
+			continue
 		}
 		if code(err) != "ConditionalRequestConflict" {
 			break
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Duration(50<<attempt) * time.Millisecond):
+		if err := sleepCtx(ctx, attempt); err != nil {
+			return err
 		}
 	}
 	return s.errorf("put", key, ref, err)
-}
-
-// hashingReader hashes the payload as it passes and refuses a short one.
-type hashingReader struct {
-	r    io.Reader
-	h    *asl.Hasher
-	left uint64
-	err  error
-}
-
-func (x *hashingReader) Read(p []byte) (int, error) {
-	if x.left == 0 {
-		return 0, io.EOF
-	}
-	if uint64(len(p)) > x.left {
-		p = p[:x.left]
-	}
-	n, err := x.r.Read(p)
-	x.h.Write(p[:n])
-	x.left -= uint64(n)
-	if err == io.EOF && x.left > 0 {
-		err = io.ErrUnexpectedEOF
-	}
-	if err != nil && err != io.EOF {
-		x.err = err
-	}
-	return n, err
-}
-
-func (s *Store) putLarge(ctx context.Context, h *asl.Hasher, hdr asl.Header, r io.Reader) (asl.Reference, error) {
-	tmp := s.tmpKey()
-	hr := &hashingReader{r: r, h: h, left: hdr.Size}
-	body := io.MultiReader(bytes.NewReader(hdr.AppendHeader(nil)), hr)
-	total := int64(uint64(headerLen(hdr)) + hdr.Size)
-	_, err := s.core.Client.PutObject(ctx, s.bucket, tmp, body, total, minio.PutObjectOptions{
-		ContentType: "application/octet-stream", PartSize: s.opts.PartSize, NumThreads: 1,
-	})
-	cleanup := func() {
-		// The library aborts a failed multipart upload; this removes a
-		// staging object that was completed. Best effort: a bucket
-		// lifecycle rule on tmp/ removes what a crash leaves (§6.7).
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		s.core.Client.RemoveObject(rctx, s.bucket, tmp, minio.RemoveObjectOptions{})
-	}
-	if err != nil {
-		cleanup()
-		if hr.err != nil {
-			return asl.Reference{}, payloadErr(hdr, hr.err)
-		}
-		if hr.left > 0 && ctx.Err() == nil && (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)) {
-			return asl.Reference{}, payloadErr(hdr, err)
-		}
-		return asl.Reference{}, s.errorf("put (staging upload)", tmp, asl.Reference{}, err)
-	}
-	if hr.left > 0 {
-		cleanup()
-		return asl.Reference{}, payloadErr(hdr, io.ErrUnexpectedEOF)
-	}
-	if err := noMore(r, hdr); err != nil {
-		cleanup()
-		return asl.Reference{}, err
-	}
-	ref, err := h.Sum()
-	if err != nil {
-		cleanup()
-		return asl.Reference{}, err
-	}
-	defer cleanup()
-	key := s.ArtifactKey(ref)
-	if _, err := s.core.Client.StatObject(ctx, s.bucket, key, minio.StatObjectOptions{}); err == nil {
-		return ref, nil // already stored: rewrite nothing
-	} else if code(err) != "NoSuchKey" {
-		return asl.Reference{}, s.errorf("put (stat)", key, ref, err)
-	}
-	_, err = s.core.Client.ComposeObject(ctx,
-		minio.CopyDestOptions{Bucket: s.bucket, Object: key, ContentType: "application/octet-stream", ReplaceMetadata: true},
-		minio.CopySrcOptions{Bucket: s.bucket, Object: tmp})
-	if err != nil {
-		return asl.Reference{}, s.errorf("put (copy from s3://"+s.bucket+"/"+tmp+")", key, ref, err)
-	}
-	return ref, nil
 }
 
 // PutBatch implements asl.BatchReceiver: one object per artifact, Parallel
