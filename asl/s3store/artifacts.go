@@ -358,6 +358,18 @@ func noMore(r io.Reader, hdr asl.Header) error {
 	}
 }
 
+// bodySHA256 is the hex SHA-256 of the ArtifactBytes of ref when its hash
+// is SHA-256 (the digest is that hash, SPECS.md §5.1), else "". Given to
+// the client library, it signs the PUT (X-Amz-Content-Sha256, which the
+// object store checks against the body received) without hashing the
+// bytes a second time.
+func bodySHA256(ref asl.Reference) string {
+	if ref.HashID() != asl.HashSHA256 {
+		return ""
+	}
+	return hex.EncodeToString(ref.Digest())
+}
+
 // differs says whether the object at key is known not to hold b: its
 // length differs, or its ETag is a plain MD5 (a single-part PUT's, 32 hex
 // digits) other than b's. One HEAD; an object gone meanwhile differs.
@@ -389,11 +401,11 @@ func (s *Store) differs(ctx context.Context, key string, b []byte) (bool, error)
 // overwritten, so a re-put repairs it). A conflicting concurrent conditional write (409) is retried.
 func (s *Store) putObject(ctx context.Context, ref asl.Reference, b []byte) error {
 	key := s.ArtifactKey(ref)
-	po := minio.PutObjectOptions{ContentType: "application/octet-stream", DisableMultipart: true}
+	po := minio.PutObjectOptions{ContentType: "application/octet-stream", DisableContentSha256: bodySHA256(ref) != ""}
 	po.SetMatchETagExcept("*")
 	var err error
 	for attempt := range 6 {
-		_, err = s.core.Client.PutObject(ctx, s.bucket, key, bytes.NewReader(b), int64(len(b)), po)
+		_, err = s.core.PutObject(ctx, s.bucket, key, bytes.NewReader(b), int64(len(b)), "", bodySHA256(ref), po)
 		if err == nil {
 			return nil
 		}
@@ -407,7 +419,7 @@ func (s *Store) putObject(ctx context.Context, ref asl.Reference, b []byte) erro
 			}
 			// Damaged (or of another form): replace it with the bytes
 			// just hashed to ref.
-			po = minio.PutObjectOptions{ContentType: "application/octet-stream", DisableMultipart: true}
+			po = minio.PutObjectOptions{ContentType: "application/octet-stream", DisableContentSha256: po.DisableContentSha256}
 			continue
 		}
 		if code(err) != "ConditionalRequestConflict" {

@@ -10,7 +10,6 @@ import (
 	"github.com/amduat/amduat/asl"
 )
 
-
 func exampleManifest() *manifest {
 	m := &manifest{hdr: asl.Header{HasTag: true, Tag: 0x101, Size: 10}, partSize: 4, digests: make([][32]byte, 3)}
 	for i := range m.digests {

@@ -243,14 +243,16 @@ func (s *Store) putLarge(ctx context.Context, h *asl.Hasher, hdr asl.Header, r i
 	return ref, s.putManifest(ctx, ref, m.encode())
 }
 
-// putPart writes one part under its key. The PUT is unconditional: the key
+// putPart writes one part under its key, signed with its digest (the
+// library does not hash it again; the object store checks the body
+// against it). The PUT is unconditional: the key
 // names the bytes, so it rewrites identical bytes, and it refreshes the
 // part's modification time, which keeps Sweep from removing a part a put
 // still relies on (and repairs a damaged part).
 func (s *Store) putPart(ctx context.Context, d [32]byte, b []byte) error {
 	key := s.PartKey(d)
 	_, err := s.core.PutObject(ctx, s.bucket, key, bytes.NewReader(b), int64(len(b)), "", hex.EncodeToString(d[:]),
-		minio.PutObjectOptions{ContentType: "application/octet-stream", DisableMultipart: true})
+		minio.PutObjectOptions{ContentType: "application/octet-stream", DisableContentSha256: true})
 	if err != nil {
 		return s.errorf("put part", key, asl.Reference{}, err)
 	}
