@@ -45,8 +45,9 @@ checked; artifacts up to 1 MiB go in batches (asl.GetBatch, PutBatch), larger
 ones stream with bounded memory. Putting an artifact the destination holds
 already rewrites nothing, so a copy that was interrupted can simply be run
 again. The derived index entries of traces and provenance edges (SPECS.md
-§6.5) are written with them, except to a server, which refuses index writes;
-the action cache is not copied. With --closure a reached reference that is
+§6.5) are written with them (a server, which refuses index writes, derives
+them itself from the traces and edges it receives, SPECS.md §18.4); the
+action cache is not copied. With --closure a reached reference that is
 not stored is left out with a warning line; without it every REF must be
 stored (exit 3 otherwise).
 Text: "copied N artifacts (B bytes) from FROM to TO".
