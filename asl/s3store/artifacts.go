@@ -148,8 +148,11 @@ type fetchReader struct {
 func (f *fetchReader) Read(p []byte) (int, error) {
 	n, err := f.vr.Read(p)
 	f.read += uint64(n)
+	var loc located
 	switch {
 	case err == nil || err == io.EOF:
+		return n, err
+	case errors.As(err, &loc):
 		return n, err
 	case errors.Is(err, asl.ErrIntegrity):
 		return n, fmt.Errorf("s3store: fetch s3://%s/%s: %w", f.s.bucket, f.key, err)
@@ -162,6 +165,11 @@ func (f *fetchReader) Read(p []byte) (int, error) {
 		return n, fmt.Errorf("s3store: fetch s3://%s/%s (%s): reading at payload byte %d: %w", f.s.bucket, f.key, f.ref, f.read, err)
 	}
 }
+
+// located is an error that names its object already (a part's).
+type located struct{ error }
+
+func (l located) Unwrap() error { return l.error }
 
 func (f *fetchReader) Close() error { return f.body.Close() }
 
@@ -216,7 +224,10 @@ func (s *Store) stat(ctx context.Context, ref asl.Reference, key string) (asl.In
 // Enumerate implements asl.Enumerator: a ListObjectsV2 walk of PREFIX a/
 // from the key of after (S3 lists keys in ascending UTF-8 binary order,
 // which is ReferenceBytes order for these keys, SPECS.md §6.7), with a
-// Stat of each listed object, Parallel at a time, reported in order.
+// Stat of each listed object, Parallel at a time, reported in order. An
+// object whose stat finds damage, or a key that is no artifact key, is
+// skipped; the walk goes on and then returns every such error joined,
+// wrapping asl.ErrIntegrity.
 func (s *Store) Enumerate(ctx context.Context, after asl.Reference, fn func(asl.Info) error) error {
 	if err := s.check(); err != nil {
 		return err
@@ -232,6 +243,10 @@ func (s *Store) Enumerate(ctx context.Context, after asl.Reference, fn func(asl.
 		key string
 	}
 	page := make([]item, 0, 256)
+	// Damaged objects are skipped and reported at the end, joined (as
+	// pebblestore does with damaged index records), so that verify goes on
+	// past them (SPECS.md §16).
+	var damaged []error
 	flush := func() error {
 		infos := make([]asl.Info, len(page))
 		errs := make([]error, len(page))
@@ -241,6 +256,10 @@ func (s *Store) Enumerate(ctx context.Context, after asl.Reference, fn func(asl.
 		for i := range page {
 			if errors.Is(errs[i], asl.ErrNotFound) {
 				continue // removed between the listing and the stat
+			}
+			if errors.Is(errs[i], asl.ErrIntegrity) {
+				damaged = append(damaged, errs[i])
+				continue
 			}
 			if errs[i] != nil {
 				return errs[i]
@@ -258,7 +277,8 @@ func (s *Store) Enumerate(ctx context.Context, after asl.Reference, fn func(asl.
 		}
 		ref, err := asl.ParseReference(path.Base(obj.Key))
 		if err != nil || s.ArtifactKey(ref) != obj.Key {
-			return fmt.Errorf("s3store: list s3://%s/%s: key is no artifact key: %w", s.bucket, obj.Key, asl.ErrIntegrity)
+			damaged = append(damaged, fmt.Errorf("s3store: list s3://%s/%s: key is no artifact key: %w", s.bucket, obj.Key, asl.ErrIntegrity))
+			continue
 		}
 		page = append(page, item{ref, obj.Key})
 		if len(page) == cap(page) {
@@ -270,7 +290,13 @@ func (s *Store) Enumerate(ctx context.Context, after asl.Reference, fn func(asl.
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return flush()
+	if err := flush(); err != nil {
+		return err
+	}
+	if len(damaged) > 0 {
+		return fmt.Errorf("s3store: enumerate s3://%s/%sa/: %d damaged objects skipped: %w", s.bucket, s.prefix, len(damaged), errors.Join(damaged...))
+	}
+	return nil
 }
 
 // parallel runs f(0..n-1), at most Parallel at once.

@@ -369,6 +369,9 @@ func (s *Store) fetchLarge(ctx context.Context, ref asl.Reference, key string, m
 				return
 			}
 			body, err := s.openPart(ctx, ref, m.digests[i], m.partLen(i), i)
+			if err != nil {
+				err = located{err}
+			}
 			slots[i] <- partResult{body: body, err: err}
 			if err != nil {
 				return
@@ -393,7 +396,7 @@ func (s *Store) fetchLarge(ctx context.Context, ref asl.Reference, key string, m
 			r.body.Close()
 			<-ahead
 			if err != nil {
-				lr.chunks <- chunk{err: fmt.Errorf("s3store: fetch part %d (s3://%s/%s) of %s: %w", i, s.bucket, s.PartKey(m.digests[i]), ref, err)}
+				lr.chunks <- chunk{err: located{fmt.Errorf("s3store: fetch part %d (s3://%s/%s) of %s: %w", i, s.bucket, s.PartKey(m.digests[i]), ref, err)}}
 				return
 			}
 		}
