@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/s3store"
@@ -265,5 +269,87 @@ func TestS3VerifyDamage(t *testing.T) {
 	oneJSON(t, c.must(0, "--json", "verify").stdout, &res)
 	if res.Corrupt != 0 || res.Checked != 5 {
 		t.Fatalf("verify after the repairs = %+v", res)
+	}
+}
+
+// TestS3KilledPut: `amduat put` of a large file killed (SIGKILL) once some
+// of its parts are in the bucket leaves no artifact, only parts no manifest
+// names; `amduat gc` on the bucket keeps them while they are younger than
+// --older-than, then removes exactly them (SPECS.md §6.7, "Leftovers").
+func TestS3KilledPut(t *testing.T) {
+	m := miniotest.Start(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", m.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", m.SecretKey)
+	c := newCLI(t)
+	c.store = fmt.Sprintf("s3://killed/k?endpoint=%s&insecure=1&path-style=1", m.Endpoint)
+	c.must(0, "init")
+	st, err := s3store.OpenURL(t.Context(), c.store, false, s3store.Options{AccessKey: m.AccessKey, SecretKey: m.SecretKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	countParts := func() int {
+		n := 0
+		for o := range st.Client().ListObjects(t.Context(), st.Bucket(), minio.ListObjectsOptions{Prefix: st.Prefix() + "p/", Recursive: true}) {
+			if o.Err != nil {
+				t.Fatal(o.Err)
+			}
+			n++
+		}
+		return n
+	}
+	kept := demoBytes("kept", 17<<20)
+	c.write("kept", kept)
+	keptRef := strings.Fields(c.must(0, "put", "kept").stdout)[0]
+	named := countParts() // 2
+
+	big := demoBytes("killed", 160<<20)
+	c.write("big", big)
+	bigRef := asl.MustDerive(asl.HashSHA256, asl.Untagged(big))
+	cmd := exec.Command(amduatBin, "put", "big")
+	cmd.Dir = c.cwd
+	cmd.Env = append(os.Environ(), "AMDUAT_STORE="+c.store)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for countParts() == named && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if ee, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ee.Signaled() {
+		t.Fatalf("the put ended before it was killed: %v", cmd.ProcessState)
+	}
+	orphans := countParts() - named
+	if orphans < 1 {
+		t.Fatalf("no part of the killed put is in the bucket")
+	}
+	t.Logf("killed put left %d parts", orphans)
+	c.must(1, "has", bigRef.String())
+
+	var rep s3store.SweepReport
+	oneJSON(t, c.must(0, "--json", "gc").stdout, &rep) // default age 24h
+	if rep.Removed != 0 || rep.Young != orphans || rep.Referenced != named {
+		t.Fatalf("gc = %+v", rep)
+	}
+	oneJSON(t, c.must(0, "--json", "gc", "--older-than", "0s", "--dry-run").stdout, &rep)
+	if rep.Removed != orphans || countParts() != named+orphans {
+		t.Fatalf("gc --dry-run = %+v, %d parts", rep, countParts())
+	}
+	out := c.must(0, "gc", "--older-than", "0s").stdout
+	if want := fmt.Sprintf("swept %d parts", orphans); !strings.HasPrefix(out, want) {
+		t.Fatalf("gc printed %q, want %q...", out, want)
+	}
+	if n := countParts(); n != named {
+		t.Fatalf("%d parts after gc, want %d", n, named)
+	}
+	if got := c.must(0, "get", keptRef).stdout; got != string(kept) {
+		t.Fatal("the kept artifact differs after gc")
+	}
+	c.must(2, "gc", "--keep-runs", "3")
+	c.must(0, "put", "big") // the put runs again from the start
+	if got := c.must(0, "get", bigRef.String()).stdout; got != string(big) {
+		t.Fatal("the big artifact differs")
 	}
 }
