@@ -143,6 +143,19 @@ type fetchReader struct {
 	ref  asl.Reference
 	size uint64
 	read uint64
+	// lr and hdr are set for a large artifact (a manifest's parts).
+	lr  *largeReader
+	hdr asl.Header
+}
+
+// WriteTo implements io.WriterTo (io.Copy uses it): a large artifact
+// read from its start goes chunk by chunk with no copy (largeReader), any
+// other through Read.
+func (f *fetchReader) WriteTo(w io.Writer) (int64, error) {
+	if f.lr != nil && f.read == 0 {
+		return f.writeTo(w)
+	}
+	return io.Copy(w, struct{ io.Reader }{f})
 }
 
 func (f *fetchReader) Read(p []byte) (int, error) {

@@ -418,7 +418,7 @@ func (s *Store) fetchLarge(ctx context.Context, ref asl.Reference, key string, m
 		lr.Close()
 		return nil, err
 	}
-	return &fetchReader{s: s, vr: vr, body: lr, key: key, ref: ref, size: m.hdr.Size}, nil
+	return &fetchReader{s: s, vr: vr, body: lr, key: key, ref: ref, size: m.hdr.Size, lr: lr, hdr: m.hdr}, nil
 }
 
 const (
@@ -476,6 +476,63 @@ func (l *largeReader) pump(ctx context.Context, body io.Reader, n int64) error {
 		}
 	}
 	return nil
+}
+
+// next returns the next chunk whole, to be given back with release; io.EOF
+// after the last.
+func (l *largeReader) next() ([]byte, error) {
+	if l.err != nil {
+		return nil, l.err
+	}
+	c, ok := <-l.chunks
+	if !ok {
+		return nil, io.EOF
+	}
+	if c.err != nil {
+		l.err = c.err
+	}
+	return c.b, c.err
+}
+
+func (l *largeReader) release(b []byte) { l.free <- b[:cap(b)] }
+
+// writeTo is fetchReader.WriteTo of a large artifact read from its
+// start: each chunk is hashed and written as it comes, with no copy; the
+// last chunk is written only once the payload hashes to ref (withheld with
+// asl.ErrIntegrity otherwise), as VerifyReader does.
+func (f *fetchReader) writeTo(w io.Writer) (int64, error) {
+	h, err := asl.NewHasher(f.ref.HashID(), f.hdr)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for {
+		b, err := f.lr.next()
+		if err == io.EOF {
+			if f.read != f.size {
+				return n, fmt.Errorf("s3store: fetch s3://%s/%s (%s): parts ended after %d of %d payload bytes: %w", f.s.bucket, f.key, f.ref, f.read, f.size, asl.ErrIntegrity)
+			}
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		if f.read+uint64(len(b)) > f.size {
+			return n, fmt.Errorf("s3store: fetch s3://%s/%s (%s): parts longer than the %d payload bytes: %w", f.s.bucket, f.key, f.ref, f.size, asl.ErrIntegrity)
+		}
+		h.Write(b)
+		f.read += uint64(len(b))
+		if f.read == f.size && !h.Matches(f.ref) {
+			got, _ := h.Sum()
+			return n, fmt.Errorf("s3store: fetch s3://%s/%s: %s: stored bytes hash to %s: %w", f.s.bucket, f.key, f.ref, got, asl.ErrIntegrity)
+		}
+		k, err := w.Write(b)
+		n += int64(k)
+		f.lr.release(b)
+		if err != nil {
+			return n, err
+		}
+	}
 }
 
 func (l *largeReader) Read(p []byte) (int, error) {

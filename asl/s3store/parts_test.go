@@ -88,8 +88,18 @@ func TestLargeLayout(t *testing.T) {
 	if err != nil || !bytes.Equal(got.Bytes, a.Bytes) || got.Header() != a.Header() {
 		t.Fatalf("Get = %d bytes, %v", len(got.Bytes), err)
 	}
-	// A prefix read and a close before the end release everything.
+	// io.Copy takes the WriteTo path.
 	rc, _, err := st.Fetch(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if n, err := io.Copy(&buf, rc); err != nil || n != int64(len(a.Bytes)) || !bytes.Equal(buf.Bytes(), a.Bytes) {
+		t.Fatalf("io.Copy = %d, %v", n, err)
+	}
+	rc.Close()
+	// A prefix read and a close before the end release everything.
+	rc, _, err = st.Fetch(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,12 +164,17 @@ func TestLargeDamage(t *testing.T) {
 				t.Errorf("error %q does not name the reference", err)
 			}
 			// The streaming reader never returns the whole payload
-			// without an error.
-			if rc, _, err := st.Fetch(ctx, ref); err == nil {
-				b, err := io.ReadAll(rc)
-				rc.Close()
-				if err == nil || len(b) == len(a.Bytes) {
-					t.Fatalf("streamed %d bytes, %v", len(b), err)
+			// without an error, through Read or WriteTo.
+			for _, read := range []func(io.Reader) (int64, error){
+				func(r io.Reader) (int64, error) { b, err := io.ReadAll(r); return int64(len(b)), err },
+				func(r io.Reader) (int64, error) { return io.Copy(io.Discard, r) },
+			} {
+				if rc, _, err := st.Fetch(ctx, ref); err == nil {
+					n, err := read(rc)
+					rc.Close()
+					if err == nil || n == int64(len(a.Bytes)) || !errors.Is(err, c.want) {
+						t.Fatalf("streamed %d bytes, %v", n, err)
+					}
 				}
 			}
 			// Repair: a plain put of the same bytes.
