@@ -58,7 +58,9 @@ func readHeader(r io.Reader) (asl.Header, error) {
 // ArtifactBytes are re-hashed under ref (SPECS.md §6.2). An artifact up to
 // 256 KiB is verified before the reader is returned; a larger one streams
 // and its final Read fails with asl.ErrIntegrity, withholding its last
-// bytes, when the object is damaged or cut short.
+// bytes, when the object is damaged or cut short. With Options.CacheDir,
+// verified copies are kept on local disk and served from there after the
+// same check (SPECS.md §6.7, "Local cache").
 func (s *Store) Fetch(ctx context.Context, ref asl.Reference) (io.ReadCloser, asl.Header, error) {
 	if err := checkRef(ref); err != nil {
 		return nil, asl.Header{}, fmt.Errorf("s3store: fetch: %w", err)
@@ -66,6 +68,14 @@ func (s *Store) Fetch(ctx context.Context, ref asl.Reference) (io.ReadCloser, as
 	if err := s.check(); err != nil {
 		return nil, asl.Header{}, err
 	}
+	if s.cache != nil {
+		return s.cachedFetch(ctx, ref)
+	}
+	return s.fetch(ctx, ref)
+}
+
+// fetch is Fetch from the bucket.
+func (s *Store) fetch(ctx context.Context, ref asl.Reference) (io.ReadCloser, asl.Header, error) {
 	key := s.ArtifactKey(ref)
 	body, info, _, err := s.core.GetObject(ctx, s.bucket, key, minio.GetObjectOptions{})
 	if err != nil {

@@ -47,6 +47,8 @@ const (
 	// fetchWholeMax is the largest artifact Fetch verifies before it
 	// returns a reader; larger ones stream, verified at the end.
 	fetchWholeMax = 256 << 10
+	// DefaultCacheSize bounds Options.CacheDir when CacheSize is 0.
+	DefaultCacheSize = 1 << 30
 	// maxIndexValue bounds one index value read into memory.
 	maxIndexValue = 64 << 20
 )
@@ -89,6 +91,12 @@ type Options struct {
 	MaxRetries int
 	// Transport, when set, carries the requests (tests inject faults).
 	Transport http.RoundTripper
+	// CacheDir, when set, keeps verified copies of the artifacts fetched
+	// in this directory, at most CacheSize bytes (default 1 GiB), least
+	// recently used out first (SPECS.md §6.7, "Local cache"). One process
+	// per directory.
+	CacheDir  string
+	CacheSize int64
 }
 
 // Store is an asl.Store, asl.Indexer, asl.IndexSeeker and
@@ -100,6 +108,7 @@ type Store struct {
 	prefix string // "" or ends in "/"
 	hash   asl.HashID
 	opts   Options
+	cache  *diskCache // nil without Options.CacheDir
 
 	mu     sync.RWMutex
 	closed bool
@@ -211,7 +220,16 @@ func newStore(bucket, prefix string, o Options) (*Store, error) {
 	if prefix = strings.Trim(prefix, "/"); prefix != "" {
 		prefix += "/"
 	}
-	return &Store{core: core, bucket: bucket, prefix: prefix, opts: o}, nil
+	s := &Store{core: core, bucket: bucket, prefix: prefix, opts: o}
+	if o.CacheDir != "" {
+		if o.CacheSize <= 0 {
+			o.CacheSize = DefaultCacheSize
+		}
+		if s.cache, err = openCache(o.CacheDir, o.CacheSize); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // config is the config object (SPECS.md §6.7).
@@ -283,6 +301,7 @@ func OpenURL(ctx context.Context, u string, create bool, o Options) (*Store, err
 	}
 	uo.AccessKey, uo.SecretKey, uo.Hash = o.AccessKey, o.SecretKey, o.Hash
 	uo.PartSize, uo.Parallel, uo.MaxRetries, uo.Transport = o.PartSize, o.Parallel, o.MaxRetries, o.Transport
+	uo.CacheDir, uo.CacheSize = o.CacheDir, o.CacheSize
 	if create {
 		return Create(ctx, bucket, prefix, uo)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -352,4 +353,34 @@ func TestS3KilledPut(t *testing.T) {
 	if got := c.must(0, "get", bigRef.String()).stdout; got != string(big) {
 		t.Fatal("the big artifact differs")
 	}
+}
+
+// TestS3ServeCache: `amduat serve --store s3://… --cache-dir DIR` keeps
+// verified copies of what it serves in DIR; the flags are refused without
+// a bucket.
+func TestS3ServeCache(t *testing.T) {
+	m := miniotest.Start(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", m.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", m.SecretKey)
+	url := fmt.Sprintf("s3://cache/c?endpoint=%s&insecure=1&path-style=1", m.Endpoint)
+	direct := newCLI(t)
+	direct.store = url
+	direct.must(0, "init")
+	direct.write("f", []byte("cached"))
+	ref := strings.Fields(direct.must(0, "put", "f").stdout)[0]
+	dir := t.TempDir()
+	c := newCLI(t)
+	c.store = serveStore(t, url, "--cache-dir", dir, "--cache-size", "1M")
+	for range 2 {
+		if got := c.must(0, "get", ref).stdout; got != "cached" {
+			t.Fatalf("get through the caching server = %q", got)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, ref)); err != nil {
+		t.Fatalf("no cache file: %v", err)
+	}
+	local := newCLI(t)
+	local.must(0, "init")
+	local.must(2, "serve", "--cache-dir", dir)
+	direct.must(2, "serve", "--cache-size", "1M")
 }
