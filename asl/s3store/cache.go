@@ -70,7 +70,9 @@ func openCache(dir string, max int64) (*diskCache, error) {
 		}
 		olds = append(olds, old{name, info.Size(), info.ModTime().UnixNano()})
 	}
-	sort.Slice(olds, func(i, j int) bool { return olds[i].mod > olds[j].mod || olds[i].mod == olds[j].mod && olds[i].name < olds[j].name })
+	sort.Slice(olds, func(i, j int) bool {
+		return olds[i].mod > olds[j].mod || olds[i].mod == olds[j].mod && olds[i].name < olds[j].name
+	})
 	for _, o := range olds {
 		c.byRef[o.name] = c.lru.PushBack(&cacheEntry{o.name, o.size})
 		c.total += o.size
