@@ -182,7 +182,7 @@ func TestGroupsTiny(t *testing.T) {
 		t.Run(g.Name, func(t *testing.T) {
 			dir := t.TempDir()
 			env := &Env{Sizes: tinySizes(), Dir: dir}
-			if g.Name == "cli" || g.Name == "server" {
+			if g.Name == "cli" || g.Name == "server" || g.Name == "s3" {
 				if testing.Short() {
 					t.Skip("builds the amduat command")
 				}
