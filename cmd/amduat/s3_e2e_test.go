@@ -24,9 +24,7 @@ import (
 // through the bucket directly, and a run through one is an action-cache
 // hit through the other.
 func TestS3TwoServers(t *testing.T) {
-	m := miniotest.Start(t)
-	t.Setenv("AWS_ACCESS_KEY_ID", m.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", m.SecretKey)
+	m := startMinio(t)
 	url := fmt.Sprintf("s3://amduat/e2e?endpoint=%s&insecure=1&path-style=1", m.Endpoint)
 
 	direct := newCLI(t)
@@ -71,23 +69,11 @@ func TestS3TwoServers(t *testing.T) {
 // replays on the copy; a second copy is a no-op that succeeds; usage
 // errors.
 func TestCopy(t *testing.T) {
-	src := newCLI(t)
-	src.must(0, "init")
-	src.write("a", []byte("alpha"))
-	src.write("big", demoBytes("copy big", 3<<20+1))
-	a := strings.Fields(src.must(0, "put", "a").stdout)[0]
-	big := strings.Fields(src.must(0, "put", "big").stdout)[0]
-	src.write("c", []byte("unrelated"))
-	unrelated := strings.Fields(src.must(0, "put", "c").stdout)[0]
-	prog := strings.TrimSpace(src.must(0, "pel", "seed", "concat").stdout)
-	var run report.Run
-	oneJSON(t, src.must(0, "--json", "pel", "run", "--program", prog, "--input", a, "--input", big).stdout, &run)
+	src, run, big, unrelated := copySource(t, demoBytes("copy big", 3<<20+1))
 
 	stores := map[string]string{"dir": ""}
 	if miniotest.Binary() != "" {
-		m := miniotest.Start(t)
-		t.Setenv("AWS_ACCESS_KEY_ID", m.AccessKey)
-		t.Setenv("AWS_SECRET_ACCESS_KEY", m.SecretKey)
+		m := startMinio(t)
 		stores["s3"] = fmt.Sprintf("s3://copy/t?endpoint=%s&insecure=1&path-style=1", m.Endpoint)
 	} else {
 		t.Log(miniotest.SkipMessage)
@@ -134,24 +120,12 @@ func TestCopy(t *testing.T) {
 // does not reach is in none of the hops. A large input (above the part
 // size) takes the manifest path in both bucket stores.
 func TestCopyClosureChain(t *testing.T) {
-	m := miniotest.Start(t)
-	t.Setenv("AWS_ACCESS_KEY_ID", m.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", m.SecretKey)
+	m := startMinio(t)
 	bucket := func(prefix string) string {
 		return fmt.Sprintf("s3://chain/%s?endpoint=%s&insecure=1&path-style=1", prefix, m.Endpoint)
 	}
-	src := newCLI(t)
-	src.must(0, "init")
-	src.write("a", []byte("alpha"))
 	bigBytes := demoBytes("chain big", 17<<20+3)
-	src.write("big", bigBytes)
-	a := strings.Fields(src.must(0, "put", "a").stdout)[0]
-	big := strings.Fields(src.must(0, "put", "big").stdout)[0]
-	src.write("c", []byte("not reached"))
-	unrelated := strings.Fields(src.must(0, "put", "c").stdout)[0]
-	prog := strings.TrimSpace(src.must(0, "pel", "seed", "concat").stdout)
-	var run report.Run
-	oneJSON(t, src.must(0, "--json", "pel", "run", "--program", prog, "--input", big, "--input", a).stdout, &run)
+	src, run, _, unrelated := copySource(t, bigBytes)
 
 	srvBucket := newCLI(t)
 	srvBucket.store = bucket("srv")
@@ -180,7 +154,7 @@ func TestCopyClosureChain(t *testing.T) {
 			t.Errorf("hop %d: second copy --closure = %+v, first %+v", i, again, res)
 		}
 	}
-	want := string(bigBytes) + "alpha"
+	want := "alpha" + string(bigBytes)
 	for _, h := range hops[1:] {
 		if got := h.must(0, "get", run.OutputRefs[0].String()).stdout; got != want {
 			t.Fatalf("output through %s: %d bytes, want %d", h.store, len(got), len(want))
@@ -197,17 +171,7 @@ func TestCopyClosureChain(t *testing.T) {
 // `verify --repair FILE` and a plain put repair the artifacts; then verify
 // is clean.
 func TestS3VerifyDamage(t *testing.T) {
-	m := miniotest.Start(t)
-	t.Setenv("AWS_ACCESS_KEY_ID", m.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", m.SecretKey)
-	c := newCLI(t)
-	c.store = fmt.Sprintf("s3://verify/v?endpoint=%s&insecure=1&path-style=1", m.Endpoint)
-	c.must(0, "init")
-	st, err := s3store.OpenURL(t.Context(), c.store, false, s3store.Options{AccessKey: m.AccessKey, SecretKey: m.SecretKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	c, st := bucketCLI(t, "verify/v")
 	var files []string
 	var refs []asl.Reference
 	for i, data := range [][]byte{[]byte("one"), []byte("two"), []byte("three"), []byte("four"), demoBytes("verify big", 17<<20)} {
@@ -278,17 +242,7 @@ func TestS3VerifyDamage(t *testing.T) {
 // names; `amduat gc` on the bucket keeps them while they are younger than
 // --older-than, then removes exactly them (SPECS.md §6.7, "Leftovers").
 func TestS3KilledPut(t *testing.T) {
-	m := miniotest.Start(t)
-	t.Setenv("AWS_ACCESS_KEY_ID", m.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", m.SecretKey)
-	c := newCLI(t)
-	c.store = fmt.Sprintf("s3://killed/k?endpoint=%s&insecure=1&path-style=1", m.Endpoint)
-	c.must(0, "init")
-	st, err := s3store.OpenURL(t.Context(), c.store, false, s3store.Options{AccessKey: m.AccessKey, SecretKey: m.SecretKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	c, st := bucketCLI(t, "killed/k")
 	countParts := func() int {
 		n := 0
 		for o := range st.Client().ListObjects(t.Context(), st.Bucket(), minio.ListObjectsOptions{Prefix: st.Prefix() + "p/", Recursive: true}) {
@@ -359,9 +313,7 @@ func TestS3KilledPut(t *testing.T) {
 // verified copies of what it serves in DIR; the flags are refused without
 // a bucket.
 func TestS3ServeCache(t *testing.T) {
-	m := miniotest.Start(t)
-	t.Setenv("AWS_ACCESS_KEY_ID", m.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", m.SecretKey)
+	m := startMinio(t)
 	url := fmt.Sprintf("s3://cache/c?endpoint=%s&insecure=1&path-style=1", m.Endpoint)
 	direct := newCLI(t)
 	direct.store = url
@@ -383,4 +335,48 @@ func TestS3ServeCache(t *testing.T) {
 	local.must(0, "init")
 	local.must(2, "serve", "--cache-dir", dir)
 	direct.must(2, "serve", "--cache-size", "1M")
+}
+
+// bucketCLI starts a MinIO, sets the credentials, and returns a CLI whose
+// store is the bucket path bucketPrefix there (initialized), and the same
+// store opened directly for tampering.
+func bucketCLI(t *testing.T, bucketPrefix string) (*cli, *s3store.Store) {
+	t.Helper()
+	m := startMinio(t)
+	c := newCLI(t)
+	c.store = fmt.Sprintf("s3://%s?endpoint=%s&insecure=1&path-style=1", bucketPrefix, m.Endpoint)
+	c.must(0, "init")
+	st, err := s3store.OpenURL(t.Context(), c.store, false, s3store.Options{AccessKey: m.AccessKey, SecretKey: m.SecretKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return c, st
+}
+
+// copySource makes a store directory holding a run of concat over "alpha"
+// and big, and an artifact the run does not reach.
+func copySource(t *testing.T, big []byte) (src *cli, run report.Run, bigRef, unrelated string) {
+	t.Helper()
+	src = newCLI(t)
+	src.must(0, "init")
+	src.write("a", []byte("alpha"))
+	src.write("big", big)
+	a := strings.Fields(src.must(0, "put", "a").stdout)[0]
+	bigRef = strings.Fields(src.must(0, "put", "big").stdout)[0]
+	src.write("c", []byte("unrelated"))
+	unrelated = strings.Fields(src.must(0, "put", "c").stdout)[0]
+	prog := strings.TrimSpace(src.must(0, "pel", "seed", "concat").stdout)
+	oneJSON(t, src.must(0, "--json", "pel", "run", "--program", prog, "--input", a, "--input", bigRef).stdout, &run)
+	return src, run, bigRef, unrelated
+}
+
+// startMinio starts a MinIO for t (skipping without one) and puts its
+// credentials in the environment the commands inherit.
+func startMinio(t *testing.T) *miniotest.Server {
+	t.Helper()
+	m := miniotest.Start(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", m.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", m.SecretKey)
+	return m
 }
