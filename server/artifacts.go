@@ -192,7 +192,7 @@ func (s *Server) putArtifact(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if indexed(hdr) {
+	if indexed(hdr) && int64(hdr.Size) <= s.limits.MaxBatchBytes {
 		if err := s.indexStored(r.Context(), id, ref); err != nil {
 			return err
 		}
@@ -211,7 +211,8 @@ func indexed(h asl.Header) bool {
 	return h.HasTag && (h.Tag == asl.TagPELTraceDAG1 || h.Tag == asl.TagTGK1EdgeV1)
 }
 
-// indexStored writes the derived index entries of the stored artifact ref.
+// indexStored writes the derived index entries of the stored artifact ref
+// (read back whole: the caller bounds it by max_batch_bytes).
 func (s *Server) indexStored(ctx context.Context, id asl.HashID, ref asl.Reference) error {
 	a, err := asl.Get(ctx, s.store, ref, s.limits.MaxBatchBytes)
 	if err != nil {

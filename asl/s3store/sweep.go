@@ -164,12 +164,17 @@ func (s *Store) loadManifest(ctx context.Context, key string) (*manifest, error)
 		return nil, s.errorf("sweep (read manifest)", key, asl.Reference{}, err)
 	}
 	defer body.Close()
-	b, err := io.ReadAll(io.LimitReader(body, info.Size+1))
-	if err != nil {
+	// The first byte tells: ArtifactBytes are not read further.
+	b := make([]byte, 1, info.Size+1)
+	if _, err := io.ReadFull(body, b); err != nil {
 		return nil, s.errorf("sweep (read manifest)", key, asl.Reference{}, err)
 	}
 	if !isManifest(b) {
 		return nil, nil
 	}
-	return decodeManifest(b)
+	rest, err := io.ReadAll(io.LimitReader(body, info.Size))
+	if err != nil {
+		return nil, s.errorf("sweep (read manifest)", key, asl.Reference{}, err)
+	}
+	return decodeManifest(append(b, rest...))
 }
