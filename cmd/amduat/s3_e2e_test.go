@@ -97,7 +97,12 @@ func TestCopy(t *testing.T) {
 			if got := hop.must(0, "get", big).stdout; got != string(demoBytes("copy big", 3<<20+1)) {
 				t.Fatal("big artifact differs after copy")
 			}
-			src.must(0, "copy", "--from", src.store, "--to", hop.store, "--all") // again: nothing new
+			// Again: nothing is missing, nothing is read or sent.
+			var again copyResult
+			oneJSON(t, src.must(0, "--json", "copy", "--from", src.store, "--to", hop.store, "--all").stdout, &again)
+			if again.Artifacts != 0 || again.Present != uint64(n) {
+				t.Fatalf("second copy --all = %+v", again)
+			}
 
 			// From the hop, only the run's closure goes on.
 			dst := newCLI(t)
@@ -146,11 +151,11 @@ func TestCopyClosureChain(t *testing.T) {
 			t.Fatalf("hop %d: copy --closure = %+v", i, res)
 		}
 		hops[i+1].must(1, "has", unrelated)
-		// Again: the destination holds it all already; the copy succeeds
-		// and says the same.
+		// Again: the destination holds it all already; nothing is read
+		// or sent.
 		var again copyResult
 		oneJSON(t, src.must(0, "--json", "copy", "--from", hops[i].store, "--to", hops[i+1].store, "--closure", run.ResultRef.String()).stdout, &again)
-		if again.Artifacts != res.Artifacts || again.Bytes != res.Bytes {
+		if again.Artifacts != 0 || again.Present != res.Artifacts {
 			t.Errorf("hop %d: second copy --closure = %+v, first %+v", i, again, res)
 		}
 	}
