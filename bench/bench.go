@@ -85,6 +85,7 @@ func Groups() []Group {
 		{"cli", "amduat put of many files against git hash-object", runCLI},
 		{"exec", "large programs: canonical order, Exec_DAG overhead and allocation", runExec},
 		{"surface", "surface runs of a 100-node program: latency, cache hits", runSurface},
+		{"lazy", "amduat pel run over large inputs: peak RSS of the double concat and of a 1 GiB run", runLazy},
 		{"server", "amduat serve on loopback against the embedded store: small and large artifacts, runs, a load test", runServer},
 		{"s3", "asl/s3store against a local MinIO: batch put, random get, large put and get, each beside the raw minio-go client", runS3},
 	}

@@ -173,6 +173,7 @@ func TestGroupsTiny(t *testing.T) {
 		"cli":          {"put-files", "put-files-vs-fsync-git"},
 		"exec":         {"chain/order", "chain/overhead", "chain/alloc", "chain/peak-heap", "fanin/order", "fanin/overhead", "fanin/alloc", "fanin/peak-heap"},
 		"surface":      {"run-p50", "run-p99", "cache-hit-p50"},
+		"lazy":         {"double-concat-rss", "double-concat-memo-rss", "1gib-run-rss"},
 		"server": {"put-batch", "put-c1", "put-c16", "put-c64", "get-c1", "get-c16", "get-c64", "get-batch", "run-p50", "run-p99",
 			"load-rate", "load-errors", "load-wrong", "large-put", "large-get",
 			"large-put-rss-server", "large-put-rss-client", "large-get-rss-server", "large-get-rss-client"},
@@ -182,7 +183,7 @@ func TestGroupsTiny(t *testing.T) {
 		t.Run(g.Name, func(t *testing.T) {
 			dir := t.TempDir()
 			env := &Env{Sizes: tinySizes(), Dir: dir}
-			if g.Name == "cli" || g.Name == "server" || g.Name == "s3" {
+			if g.Name == "cli" || g.Name == "server" || g.Name == "lazy" || g.Name == "s3" {
 				if testing.Short() {
 					t.Skip("builds the amduat command")
 				}

@@ -25,4 +25,9 @@
 // that Exec_DAG checks output limits and memory budgets before anything is
 // allocated. A panic in any of an Operation's functions is contained by
 // Exec_DAG and reported as an internal failure, outside the model.
+//
+// An Operation may also have a rope form (RunRope, SizeRope; SPECS.md
+// §12.9) that works on asl.Rope values without reading them into memory;
+// the kernel's operations have one. Operations without it receive their
+// inputs in memory, as always.
 package opreg

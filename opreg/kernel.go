@@ -3,6 +3,7 @@ package opreg
 import (
 	"crypto/sha256"
 	"fmt"
+	"math"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/enc"
@@ -229,6 +230,76 @@ func sizeHash(Call) (uint64, bool) { return sha256.Size, true }
 
 func sizeParams(c Call) (uint64, bool) { return uint64(len(c.Global.Bytes)), true }
 
+func ropeConst(c RopeCall) ([]*asl.Rope, *OpError, error) {
+	p := c.Params.(ConstParams)
+	return []*asl.Rope{asl.NewRope(asl.Artifact{Bytes: p.Bytes, Tag: p.Tag, HasTag: p.HasTag})}, nil, nil
+}
+
+func ropeConcat(c RopeCall) ([]*asl.Rope, *OpError, error) {
+	r, err := asl.ConcatRopes(c.Inputs...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return []*asl.Rope{r}, nil, nil
+}
+
+func ropeSlice(c RopeCall) ([]*asl.Rope, *OpError, error) {
+	p := c.Params.(SliceParams)
+	n := c.Inputs[0].Size()
+	if p.Offset > n || p.Length > n-p.Offset {
+		return nil, Fail(StatusSliceOutOfRange, "slice offset %d + length %d exceeds input length %d", p.Offset, p.Length, n), nil
+	}
+	r, err := c.Inputs[0].Slice(p.Offset, p.Length)
+	if err != nil {
+		return nil, nil, err
+	}
+	return []*asl.Rope{r}, nil, nil
+}
+
+// ropeHash streams the input through SHA-256.
+func ropeHash(c RopeCall) ([]*asl.Rope, *OpError, error) {
+	h := sha256.New()
+	if err := c.Inputs[0].CopyTo(c.Ctx, h); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", NameHash, err)
+	}
+	return []*asl.Rope{asl.NewRope(asl.Artifact{Bytes: h.Sum(nil)})}, nil, nil
+}
+
+func ropeParams(c RopeCall) ([]*asl.Rope, *OpError, error) {
+	return []*asl.Rope{c.Global}, nil, nil
+}
+
+func ropeSizeConst(c RopeCall) (uint64, bool) {
+	return uint64(len(c.Params.(ConstParams).Bytes)), true
+}
+
+// ropeSizeConcat is the sum of the input lengths, saturated: a sum above
+// 2^64-1 cannot be built (RunRope fails with asl.ErrTooLarge), and a limit
+// below it stops the run first.
+func ropeSizeConcat(c RopeCall) (uint64, bool) {
+	var n uint64
+	for _, in := range c.Inputs {
+		if n+in.Size() < n {
+			return math.MaxUint64, true
+		}
+		n += in.Size()
+	}
+	return n, true
+}
+
+func ropeSizeSlice(c RopeCall) (uint64, bool) {
+	p := c.Params.(SliceParams)
+	n := c.Inputs[0].Size()
+	if p.Offset > n || p.Length > n-p.Offset {
+		return 0, false
+	}
+	return p.Length, true
+}
+
+func ropeSizeHash(RopeCall) (uint64, bool) { return sha256.Size, true }
+
+func ropeSizeParams(c RopeCall) (uint64, bool) { return c.Global.Size(), true }
+
 var kernel = mustKernel()
 
 func mustKernel() *Registry {
@@ -253,6 +324,8 @@ func kernelOps() []Operation {
 			},
 			Run:            runConst,
 			OutputSize:     sizeConst,
+			RunRope:        ropeConst,
+			SizeRope:       ropeSizeConst,
 			ParamsToJSON:   constToJSON,
 			ParamsFromJSON: constFromJSON,
 		},
@@ -261,6 +334,8 @@ func kernelOps() []Operation {
 			DecodeParams: decodeEmpty(NameConcat), EncodeParams: encodeEmpty(NameConcat),
 			Run:          runConcat,
 			OutputSize:   sizeConcat,
+			RunRope:      ropeConcat,
+			SizeRope:     ropeSizeConcat,
 			ParamsToJSON: emptyToJSON, ParamsFromJSON: emptyFromJSON(NameConcat),
 		},
 		{
@@ -275,6 +350,8 @@ func kernelOps() []Operation {
 			},
 			Run:            runSlice,
 			OutputSize:     sizeSlice,
+			RunRope:        ropeSlice,
+			SizeRope:       ropeSizeSlice,
 			ParamsToJSON:   sliceToJSON,
 			ParamsFromJSON: sliceFromJSON,
 		},
@@ -283,6 +360,8 @@ func kernelOps() []Operation {
 			DecodeParams: decodeEmpty(NameHash), EncodeParams: encodeEmpty(NameHash),
 			Run:          runHash,
 			OutputSize:   sizeHash,
+			RunRope:      ropeHash,
+			SizeRope:     ropeSizeHash,
 			ParamsToJSON: emptyToJSON, ParamsFromJSON: emptyFromJSON(NameHash),
 		},
 		{
@@ -290,6 +369,8 @@ func kernelOps() []Operation {
 			DecodeParams: decodeEmpty(NameParams), EncodeParams: encodeEmpty(NameParams),
 			Run:          runParams,
 			OutputSize:   sizeParams,
+			RunRope:      ropeParams,
+			SizeRope:     ropeSizeParams,
 			ParamsToJSON: emptyToJSON, ParamsFromJSON: emptyFromJSON(NameParams),
 		},
 	}

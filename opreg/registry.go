@@ -1,6 +1,7 @@
 package opreg
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -101,6 +102,16 @@ type Call struct {
 	Global *asl.Artifact
 }
 
+// RopeCall is what Exec_DAG passes to an operation's RunRope: the node's
+// inputs and global params as ropes (asl.Rope, SPECS.md §12.9), whose bytes
+// may be in memory or in a store, and the context of any read of them.
+type RopeCall struct {
+	Ctx    context.Context
+	Inputs []*asl.Rope
+	Params any
+	Global *asl.Rope
+}
+
 // Operation is one registry entry: the semantics of an OperationID.
 //
 // Invariants the registry relies on but cannot check: DecodeParams and
@@ -143,6 +154,17 @@ type Operation struct {
 	// match the declaration (a mismatch is an internal failure).
 	OutputSize func(c Call) (total uint64, ok bool)
 
+	// RunRope and SizeRope optionally apply the operation to ropes without
+	// reading their bytes into memory (SPECS.md §12.9); Exec_DAG uses them
+	// instead of Run and OutputSize when RunRope is set, and otherwise
+	// passes Run the inputs read whole into memory. They must agree with
+	// Run and OutputSize byte for byte. RunRope's error (not an OpError) is
+	// operational: a store read that failed, or a value too large to
+	// represent; Exec_DAG returns it with no result. Only the kernel sets
+	// them today.
+	RunRope  func(c RopeCall) ([]*asl.Rope, *OpError, error)
+	SizeRope func(c RopeCall) (total uint64, ok bool)
+
 	// ParamsToJSON and ParamsFromJSON optionally give params a readable form
 	// in the JSON program format (SPECS.md §15). ParamsToJSON may return nil
 	// to omit "params"; ParamsFromJSON receives nil when "params" is absent
@@ -180,6 +202,8 @@ func (op *Operation) check() error {
 		return fmt.Errorf("%w %s: DecodeParams, EncodeParams and Run are required", ErrInvalidOperation, op.ID)
 	case (op.ParamsToJSON == nil) != (op.ParamsFromJSON == nil):
 		return fmt.Errorf("%w %s: set both ParamsToJSON and ParamsFromJSON or neither", ErrInvalidOperation, op.ID)
+	case op.SizeRope != nil && op.RunRope == nil:
+		return fmt.Errorf("%w %s: SizeRope needs RunRope", ErrInvalidOperation, op.ID)
 	case op.MinInputs < 0:
 		return fmt.Errorf("%w %s: MinInputs %d is negative", ErrInvalidOperation, op.ID, op.MinInputs)
 	case op.MaxInputs != Unbounded && op.MaxInputs < op.MinInputs:

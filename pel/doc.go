@@ -19,6 +19,11 @@
 //     are empty.
 //   - DecodeProgram(EncodeProgram(p)) is Equal to p for every encodable p,
 //     and EncodeProgram(DecodeProgram(b)) == b for every accepted b.
+//   - ExecDAGRopes evaluates on asl.Rope values (SPECS.md §12.9): inputs
+//     and outputs may be segments of stored artifacts, read (verified)
+//     only when an operation needs their bytes, and the kernel's concat,
+//     slice, const and params copy nothing. It gives the results and
+//     output bytes ExecDAG gives; its only I/O is reading those ropes.
 //   - No decoder panics or allocates more than a small multiple of its
 //     input, and no validation step recurses: a million-node chain is
 //     validated and ordered in O((N+E) log N) time on a constant stack.

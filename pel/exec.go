@@ -1,8 +1,10 @@
 package pel
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/amduat/amduat/asl"
@@ -14,13 +16,16 @@ import (
 // stopped, StatusInvalidInputs, StatusInvalidProgram or StatusRuntimeFailed
 // with the same StatusCode and Diagnostics as the final result. Outputs are
 // set only when Status is StatusOK; they are shared with the engine and must
-// not be modified.
+// not be modified. Exec_DAG, ExecDAGWith, Run and RunWith set Outputs (and
+// Values); ExecDAGRopes and RunRopes set only Values, the same outputs as
+// ropes, whose bytes may still be in a store.
 type NodeEvent struct {
 	NodeID      NodeID
 	Op          opreg.OperationID
 	Status      ExecutionStatus
 	StatusCode  uint32
 	Outputs     []asl.Artifact
+	Values      []*asl.Rope
 	Diagnostics []DiagnosticEntry
 }
 
@@ -88,6 +93,16 @@ func ExecDAG(reg *opreg.Registry, program asl.Artifact, inputs []asl.Artifact, p
 // panicked or broke its size declaration); then there are no outputs and no
 // result.
 func ExecDAGWith(reg *opreg.Registry, program asl.Artifact, inputs []asl.Artifact, params *asl.Artifact, obs Observer, opts RunOptions) ([]asl.Artifact, ExecutionResultValue, error) {
+	pl, res, err := planFor(reg, program)
+	if pl == nil {
+		return nil, res, err
+	}
+	return pl.RunWith(inputs, params, obs, opts)
+}
+
+// planFor decodes and prepares program (steps 1 and 2 of ExecDAG): a nil
+// plan comes with the INVALID_PROGRAM result or the internal error.
+func planFor(reg *opreg.Registry, program asl.Artifact) (*Plan, ExecutionResultValue, error) {
 	p, err := DecodeProgramArtifact(program)
 	if err != nil {
 		var pe *ProgramError
@@ -103,7 +118,7 @@ func ExecDAGWith(reg *opreg.Registry, program asl.Artifact, inputs []asl.Artifac
 	if err != nil {
 		return nil, ExecutionResultValue{}, err
 	}
-	return pl.RunWith(inputs, params, obs, opts)
+	return pl, ExecutionResultValue{}, nil
 }
 
 // Run evaluates the plan (steps 3 and 4 of ExecDAG). It is safe to call
@@ -156,6 +171,15 @@ type RunOptions struct {
 	// whose size is declared would bring the held bytes above it, the
 	// evaluation stops with ErrOutOfMemory and no result (SPECS.md §12.8).
 	MemoryBudget uint64
+	// Context bounds the store reads of ropes (RunRopes); nil means
+	// context.Background().
+	Context context.Context
+	// MaxMaterialize bounds, in bytes, one value that RunRopes reads into
+	// memory for an operation without RunRope; zero means unbounded.
+	MaxMaterialize int64
+	// RopeMemo is the node memo of RunRopes. RunWith uses Memo when
+	// RopeMemo is nil.
+	RopeMemo RopeMemo
 }
 
 // ErrOutOfMemory is returned (wrapped in an *InternalError, so it also
@@ -164,25 +188,151 @@ type RunOptions struct {
 var ErrOutOfMemory = errors.New("out of memory")
 
 // RunWith is Run with limits, a node memo and an interrupt. Its error is
-// non-nil only when Interrupt aborted the evaluation.
+// non-nil only when Interrupt aborted the evaluation or on an internal
+// failure. It evaluates with ropes in memory (RunRopes) and reads every
+// root output, and every output an observer is shown, into one slice at
+// the edge, so what it returns is what an evaluation on byte slices
+// returns; MemoryBudget counts every output's payload bytes.
 func (pl *Plan) RunWith(inputs []asl.Artifact, params *asl.Artifact, obs Observer, opts RunOptions) ([]asl.Artifact, ExecutionResultValue, error) {
+	ropes := make([]*asl.Rope, len(inputs))
+	for i, in := range inputs {
+		ropes[i] = asl.NewRope(in)
+	}
+	var global *asl.Rope
+	if params != nil {
+		global = asl.NewRope(*params)
+	}
+	if obs != nil {
+		inner := obs
+		obs = ObserverFunc(func(ev NodeEvent) {
+			if ev.Values != nil && ev.Outputs == nil {
+				ev.Outputs = make([]asl.Artifact, len(ev.Values))
+				for k, v := range ev.Values {
+					ev.Outputs[k] = inMemory(v)
+				}
+			}
+			inner.ObserveNode(ev)
+		})
+	}
+	if opts.RopeMemo == nil && opts.Memo != nil {
+		opts.RopeMemo = artifactMemo{opts.Memo}
+	}
+	outs, res, err := pl.run(ropes, global, obs, opts, true)
+	if err != nil || outs == nil {
+		return nil, res, err
+	}
+	arts := make([]asl.Artifact, len(outs))
+	for k, o := range outs {
+		arts[k] = inMemory(o)
+	}
+	return arts, res, nil
+}
+
+// inMemory reads a rope whose segments are all in memory into one slice
+// (no I/O, so no failure).
+func inMemory(r *asl.Rope) asl.Artifact {
+	a, err := r.Artifact(context.Background(), math.MaxInt64)
+	if err != nil {
+		panic(fmt.Sprintf("pel: reading an in-memory rope: %v", err))
+	}
+	return a
+}
+
+// artifactMemo adapts a NodeMemo to the ropes of RunWith, which are all in
+// memory.
+type artifactMemo struct{ m NodeMemo }
+
+func inMemoryAll(rs []*asl.Rope) []asl.Artifact {
+	arts := make([]asl.Artifact, len(rs))
+	for k, r := range rs {
+		arts[k] = inMemory(r)
+	}
+	return arts
+}
+
+func inMemoryGlobal(g *asl.Rope) *asl.Artifact {
+	if g == nil {
+		return nil
+	}
+	a := inMemory(g)
+	return &a
+}
+
+func (a artifactMemo) LookupRopes(op OperationID, params []byte, inputs []*asl.Rope, global *asl.Rope) ([]*asl.Rope, bool) {
+	outs, ok := a.m.Lookup(op, params, inMemoryAll(inputs), inMemoryGlobal(global))
+	if !ok {
+		return nil, false
+	}
+	rs := make([]*asl.Rope, len(outs))
+	for k, o := range outs {
+		rs[k] = asl.NewRope(o)
+	}
+	return rs, true
+}
+
+func (a artifactMemo) RecordRopes(op OperationID, params []byte, inputs []*asl.Rope, global *asl.Rope, outputs []*asl.Rope) {
+	a.m.Record(op, params, inMemoryAll(inputs), inMemoryGlobal(global), inMemoryAll(outputs))
+}
+
+// RopeMemo is NodeMemo for RunRopes: the same contract over ropes.
+type RopeMemo interface {
+	LookupRopes(op OperationID, params []byte, inputs []*asl.Rope, global *asl.Rope) ([]*asl.Rope, bool)
+	RecordRopes(op OperationID, params []byte, inputs []*asl.Rope, global *asl.Rope, outputs []*asl.Rope)
+}
+
+// RunRopes is RunWith over ropes (SPECS.md §12.9): inputs, params and
+// outputs may refer to stored artifacts, operations with RunRope (the
+// kernel's) produce outputs that refer to their inputs' bytes, and only an
+// operation without RunRope has its inputs read into memory (each refused
+// above opts.MaxMaterialize, an internal failure wrapping ErrOutOfMemory).
+// The result, every output's bytes and every event are those RunWith gives
+// for the same values. Node events carry Values, not Outputs. MemoryBudget
+// counts the bytes held in one in-memory slice (asl.Rope.InMemory): before
+// an operation without RunRope, its declared outputs and the inputs it
+// reads into memory; after any operation, its in-memory outputs.
+// An error reading a stored value (I/O, integrity) ends the evaluation with
+// that error and no result.
+func (pl *Plan) RunRopes(inputs []*asl.Rope, params *asl.Rope, obs Observer, opts RunOptions) ([]*asl.Rope, ExecutionResultValue, error) {
+	return pl.run(inputs, params, obs, opts, false)
+}
+
+// ExecDAGRopes is ExecDAGWith over ropes (see Plan.RunRopes).
+func ExecDAGRopes(reg *opreg.Registry, program asl.Artifact, inputs []*asl.Rope, params *asl.Rope, obs Observer, opts RunOptions) ([]*asl.Rope, ExecutionResultValue, error) {
+	pl, res, err := planFor(reg, program)
+	if pl == nil {
+		return nil, res, err
+	}
+	return pl.RunRopes(inputs, params, obs, opts)
+}
+
+// run evaluates the plan. logical makes MemoryBudget count every output's
+// payload bytes (RunWith materialises them all at the edge).
+func (pl *Plan) run(inputs []*asl.Rope, params *asl.Rope, obs Observer, opts RunOptions, logical bool) ([]*asl.Rope, ExecutionResultValue, error) {
 	nodes := pl.prog.Nodes
 	x := newNodeIndex(nodes)
-	outs := make([][]asl.Artifact, len(nodes))
+	outs := make([][]*asl.Rope, len(nodes))
 	// remaining[t] counts the references to node t not yet resolved; at
 	// zero its outputs are dropped so long chains do not pin every
 	// intermediate artifact.
 	remaining := slices.Clone(pl.g.uses)
-	var scratch []asl.Artifact
+	var scratch []*asl.Rope
+	ctx := opts.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	maxMat := opts.MaxMaterialize
+	if maxMat <= 0 {
+		maxMat = math.MaxInt64
+	}
 
-	stop := func(node *Node, s ExecutionStatus, code uint32, diags ...DiagnosticEntry) ([]asl.Artifact, ExecutionResultValue, error) {
+	stop := func(node *Node, s ExecutionStatus, code uint32, diags ...DiagnosticEntry) ([]*asl.Rope, ExecutionResultValue, error) {
 		if obs != nil {
 			obs.ObserveNode(NodeEvent{NodeID: node.ID, Op: node.Op, Status: s, StatusCode: code, Diagnostics: diags})
 		}
 		return nil, result(s, code, diags...), nil
 	}
 	var evaluated, outputBytes, held uint64
-	sizes := make([]uint64, len(nodes)) // payload bytes of each held outs[t]
+	sizes := make([]uint64, len(nodes)) // bytes held by each outs[t]
 
 	for _, i := range pl.g.order {
 		node, op := &nodes[i], pl.ops[i]
@@ -214,7 +364,7 @@ func (pl *Plan) RunWith(inputs []asl.Artifact, params *asl.Artifact, obs Observe
 			}
 			scratch = append(scratch, o[in.OutputIndex])
 		}
-		call := opreg.Call{Inputs: scratch, Params: pl.params[i]}
+		call := opreg.RopeCall{Ctx: ctx, Inputs: scratch, Params: pl.params[i]}
 		if op.NeedsGlobalParams {
 			if params == nil {
 				return stop(node, StatusInvalidInputs, CodeInvalidInputs, diag(DiagMissingGlobal,
@@ -222,14 +372,29 @@ func (pl *Plan) RunWith(inputs []asl.Artifact, params *asl.Artifact, obs Observe
 			}
 			call.Global = params
 		}
+		// An operation without RunRope sees its inputs in memory.
+		var eager opreg.Call
+		var readIn uint64 // bytes read into memory for it
+		if op.RunRope == nil {
+			var err error
+			if eager, readIn, err = materialize(ctx, call, maxMat); err != nil {
+				return nil, ExecutionResultValue{}, nodeReadError(node, err)
+			}
+		}
 		// A declared size is checked against the limit before anything is
 		// allocated for the outputs: the same check, with the same total,
 		// that would follow Run (the declaration is exact, and made only
 		// when Run succeeds), so the bytes of the result do not depend on it.
 		var declared uint64
 		hasDeclared := false
-		if op.OutputSize != nil {
-			if ierr := contain(node.ID, node.Op, "size", func() { declared, hasDeclared = op.OutputSize(call) }); ierr != nil {
+		if sizeFn := op.SizeRope; sizeFn != nil || (op.RunRope == nil && op.OutputSize != nil) {
+			if ierr := contain(node.ID, node.Op, "size", func() {
+				if op.RunRope != nil {
+					declared, hasDeclared = sizeFn(call)
+				} else {
+					declared, hasDeclared = op.OutputSize(eager)
+				}
+			}); ierr != nil {
 				return nil, ExecutionResultValue{}, ierr
 			}
 		}
@@ -237,19 +402,22 @@ func (pl *Plan) RunWith(inputs []asl.Artifact, params *asl.Artifact, obs Observe
 			return stop(node, StatusRuntimeFailed, StatusLimitOutputBytes, diag(DiagLimitOutputBytes,
 				"node %d: outputs total %d bytes, above the limit of %d", node.ID, satAdd(outputBytes, declared), opts.Limits.MaxOutputBytes))
 		}
-		if hasDeclared && opts.MemoryBudget > 0 && overLimit(held, declared, opts.MemoryBudget) {
-			return nil, ExecutionResultValue{}, &InternalError{NodeID: node.ID, Op: node.Op, Value: ErrOutOfMemory,
-				Reason: fmt.Sprintf("out of memory: %d output bytes declared with %d held, above the memory budget of %d", declared, held, opts.MemoryBudget)}
+		if ierr := budgetCheck(node, opts.MemoryBudget, logical, op.RunRope != nil, hasDeclared, declared, readIn, held); ierr != nil {
+			return nil, ExecutionResultValue{}, ierr
 		}
-		var res []asl.Artifact
+		var res []*asl.Rope
 		var oerr *opreg.OpError
 		memoHit := false
-		if opts.Memo != nil {
-			res, memoHit = opts.Memo.Lookup(node.Op, node.Params, scratch, call.Global)
+		if opts.RopeMemo != nil {
+			res, memoHit = opts.RopeMemo.LookupRopes(node.Op, node.Params, scratch, call.Global)
 		}
 		if !memoHit {
-			if ierr := contain(node.ID, node.Op, "run", func() { res, oerr = op.Run(call) }); ierr != nil {
+			var rerr error
+			if ierr := contain(node.ID, node.Op, "run", func() { res, oerr, rerr = runOp(op, call, eager) }); ierr != nil {
 				return nil, ExecutionResultValue{}, ierr
+			}
+			if rerr != nil {
+				return nil, ExecutionResultValue{}, nodeReadError(node, rerr)
 			}
 		}
 		if oerr != nil && hasDeclared {
@@ -269,21 +437,28 @@ func (pl *Plan) RunWith(inputs []asl.Artifact, params *asl.Artifact, obs Observe
 			diags = append(append(diags, lead), oerr.Diagnostics...)
 			return stop(node, StatusRuntimeFailed, code, diags...)
 		}
-		var produced uint64
+		var produced, holds uint64
 		for _, out := range res {
-			produced += uint64(len(out.Bytes))
+			produced += out.Size()
+			if logical || out.InMemory() {
+				holds += out.Size()
+			}
 		}
 		if hasDeclared && produced != declared {
 			return nil, ExecutionResultValue{}, &InternalError{NodeID: node.ID, Op: node.Op,
 				Reason: fmt.Sprintf("declared %d output bytes, produced %d", declared, produced)}
+		}
+		if !logical && opts.MemoryBudget > 0 && overLimit(held, holds, opts.MemoryBudget) {
+			return nil, ExecutionResultValue{}, &InternalError{NodeID: node.ID, Op: node.Op, Value: ErrOutOfMemory,
+				Reason: fmt.Sprintf("out of memory: %d output bytes in memory with %d held, above the memory budget of %d", holds, held, opts.MemoryBudget)}
 		}
 		outputBytes += produced
 		if opts.Limits.MaxOutputBytes > 0 && outputBytes > opts.Limits.MaxOutputBytes {
 			return stop(node, StatusRuntimeFailed, StatusLimitOutputBytes, diag(DiagLimitOutputBytes,
 				"node %d: outputs total %d bytes, above the limit of %d", node.ID, outputBytes, opts.Limits.MaxOutputBytes))
 		}
-		if opts.Memo != nil && !memoHit {
-			opts.Memo.Record(node.Op, node.Params, scratch, call.Global, res)
+		if opts.RopeMemo != nil && !memoHit {
+			opts.RopeMemo.RecordRopes(node.Op, node.Params, scratch, call.Global, res)
 		}
 		for _, in := range node.Inputs {
 			if in.Kind == InputNode {
@@ -296,15 +471,15 @@ func (pl *Plan) RunWith(inputs []asl.Artifact, params *asl.Artifact, obs Observe
 		}
 		if remaining[i] > 0 {
 			outs[i] = res
-			sizes[i] = produced
-			held += produced
+			sizes[i] = holds
+			held += holds
 		}
 		if obs != nil {
-			obs.ObserveNode(NodeEvent{NodeID: node.ID, Op: node.Op, Status: StatusOK, Outputs: res})
+			obs.ObserveNode(NodeEvent{NodeID: node.ID, Op: node.Op, Status: StatusOK, Values: res})
 		}
 	}
 
-	outputs := make([]asl.Artifact, 0, len(pl.prog.Roots))
+	outputs := make([]*asl.Rope, 0, len(pl.prog.Roots))
 	for k, r := range pl.prog.Roots {
 		t, _ := x.find(r.NodeID)
 		o := outs[t]
@@ -315,6 +490,80 @@ func (pl *Plan) RunWith(inputs []asl.Artifact, params *asl.Artifact, obs Observe
 		outputs = append(outputs, o[r.OutputIndex])
 	}
 	return outputs, result(StatusOK, CodeOK), nil
+}
+
+// runOp applies op: RunRope when it has one, else Run on the inputs read
+// into memory.
+func runOp(op *opreg.Operation, call opreg.RopeCall, eager opreg.Call) ([]*asl.Rope, *opreg.OpError, error) {
+	if op.RunRope != nil {
+		return op.RunRope(call)
+	}
+	arts, oerr := op.Run(eager)
+	if oerr != nil {
+		return nil, oerr, nil
+	}
+	res := make([]*asl.Rope, len(arts))
+	for k, a := range arts {
+		res[k] = asl.NewRope(a)
+	}
+	return res, nil, nil
+}
+
+// materialize reads the call's inputs and global params into memory for an
+// operation without RunRope; read counts the bytes it allocated.
+func materialize(ctx context.Context, c opreg.RopeCall, limit int64) (call opreg.Call, read uint64, err error) {
+	get := func(r *asl.Rope) (asl.Artifact, error) {
+		if !r.InMemory() {
+			read += r.Size()
+		}
+		return r.Artifact(ctx, limit)
+	}
+	call = opreg.Call{Inputs: make([]asl.Artifact, len(c.Inputs)), Params: c.Params}
+	for k, in := range c.Inputs {
+		if call.Inputs[k], err = get(in); err != nil {
+			return opreg.Call{}, 0, fmt.Errorf("input %d: %w", k, err)
+		}
+	}
+	if c.Global != nil {
+		g, err := get(c.Global)
+		if err != nil {
+			return opreg.Call{}, 0, fmt.Errorf("global params: %w", err)
+		}
+		call.Global = &g
+	}
+	return call, read, nil
+}
+
+// nodeReadError is the error of a failed read of a node's values: an
+// internal failure wrapping ErrOutOfMemory for a value above the
+// materialisation limit, else the store's error, wrapped.
+func nodeReadError(node *Node, err error) error {
+	if errors.Is(err, asl.ErrTooLarge) {
+		return &InternalError{NodeID: node.ID, Op: node.Op, Value: ErrOutOfMemory, Reason: err.Error()}
+	}
+	return fmt.Errorf("node %d: operation %s: %w", node.ID, opText(node.Op), err)
+}
+
+// budgetCheck applies RunOptions.MemoryBudget before a node runs. With
+// logical counting (RunWith) a declared output counts its payload bytes;
+// otherwise an operation with RunRope allocates nothing that counts, and
+// one without counts its declared outputs plus the inputs read for it.
+func budgetCheck(node *Node, budget uint64, logical, lazy, hasDeclared bool, declared, readIn, held uint64) error {
+	if budget == 0 || !hasDeclared || (!logical && lazy) {
+		return nil
+	}
+	if logical {
+		if overLimit(held, declared, budget) {
+			return &InternalError{NodeID: node.ID, Op: node.Op, Value: ErrOutOfMemory,
+				Reason: fmt.Sprintf("out of memory: %d output bytes declared with %d held, above the memory budget of %d", declared, held, budget)}
+		}
+		return nil
+	}
+	if need := satAdd(declared, readIn); overLimit(held, need, budget) {
+		return &InternalError{NodeID: node.ID, Op: node.Op, Value: ErrOutOfMemory,
+			Reason: fmt.Sprintf("out of memory: %d output bytes declared and %d input bytes read into memory with %d held, above the memory budget of %d", declared, readIn, held, budget)}
+	}
+	return nil
 }
 
 // overLimit reports whether total + more exceeds max, without overflow.

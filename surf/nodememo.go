@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/enc"
@@ -28,6 +27,20 @@ const nodeKeyDomain = "AMDUAT/SURF-NODE-KEY/1"
 // salt is the store's cache salt (§14.6), so a new salt disowns node entries
 // as it disowns action cache entries.
 func NodeKey(hash asl.HashID, op pel.OperationID, params []byte, inputs []asl.Artifact, global *asl.Artifact, salt []byte) [32]byte {
+	refs := make([]asl.Reference, len(inputs))
+	for i, in := range inputs {
+		refs[i] = asl.MustDerive(hash, in)
+	}
+	var g *asl.Reference
+	if global != nil {
+		ref := asl.MustDerive(hash, *global)
+		g = &ref
+	}
+	return nodeKey(hash, op, params, refs, g, salt)
+}
+
+// nodeKey is NodeKey from the references of the inputs and global params.
+func nodeKey(hash asl.HashID, op pel.OperationID, params []byte, inputs []asl.Reference, global *asl.Reference, salt []byte) [32]byte {
 	w := enc.Writer{}
 	w.Bytes32([]byte(nodeKeyDomain))
 	w.Bytes32([]byte(op.Name))
@@ -35,10 +48,10 @@ func NodeKey(hash asl.HashID, op pel.OperationID, params []byte, inputs []asl.Ar
 	w.Bytes32(params)
 	w.U32(uint32(len(inputs)))
 	for _, in := range inputs {
-		w.Buf = asl.AppendEncodedRef(w.Buf, asl.MustDerive(hash, in))
+		w.Buf = asl.AppendEncodedRef(w.Buf, in)
 	}
 	if global != nil {
-		w.Buf = asl.AppendOptionalEncodedRef(w.Buf, asl.MustDerive(hash, *global), true)
+		w.Buf = asl.AppendOptionalEncodedRef(w.Buf, *global, true)
 	} else {
 		w.U8(0)
 	}
@@ -47,11 +60,12 @@ func NodeKey(hash asl.HashID, op pel.OperationID, params []byte, inputs []asl.Ar
 	return sha256.Sum256(w.Buf)
 }
 
-// nodeMemo is the store-backed pel.NodeMemo of one run. Lookup reads the
-// index and the outputs (verified); Record stores the outputs and the index
-// entry durably, so a killed run resumes from them. The first store error is
-// kept in err and ends the run as an operational error; lookups after it
-// miss and records are skipped.
+// nodeMemo is the store-backed pel.RopeMemo of one run. Lookup reads the
+// index and verifies the outputs (each whole once, as the run's inputs
+// are); Record stores the outputs (streamed when large) and then the index
+// entry, each durably, so a killed run resumes from them. The first store
+// error is kept in err and ends the run as an operational error; lookups
+// after it miss and records are skipped.
 type nodeMemo struct {
 	ctx  context.Context
 	s    *Surface
@@ -59,11 +73,12 @@ type nodeMemo struct {
 	salt []byte
 	err  error
 	hits int
+	l    *loader
 }
 
 func (s *Surface) nodeMemo(ctx context.Context) *nodeMemo {
 	ix, _ := s.store.(asl.Indexer)
-	m := &nodeMemo{ctx: ctx, s: s, ix: ix}
+	m := &nodeMemo{ctx: ctx, s: s, ix: ix, l: &loader{store: s.store}}
 	if ix == nil {
 		m.err = errors.New("node memoization needs a store with an index")
 		return m
@@ -72,11 +87,37 @@ func (s *Surface) nodeMemo(ctx context.Context) *nodeMemo {
 	return m
 }
 
-func (m *nodeMemo) Lookup(op pel.OperationID, params []byte, inputs []asl.Artifact, global *asl.Artifact) ([]asl.Artifact, bool) {
+// key derives the node key, reading the inputs' references (cached in the
+// ropes, derived already for the trace).
+func (m *nodeMemo) key(op pel.OperationID, params []byte, inputs []*asl.Rope, global *asl.Rope) ([32]byte, error) {
+	h := m.s.opts.Hash
+	refs := make([]asl.Reference, len(inputs))
+	for i, in := range inputs {
+		var err error
+		if refs[i], err = in.Ref(m.ctx, h); err != nil {
+			return [32]byte{}, err
+		}
+	}
+	var g *asl.Reference
+	if global != nil {
+		ref, err := global.Ref(m.ctx, h)
+		if err != nil {
+			return [32]byte{}, err
+		}
+		g = &ref
+	}
+	return nodeKey(h, op, params, refs, g, m.salt), nil
+}
+
+func (m *nodeMemo) LookupRopes(op pel.OperationID, params []byte, inputs []*asl.Rope, global *asl.Rope) ([]*asl.Rope, bool) {
 	if m.err != nil {
 		return nil, false
 	}
-	key := NodeKey(m.s.opts.Hash, op, params, inputs, global, m.salt)
+	key, err := m.key(op, params, inputs, global)
+	if err != nil {
+		m.err = err
+		return nil, false
+	}
 	v, found, err := m.ix.LookupIndex(m.ctx, NodeIndexSpace, key[:])
 	if err != nil {
 		m.err = err
@@ -89,59 +130,49 @@ func (m *nodeMemo) Lookup(op pel.OperationID, params []byte, inputs []asl.Artifa
 	if err != nil {
 		return nil, false
 	}
-	limit := m.s.opts.MaxArtifact
-	if limit <= 0 {
-		limit = asl.DefaultGetLimit
-	}
-	outs := make([]asl.Artifact, len(refs))
+	outs := make([]*asl.Rope, len(refs))
 	for i, ref := range refs {
-		a, err := m.fetch(ref, limit)
-		if err != nil {
-			if missOrError(err) != nil {
-				m.err = err
-			}
+		if outs[i], err = m.l.load(m.ctx, ref); err != nil {
+			m.err = missOrError(err)
 			return nil, false
 		}
-		if a == nil {
-			return nil, false
-		}
-		outs[i] = *a
 	}
 	m.hits++
 	return outs, true
 }
 
-// fetch reads one memoized output whole (verified). An output above the
-// in-memory limit is a miss (nil, nil), not an error: the run without the
-// memo holds it in memory and succeeds.
-func (m *nodeMemo) fetch(ref asl.Reference, limit int64) (*asl.Artifact, error) {
-	rc, hdr, err := m.s.store.Fetch(m.ctx, ref)
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	if hdr.Size > uint64(limit) {
-		return nil, nil
-	}
-	b := make([]byte, hdr.Size)
-	if _, err := io.ReadFull(rc, b); err != nil {
-		return nil, fmt.Errorf("node output %s: %w", ref, err)
-	}
-	return &asl.Artifact{Bytes: b, Tag: hdr.Tag, HasTag: hdr.HasTag}, nil
-}
-
-func (m *nodeMemo) Record(op pel.OperationID, params []byte, inputs []asl.Artifact, global *asl.Artifact, outputs []asl.Artifact) {
+func (m *nodeMemo) RecordRopes(op pel.OperationID, params []byte, inputs []*asl.Rope, global *asl.Rope, outputs []*asl.Rope) {
 	if m.err != nil {
 		return
 	}
-	key := NodeKey(m.s.opts.Hash, op, params, inputs, global, m.salt)
+	key, err := m.key(op, params, inputs, global)
+	if err != nil {
+		m.err = err
+		return
+	}
 	refs := make([]asl.Reference, len(outputs))
 	for i, out := range outputs {
-		refs[i] = asl.MustDerive(m.s.opts.Hash, out)
+		if refs[i], err = out.Ref(m.ctx, m.s.opts.Hash); err != nil {
+			m.err = err
+			return
+		}
 	}
-	// Outputs and entry in one batch: an entry never names absent outputs.
-	_, m.err = m.ix.PutIndexed(m.ctx, m.s.opts.Hash, outputs,
-		[]asl.IndexEntry{{Space: NodeIndexSpace, Key: key[:], Value: appendRefList(nil, refs)}})
+	entry := []asl.IndexEntry{{Space: NodeIndexSpace, Key: key[:], Value: appendRefList(nil, refs)}}
+	arts, small, err := smallOutputs(m.ctx, outputs)
+	if err != nil {
+		m.err = err
+		return
+	}
+	if !small {
+		// Streamed outputs first, each durable: the entry never names
+		// absent outputs.
+		var p Progress
+		if m.err = m.s.streamOutputs(m.ctx, outputs, refs, &p, nil); m.err != nil {
+			return
+		}
+	}
+	// Small outputs and entry in one batch.
+	_, m.err = m.ix.PutIndexed(m.ctx, m.s.opts.Hash, arts, entry)
 }
 
 // NodeOutputs decodes the value of a surf.node entry (SPECS.md §14.10):

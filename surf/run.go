@@ -2,6 +2,7 @@ package surf
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -39,9 +40,12 @@ type Options struct {
 	Hash asl.HashID
 	// Registry holds the operations; nil means opreg.Kernel().
 	Registry *opreg.Registry
-	// MaxArtifact bounds the size of a program, input or params artifact read
-	// into memory; zero means asl.DefaultGetLimit. A larger artifact is an
-	// operational error, not a result.
+	// MaxArtifact bounds the size of the program, and of any value read
+	// into memory for an operation that reads its inputs whole (one without
+	// opreg.Operation.RunRope: not the kernel's); zero means
+	// asl.DefaultGetLimit. A larger one is an operational error, not a
+	// result. Inputs and params are otherwise read from the store as they
+	// are used (SPECS.md §14.11), whatever their size.
 	MaxArtifact int64
 	// NoCache bypasses the action cache (§14.6): the run neither consults
 	// nor records it.
@@ -63,6 +67,9 @@ type Options struct {
 	// declared outputs do not fit fails with pel.ErrOutOfMemory and stores
 	// nothing (SPECS.md §12.8).
 	MemoryBudget uint64
+	// Progress, if set, is called from the goroutine of Run after each
+	// node and as output bytes are streamed into the store.
+	Progress func(Progress)
 }
 
 // Surface runs programs against a store.
@@ -90,8 +97,9 @@ type Run struct {
 	OutputRefs []asl.Reference
 	Result     Result
 	Trace      trace.Trace
-	// Outputs holds the output artifacts of an executed run; it is nil on a
-	// cache hit (fetch OutputRefs instead).
+	// Outputs holds the output artifacts of an executed run whose outputs
+	// total at most 16 MiB; it is nil on a cache hit and when the outputs
+	// were streamed into the store (fetch OutputRefs instead).
 	Outputs []asl.Artifact
 	// CacheHit is true when the run was answered from the action cache and
 	// nothing was executed.
@@ -122,9 +130,11 @@ func runEdge(res Result, resultRef, traceRef asl.Reference) tgk.Edge {
 
 // Run executes req (SPECS.md §14.3): it resolves the program, then each
 // input in order, then the params; the first store failure becomes the
-// result without calling Exec_DAG. Otherwise it runs Exec_DAG. Either way it
-// stores the outputs, the result and the trace in one durable batch and
-// returns their references. Unless Options.NoCache is set, a valid action
+// result without calling Exec_DAG. Otherwise it runs Exec_DAG, on ropes
+// that read large inputs from the store as they are used (§14.11). Either
+// way it stores the outputs, the result and the trace durably, the result
+// never before its outputs (small outputs in one batch with the result,
+// large ones streamed first), and returns their references. Unless Options.NoCache is set, a valid action
 // cache entry for the request (§14.6) answers it without executing anything.
 // An error means no result: the request could not be served (I/O failure,
 // cancelled context, an artifact above MaxArtifact), and nothing was stored.
@@ -211,6 +221,9 @@ func (s *Surface) logEntry(run *Run, key [32]byte, cache string, start time.Time
 // derived, but which is not stored yet.
 type computed struct {
 	run                          *Run
+	outputs                      []*asl.Rope // all outputs
+	streamed                     bool        // outputs to stream before the batch (run.Outputs is nil)
+	progress                     Progress
 	resultArt, traceArt, edgeArt asl.Artifact
 	edge                         tgk.Edge
 }
@@ -224,8 +237,9 @@ func (s *Surface) compute(ctx context.Context, req Request) (*computed, error) {
 	if err != nil {
 		return nil, err
 	}
-	var outputs []asl.Artifact
+	var outputs []*asl.Rope
 	var reused int
+	obs := &runObserver{ctx: ctx, b: builder, progress: s.opts.Progress}
 	if scheme != pel.SchemeRefDAG1 {
 		res.Value = failure(scheme, pel.StatusSchemeUnsupported, pel.DiagnosticEntry{
 			Code: DiagSchemeUnsupported, Message: fmt.Appendf(nil, "scheme %s is not supported", scheme)})
@@ -242,12 +256,21 @@ func (s *Surface) compute(ctx context.Context, req Request) (*computed, error) {
 			res.Value = failure(scheme, status, fail.Diagnostic())
 			res.StoreFailure, res.HasStoreFailure = *fail, true
 		} else {
-			opts := pel.RunOptions{Limits: req.Limits, Interrupt: ctx.Err, MemoryBudget: s.opts.MemoryBudget}
+			opts := pel.RunOptions{Limits: req.Limits, Interrupt: obs.interrupt, MemoryBudget: s.opts.MemoryBudget,
+				Context: ctx, MaxMaterialize: s.maxArtifact()}
 			if s.opts.NodeMemo {
-				opts.Memo = s.nodeMemo(ctx)
+				opts.RopeMemo = s.nodeMemo(ctx)
 			}
-			outputs, res.Value, err = pel.ExecDAGWith(s.opts.Registry, program, inputs, params, builder, opts)
-			if m, ok := opts.Memo.(*nodeMemo); ok {
+			if len(program.Bytes) >= 4 {
+				// node_count, the first field of ProgramBytes (§9.1); only
+				// for progress, so an invalid program does no harm.
+				obs.p.NodesTotal = int(binary.BigEndian.Uint32(program.Bytes))
+			}
+			outputs, res.Value, err = pel.ExecDAGRopes(s.opts.Registry, program, inputs, params, obs, opts)
+			if err == nil {
+				err = obs.err
+			}
+			if m, ok := opts.RopeMemo.(*nodeMemo); ok {
 				reused = m.hits
 				if err == nil {
 					err = m.err
@@ -260,9 +283,17 @@ func (s *Surface) compute(ctx context.Context, req Request) (*computed, error) {
 	}
 	res.OutputRefs = make([]asl.Reference, len(outputs))
 	for i, out := range outputs {
-		res.OutputRefs[i] = asl.MustDerive(s.opts.Hash, out)
+		// Derived already for the trace (cached).
+		if res.OutputRefs[i], err = out.Ref(ctx, s.opts.Hash); err != nil {
+			return nil, fmt.Errorf("surface run: output %d: %w", i, err)
+		}
 	}
-	c := &computed{run: &Run{Outputs: outputs, OutputRefs: res.OutputRefs, Result: res, NodesReused: reused}}
+	arts, small, err := smallOutputs(ctx, outputs)
+	if err != nil {
+		return nil, fmt.Errorf("surface run: reading outputs: %w", err)
+	}
+	c := &computed{run: &Run{Outputs: arts, OutputRefs: res.OutputRefs, Result: res, NodesReused: reused},
+		outputs: outputs, streamed: !small, progress: obs.p}
 	if c.resultArt, err = res.Artifact(); err != nil {
 		return nil, fmt.Errorf("surface run: encoding result: %w", err)
 	}
@@ -289,9 +320,15 @@ func (s *Surface) compute(ctx context.Context, req Request) (*computed, error) {
 
 // persist stores outputs, result, trace and provenance edge in one batch,
 // with the surf.trace and TGK index entries and, when actionKey is non-nil,
-// the action cache entry.
+// the action cache entry. Large outputs are streamed into the
+// store first, each durable before the batch that names them.
 func (s *Surface) persist(ctx context.Context, c *computed, actionKey []byte, extra ...asl.IndexEntry) error {
 	run := c.run
+	if c.streamed {
+		if err := s.streamOutputs(ctx, c.outputs, run.OutputRefs, &c.progress, s.opts.Progress); err != nil {
+			return err
+		}
+	}
 	arts := append(append([]asl.Artifact(nil), run.Outputs...), c.resultArt, c.traceArt, c.edgeArt)
 	var refs []asl.Reference
 	var err error
@@ -344,34 +381,42 @@ func failure(scheme asl.Reference, status pel.ExecutionStatus, d pel.DiagnosticE
 	}
 }
 
-// resolve loads the program, inputs and params. A store failure that a
-// result records is returned as fail; any other error is returned as err.
-func (s *Surface) resolve(ctx context.Context, req Request) (program asl.Artifact, inputs []asl.Artifact, params *asl.Artifact, fail *StoreFailure, err error) {
-	get := func(phase Phase, index uint32, ref asl.Reference) (asl.Artifact, *StoreFailure, error) {
-		a, err := asl.Get(ctx, s.store, ref, s.opts.MaxArtifact)
-		if err == nil {
-			return a, nil, nil
-		}
-		if code, ok := classify(err); ok {
-			return asl.Artifact{}, &StoreFailure{Phase: phase, InputIndex: index, Ref: ref, Error: code}, nil
-		}
-		return asl.Artifact{}, nil, fmt.Errorf("surface run: resolving %s %s: %w", phase, ref, err)
+// maxArtifact is Options.MaxArtifact with its default.
+func (s *Surface) maxArtifact() int64 {
+	if s.opts.MaxArtifact <= 0 {
+		return asl.DefaultGetLimit
 	}
-	if program, fail, err = get(PhaseProgram, 0, req.ProgramRef); fail != nil || err != nil {
+	return s.opts.MaxArtifact
+}
+
+// resolve loads the program (whole, into memory) and verifies the inputs
+// and params, each whole once, in that order (§14.11): small ones are kept
+// in memory, larger ones become ropes read from the store as they are
+// used. A store failure that a result records is returned as fail; any
+// other error is returned as err.
+func (s *Surface) resolve(ctx context.Context, req Request) (program asl.Artifact, inputs []*asl.Rope, params *asl.Rope, fail *StoreFailure, err error) {
+	storeFail := func(phase Phase, index uint32, ref asl.Reference, err error) (*StoreFailure, error) {
+		if code, ok := classify(err); ok {
+			return &StoreFailure{Phase: phase, InputIndex: index, Ref: ref, Error: code}, nil
+		}
+		return nil, fmt.Errorf("surface run: resolving %s %s: %w", phase, ref, err)
+	}
+	if program, err = asl.Get(ctx, s.store, req.ProgramRef, s.opts.MaxArtifact); err != nil {
+		fail, err = storeFail(PhaseProgram, 0, req.ProgramRef, err)
 		return
 	}
-	inputs = make([]asl.Artifact, len(req.InputRefs))
+	l := &loader{store: s.store}
+	inputs = make([]*asl.Rope, len(req.InputRefs))
 	for i, ref := range req.InputRefs {
-		if inputs[i], fail, err = get(PhaseInput, uint32(i), ref); fail != nil || err != nil {
+		if inputs[i], err = l.load(ctx, ref); err != nil {
+			fail, err = storeFail(PhaseInput, uint32(i), ref, err)
 			return
 		}
 	}
 	if req.HasParams {
-		var p asl.Artifact
-		if p, fail, err = get(PhaseParams, 0, req.ParamsRef); fail != nil || err != nil {
-			return
+		if params, err = l.load(ctx, req.ParamsRef); err != nil {
+			fail, err = storeFail(PhaseParams, 0, req.ParamsRef, err)
 		}
-		params = &p
 	}
 	return
 }

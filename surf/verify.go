@@ -101,7 +101,7 @@ func (s *Surface) firstMismatch(ctx context.Context, stored Result, resultRef, t
 		case rp.IsZero():
 			return &Mismatch{name, st, rp, "the replay produced no such output"}, nil
 		case st != rp:
-			return &Mismatch{name, st, rp, fmt.Sprintf("replayed bytes (%d) hash differently", len(replayed.Outputs[i].Bytes))}, nil
+			return &Mismatch{name, st, rp, fmt.Sprintf("replayed bytes (%d) hash differently", c.outputs[i].Size())}, nil
 		}
 		if m, err := s.checkStored(ctx, name, st, rp); m != nil || err != nil {
 			return m, err

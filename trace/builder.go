@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
@@ -40,8 +41,34 @@ func NewBuilder(hash asl.HashID) (*Builder, error) {
 	return &Builder{hash: hash}, nil
 }
 
-// ObserveNode records one node event.
+// ObserveNode records one node event, deriving its output references from
+// ev.Outputs (or, when they are absent, from ev.Values, which must then be
+// in memory: use ObserveRefs for ropes that read a store).
 func (b *Builder) ObserveNode(ev pel.NodeEvent) {
+	var refs []asl.Reference
+	switch {
+	case len(ev.Outputs) > 0:
+		refs = make([]asl.Reference, len(ev.Outputs))
+		for i, out := range ev.Outputs {
+			refs[i] = asl.MustDerive(b.hash, out) // hash checked in NewBuilder
+		}
+	case len(ev.Values) > 0:
+		refs = make([]asl.Reference, len(ev.Values))
+		for i, v := range ev.Values {
+			ref, err := v.Ref(context.Background(), b.hash)
+			if err != nil {
+				panic(fmt.Sprintf("trace builder: node %d output %d: %v (use ObserveRefs)", ev.NodeID, i, err))
+			}
+			refs[i] = ref
+		}
+	}
+	b.ObserveRefs(ev, refs)
+}
+
+// ObserveRefs records one node event whose output references the caller
+// derived (under the Builder's hash) as refs; ev.Outputs and ev.Values
+// are not read.
+func (b *Builder) ObserveRefs(ev pel.NodeEvent, refs []asl.Reference) {
 	rec := NodeRecord{
 		NodeID:      ev.NodeID,
 		Op:          ev.Op,
@@ -49,14 +76,14 @@ func (b *Builder) ObserveNode(ev pel.NodeEvent) {
 		StatusCode:  ev.StatusCode,
 		Diagnostics: slices.Clone(ev.Diagnostics),
 	}
-	if len(ev.Outputs) > 0 {
-		rec.OutputRefs = make([]asl.Reference, len(ev.Outputs))
-		for i, out := range ev.Outputs {
-			rec.OutputRefs[i] = asl.MustDerive(b.hash, out) // hash checked in NewBuilder
-		}
+	if len(refs) > 0 {
+		rec.OutputRefs = slices.Clone(refs)
 	}
 	b.records = append(b.records, rec)
 }
+
+// Hash is the hash id the Builder derives output references with.
+func (b *Builder) Hash() asl.HashID { return b.hash }
 
 // Finish returns the trace of the run whose result is res. It fails if the
 // observed events and res are inconsistent (see Trace.Validate) or a link is

@@ -52,6 +52,9 @@ target. The groups, in order:
                 beyond direct operation calls, bytes allocated per node
   surface       p50/p99 latency of surface runs of a 100-node program, and of
                 action-cache hits
+  lazy          peak RSS of amduat pel run over large inputs: concat(x, x) of
+                a 300 MB input (with and without --memo-nodes) and a run whose
+                inputs and output total 1 GiB (target 128 MiB each)
   server        amduat serve on loopback against the embedded store: PutBatch
                 and get of 1 KiB artifacts with 1, 16 and 64 clients, pel run
                 p50/p99, a 64-client load test checking every answer, and a

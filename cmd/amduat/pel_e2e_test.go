@@ -624,9 +624,11 @@ func TestPELRunCacheMemoLimitsVerify(t *testing.T) {
 
 // TestPELRunHostileConcat: a 1 MB program (a 1 MiB const and one concat of
 // 5,000 inputs reading it) declares 5.2 GB of output. --max-output-bytes
-// stops it with RUNTIME_FAILED status code 5 before allocating; without a
-// limit, --max-memory stops it as an internal failure: exit 8, nothing
-// stored (SPECS.md §12.6, §12.8, §16.2).
+// stops it with RUNTIME_FAILED status code 5 before allocating. Without a
+// limit the concat holds no copy of anything (a rope, SPECS.md §12.9), so
+// --max-memory does not refuse it; the run then hashes and would store
+// 5.2 GB, and a wall-time bound stops it part-way: exit 6, nothing stored
+// (SPECS.md §12.6, §14.7, §16.2).
 func TestPELRunHostileConcat(t *testing.T) {
 	c := newCLI(t)
 	c.must(0, "init")
@@ -654,9 +656,9 @@ func TestPELRunHostileConcat(t *testing.T) {
 	}
 
 	before := c.must(0, "verify").stdout
-	r := c.must(exitInternal, "pel", "run", "--program", prog, "--no-cache", "--max-memory", "67108864")
+	r := c.must(exitIO, "pel", "run", "--program", prog, "--no-cache", "--max-memory", "67108864", "--timeout", "1s")
 	oneErrorLine(t, r, "pel run")
-	if !strings.Contains(r.stderr, "out of memory") || c.must(0, "verify").stdout != before {
-		t.Fatalf("--max-memory: stderr %q; store before %q after %q", r.stderr, before, c.must(0, "verify").stdout)
+	if !strings.Contains(r.stderr, "--timeout 1s exceeded") || c.must(0, "verify").stdout != before {
+		t.Fatalf("--timeout: stderr %q; store before %q after %q", r.stderr, before, c.must(0, "verify").stdout)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/amduat/amduat/asl"
@@ -225,7 +226,10 @@ write per node. Neither changes any output, result or trace byte.
 				}
 				run, err = runRemote(ctx, c, rr)
 			} else {
-				run, err = surf.New(s, surf.Options{Hash: id, NoCache: noCache, NodeMemo: memoNodes, MemoryBudget: memoryBudget(maxMemory)}).Run(ctx, req)
+				progress, done := a.runProgress()
+				run, err = surf.New(s, surf.Options{Hash: id, NoCache: noCache, NodeMemo: memoNodes, MemoryBudget: memoryBudget(maxMemory),
+					Progress: progress}).Run(ctx, req)
+				done()
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
 				return fail(exitIO, programArg, fmt.Errorf("wall-time bound --timeout %s exceeded; nothing stored: %w", timeout, err))
@@ -315,4 +319,48 @@ func (a *app) writeOutput(ctx context.Context, s asl.Fetcher, run *surf.Run) err
 		return refErr(ref.String(), err)
 	}
 	return nil
+}
+
+// runProgress draws the progress of a local run on a terminal's stderr:
+// nodes evaluated, then output bytes streamed into the store. Off a
+// terminal it returns a nil function. done clears the bar.
+func (a *app) runProgress() (progress func(surf.Progress), done func()) {
+	if !a.stderrIsTerminal() {
+		return nil, func() {}
+	}
+	var bar *progressbar.ProgressBar
+	storing := false
+	newBar := func(max int64, desc string, bytes bool) {
+		if bar != nil {
+			bar.Finish()
+		}
+		bar = progressbar.NewOptions64(max,
+			progressbar.OptionSetWriter(a.stderr),
+			progressbar.OptionSetDescription(desc),
+			progressbar.OptionShowBytes(bytes),
+			progressbar.OptionShowCount(),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionClearOnFinish(),
+		)
+	}
+	progress = func(p surf.Progress) {
+		switch {
+		case p.BytesTotal > 0:
+			if !storing {
+				storing = true
+				newBar(int64(p.BytesTotal), "store outputs", true)
+			}
+			bar.Set64(int64(p.BytesWritten))
+		default:
+			if bar == nil {
+				newBar(max(int64(p.NodesTotal), 1), "nodes", false)
+			}
+			bar.Set64(int64(p.NodesDone))
+		}
+	}
+	return progress, func() {
+		if bar != nil {
+			bar.Finish()
+		}
+	}
 }

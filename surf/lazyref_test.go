@@ -1,0 +1,149 @@
+package surf_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/httpstore"
+	"github.com/amduat/amduat/asl/memstore"
+	"github.com/amduat/amduat/asl/pebblestore"
+	"github.com/amduat/amduat/internal/golden"
+	"github.com/amduat/amduat/internal/progtest"
+	"github.com/amduat/amduat/opreg"
+	"github.com/amduat/amduat/pel"
+	"github.com/amduat/amduat/server"
+	"github.com/amduat/amduat/surf"
+)
+
+// referenceRuns runs deterministic random kernel programs over inputs of
+// up to 3 MiB (above and below the size at which the surface keeps an input
+// in memory), plus fixed programs whose outputs total more than 16 MiB (the
+// size above which outputs are streamed into the store), and renders every
+// run's references, one line each.
+func referenceRuns(t *testing.T, st asl.Store, memo bool) string {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(2026, 13))
+	var b strings.Builder
+	sf := surf.New(st, surf.Options{NoCache: true, NodeMemo: memo})
+	run := func(name string, p pel.Program, inputs []asl.Reference, params *asl.Reference, limits pel.Limits) {
+		prog, err := pel.ProgramArtifact(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := surf.Request{ProgramRef: put(t, st, prog), InputRefs: inputs, Limits: limits}
+		if params != nil {
+			req.ParamsRef, req.HasParams = *params, true
+		}
+		res, err := sf.Run(ctx, req)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		fmt.Fprintf(&b, "%s %s code=%d result=%s trace=%s edge=%s outputs=%v\n", name, res.Result.Value.Status,
+			res.Result.Value.Summary.StatusCode, res.ResultRef, res.TraceRef, res.EdgeRef, res.OutputRefs)
+	}
+	artifact := func(size int, tagged bool) asl.Artifact {
+		x := make([]byte, size)
+		for i := range x {
+			x[i] = byte(r.Uint32())
+		}
+		if tagged {
+			return asl.Tagged(0x00002000, x)
+		}
+		return asl.Untagged(x)
+	}
+	for i := 0; i < 60; i++ {
+		shape := progtest.Shape{MaxNodes: 10, HasParams: r.IntN(3) == 0}
+		var inputs []asl.Reference
+		for k := r.IntN(4); k > 0; k-- {
+			size := r.IntN(2000)
+			if r.IntN(3) == 0 {
+				size = 1<<20 + r.IntN(2<<20)
+			}
+			inputs = append(inputs, put(t, st, artifact(size, r.IntN(4) == 0)))
+			shape.InputSizes = append(shape.InputSizes, uint64(size))
+		}
+		var params *asl.Reference
+		if shape.HasParams {
+			size := r.IntN(100)
+			if r.IntN(4) == 0 {
+				size = 1<<20 + 1
+			}
+			ref := put(t, st, artifact(size, true))
+			params, shape.ParamsSize = &ref, uint64(size)
+		}
+		var limits pel.Limits
+		if r.IntN(4) == 0 {
+			limits.MaxOutputBytes = r.Uint64N(4 << 20)
+		}
+		run(fmt.Sprintf("random-%02d", i), progtest.Random(r, shape), inputs, params, limits)
+	}
+	// Large outputs: 6 x 3 MiB = 18 MiB, and slices of it.
+	x := put(t, st, artifact(3<<20, false))
+	ins := make([]pel.DagInput, 6)
+	for i := range ins {
+		ins[i] = pel.External(0)
+	}
+	slice := opreg.EncodeSliceParams(opreg.SliceParams{Offset: 5 << 20, Length: 11 << 20})
+	big := pel.Program{Nodes: []pel.Node{
+		{ID: 1, Op: opreg.OpConcat, Inputs: ins, Params: []byte{}},
+		{ID: 2, Op: opreg.OpSlice, Inputs: []pel.DagInput{pel.FromNode(1, 0)}, Params: slice},
+		{ID: 3, Op: opreg.OpHash, Inputs: []pel.DagInput{pel.FromNode(2, 0)}, Params: []byte{}},
+		{ID: 4, Op: opreg.OpConcat, Inputs: []pel.DagInput{pel.FromNode(2, 0), pel.FromNode(3, 0), pel.External(0)}, Params: []byte{}},
+	}, Roots: []pel.RootRef{{NodeID: 1}, {NodeID: 4}, {NodeID: 3}}}
+	run("large-outputs", big, []asl.Reference{x}, nil, pel.Limits{})
+	run("large-outputs-limit", big, []asl.Reference{x}, nil, pel.Limits{MaxOutputBytes: 30 << 20})
+	return b.String()
+}
+
+// TestRunsMatchReference: the references of every run above, on a
+// memstore and on a Pebble store with and without the node memo, equal
+// those in testdata/reference_runs.golden (and over the HTTP client, on a
+// server), which was written by the
+// surface as it was before it read inputs lazily and streamed outputs
+// (commit 39853a0, `go test -run TestRunsMatchReference -update`).
+func TestRunsMatchReference(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes about 200 MiB")
+	}
+	const path = "testdata/reference_runs.golden"
+	got := referenceRuns(t, memstore.New(), false)
+	golden.Check(t, path, []byte(got))
+	ps, err := pebblestore.Create(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	if again := referenceRuns(t, ps, true); again != got {
+		t.Fatalf("pebble store with the node memo:\n%s\nmemstore:\n%s", again, got)
+	}
+	if again := referenceRuns(t, ps, true); again != got {
+		t.Fatalf("pebble store, memo entries reused:\n%s\nmemstore:\n%s", again, got)
+	}
+	// Through the HTTP client: store-backed inputs are read over HTTP.
+	backing, err := pebblestore.Create(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer backing.Close()
+	srv, err := server.New(server.Config{Store: backing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	hc, err := httpstore.Open(t.Context(), ts.URL, httpstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hc.Close()
+	// Without its index (index writes go through the server's own runs),
+	// as a plain asl.Store.
+	if again := referenceRuns(t, struct{ asl.Store }{hc}, false); again != got {
+		t.Fatalf("HTTP store:\n%s\nmemstore:\n%s", again, got)
+	}
+}
