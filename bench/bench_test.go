@@ -189,7 +189,7 @@ func TestGroupsTiny(t *testing.T) {
 				// three 3 MB modules under the race detector).
 				t.Skip("compiles WebAssembly modules: skipped under -race")
 			}
-			if g.Name == "cli" || g.Name == "server" || g.Name == "lazy" {
+			if g.Name == "cli" || g.Name == "server" || g.Name == "lazy" || g.Name == "s3" {
 				if testing.Short() {
 					t.Skip("builds the amduat command")
 				}
