@@ -11,6 +11,7 @@ require (
 	github.com/prometheus/client_golang v1.23.2
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2
+	github.com/tetratelabs/wazero v1.12.0
 	github.com/zeebo/blake3 v0.2.4
 	golang.org/x/net v0.62.0
 	golang.org/x/sys v0.49.0

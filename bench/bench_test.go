@@ -179,6 +179,7 @@ func TestGroupsTiny(t *testing.T) {
 			"load-rate", "load-errors", "load-wrong", "large-put", "large-get",
 			"large-put-rss-server", "large-put-rss-client", "large-get-rss-server", "large-get-rss-client"},
 		"s3":       s3RowNames,
+		"wasm":     {"call-overhead", "wordcount", "wordcount-wat", "first-call/wordcount", "first-call/jsonfield", "first-call/thumbnail", "first-call-disk-cache/wordcount"},
 		"parallel": {"wide-hash", "narrow-hash"},
 		"hostile": {"concat5000/unlimited", "concat5000/limited", "doubling64/unlimited", "doubling64/limited",
 			"chain/unlimited", "chain/limited", "fanin/unlimited", "fanin/limited"},
@@ -187,7 +188,12 @@ func TestGroupsTiny(t *testing.T) {
 		t.Run(g.Name, func(t *testing.T) {
 			dir := t.TempDir()
 			env := &Env{Sizes: tinySizes(), Dir: dir}
-			if g.Name == "cli" || g.Name == "server" || g.Name == "lazy" || g.Name == "hostile" {
+			if g.Name == "wasm" && raceEnabled {
+				// About 5 s without -race, minutes with it (wazero compiling
+				// three 3 MB modules under the race detector).
+				t.Skip("compiles WebAssembly modules: skipped under -race")
+			}
+			if g.Name == "cli" || g.Name == "server" || g.Name == "lazy" || g.Name == "s3" || g.Name == "hostile" {
 				if testing.Short() {
 					t.Skip("builds the amduat command")
 				}

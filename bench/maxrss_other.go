@@ -11,5 +11,5 @@ import (
 // resident memory.
 func ChildMaxRSS(*os.ProcessState) *int64 { return nil }
 
-// processCPU is 0 where the system does not report it.
+// processCPU is 0 where the system does not report CPU time.
 func processCPU() time.Duration { return 0 }

@@ -23,7 +23,8 @@ func ChildMaxRSS(ps *os.ProcessState) *int64 {
 	return &v
 }
 
-// processCPU is the CPU time (user and system) this process has used.
+// processCPU is the CPU time (user + system) this process has used so far,
+// or 0 when the system does not report it.
 func processCPU() time.Duration {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {

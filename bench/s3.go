@@ -3,17 +3,25 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/minio/minio-go/v7"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/httpstore"
+	"github.com/amduat/amduat/asl/pebblestore"
 	"github.com/amduat/amduat/asl/s3store"
 	"github.com/amduat/amduat/asl/s3store/miniotest"
+	"github.com/amduat/amduat/pel"
+	"github.com/amduat/amduat/report"
+	"github.com/amduat/amduat/surf"
 )
 
 // The s3 group measures asl/s3store (SPECS.md §6.7) against a MinIO server
@@ -27,9 +35,16 @@ import (
 //     goroutines;
 //   - get-random: Get (one GET, verified) of each in a shuffled order
 //     against raw GetObject and a read to EOF;
-//   - large-put, large-get: one large artifact streamed (multipart upload
-//     to a staging key, server-side copy) and read verified, against raw
-//     PutObject (the same part size) and GetObject of the same bytes.
+//   - large-put, large-get: one large artifact streamed (parts uploaded in
+//     parallel, then a manifest) and read verified, against raw PutObject
+//     (the same part size) and GetObject of the same bytes, alternating,
+//     best of s3LargeReps each;
+//   - run-p50, run-p99: fresh surface runs (NoCache) on the S3 store
+//     against the same runs on an embedded store, interleaved;
+//   - cache-hit-p50: a run through one `amduat serve --store s3://…`
+//     process, then the same run through a second one on the same bucket,
+//     which must answer it from the action cache; the hit is timed,
+//     against an action-cache hit on the embedded store.
 const (
 	s3Seed     = 8
 	s3Batch    = 256
@@ -37,10 +52,12 @@ const (
 	// s3SmallMax and s3LargeMax cap the sizes: every small artifact is an
 	// object and a request, and MinIO on the same machine writes each.
 	s3SmallMax = 4096
-	s3LargeMax = 256 << 20
+	s3LargeMax = 1 << 30
+	// s3LargeReps is how many times each large transfer runs.
+	s3LargeReps = 3
 )
 
-var s3RowNames = []string{"put-batch", "get-random", "large-put", "large-get"}
+var s3RowNames = []string{"put-batch", "get-random", "large-put", "large-get", "run-p50", "run-p99", "cache-hit-p50"}
 
 func runS3(ctx context.Context, e *Env) ([]Row, error) {
 	dir, err := e.tempDir("s3")
@@ -105,12 +122,16 @@ func runS3(ctx context.Context, e *Env) ([]Row, error) {
 	if err != nil {
 		return nil, fmt.Errorf("s3/put-batch: raw: %w", err)
 	}
+	embPut, embGet, err := s3Embedded(ctx, dir, arts)
+	if err != nil {
+		return nil, err
+	}
 	rows = append(rows, Row{
 		Name:     "s3/put-batch",
 		Figure:   Quantity{perSec(n, dStore), "artifacts/s"},
 		Baseline: &Baseline{perSec(n, raw.d), "artifacts/s", fmt.Sprintf("raw minio-go PutObject of the same ArtifactBytes, %d goroutines", s3Parallel)},
-		Note: fmt.Sprintf("%d x %d B random artifacts, PutBatch of %d (one conditional PUT each, %d in flight); MinIO on loopback on this machine; store %s, raw %s (%s)",
-			n, size, s3Batch, s3Parallel, dStore.Round(time.Millisecond), raw.d.Round(time.Millisecond), raw.latText()),
+		Note: fmt.Sprintf("%d x %d B random artifacts, PutBatch of %d (one conditional PUT each, %d in flight); MinIO on loopback on this machine; store %s, raw %s (%s); the embedded store, same batches: %s artifacts/s",
+			n, size, s3Batch, s3Parallel, dStore.Round(time.Millisecond), raw.d.Round(time.Millisecond), raw.latText(), formatValue(perSec(n, embPut))),
 	})
 
 	order := rand.New(rand.NewPCG(s3Seed, 2)).Perm(n)
@@ -140,66 +161,369 @@ func runS3(ctx context.Context, e *Env) ([]Row, error) {
 		Name:     "s3/get-random",
 		Figure:   Quantity{perSec(n, got.d), "artifacts/s"},
 		Baseline: &Baseline{perSec(n, rawGet.d), "artifacts/s", "raw minio-go GetObject of the same objects, read to EOF"},
-		Note:     fmt.Sprintf("each of the %d once in a shuffled order, one client, verified; store %s, raw %s", n, got.latText(), rawGet.latText()),
+		Note: fmt.Sprintf("each of the %d once in a shuffled order, one client, verified; store %s, raw %s; the embedded store, same order: %s artifacts/s",
+			n, got.latText(), rawGet.latText(), formatValue(perSec(n, embGet))),
 	})
 
 	// Large.
+	large, err := s3Large(ctx, e, st)
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, large...)
+	runs, err := s3Runs(ctx, e, st, dir)
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, runs...)
+	hit, err := s3CacheHit(ctx, e, m, dir)
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, hit)
+	return rows, nil
+}
+
+// blockReader yields n pseudo-random bytes without holding them: a 1 MiB
+// random block repeated, each repetition stamped with its index and a
+// variant (so no two parts are equal and a new variant is a new artifact).
+type blockReader struct {
+	block   []byte
+	n, off  int64
+	variant uint64
+}
+
+func newBlockReader(block []byte, n int64, variant uint64) *blockReader {
+	return &blockReader{block: block, n: n, variant: variant}
+}
+
+func (b *blockReader) Read(p []byte) (int, error) {
+	if b.off >= b.n {
+		return 0, io.EOF
+	}
+	bs := int64(len(b.block))
+	in := b.off % bs
+	k := min(int64(len(p)), bs-in, b.n-b.off)
+	copy(p[:k], b.block[in:in+k])
+	if in < 16 {
+		var stamp [16]byte
+		binary.LittleEndian.PutUint64(stamp[:], uint64(b.off/bs))
+		binary.LittleEndian.PutUint64(stamp[8:], b.variant)
+		copy(p[:k], stamp[in:min(16, in+k)])
+	}
+	b.off += k
+	return int(k), nil
+}
+
+// s3Large: a large artifact put and read through the store against raw
+// PutObject/GetObject of the same bytes, alternating, s3LargeReps times,
+// the best of each reported with the peak RSS of its window.
+func s3Large(ctx context.Context, e *Env, st *s3store.Store) ([]Row, error) {
+	cl := st.Client()
 	lsize := min(e.Sizes.LargeBytes, s3LargeMax)
-	large := make([]byte, lsize)
-	fill := rand.New(rand.NewPCG(s3Seed, 3))
-	for i := 0; i+8 <= len(large); i += 8 {
-		v := fill.Uint64()
-		for k := range 8 {
-			large[i+k] = byte(v >> (8 * k))
+	block := make([]byte, 1<<20)
+	FillRandom(block, s3Seed, 3)
+	hdr := asl.Header{Size: uint64(lsize)}
+	best := func(d *time.Duration, rss **int64, f func() error) error {
+		w := StartWindow()
+		t0 := time.Now()
+		err := f()
+		dt := time.Since(t0)
+		r, _ := w.Stop()
+		if err == nil && (*d == 0 || dt < *d) {
+			*d = dt
+		}
+		if r != nil && (*rss == nil || *r > **rss) {
+			*rss = r
+		}
+		return err
+	}
+	var dPut, dRawPut, dGet, dRawGet time.Duration
+	var rssPut, rssRawPut, rssGet, rssRawGet *int64
+	var ref asl.Reference
+	e.logf("s3: large put and get of %d MiB, %d times each, alternating with the raw client", lsize>>20, s3LargeReps)
+	for rep := range s3LargeReps {
+		err := best(&dPut, &rssPut, func() error {
+			var err error
+			ref, err = st.Put(ctx, asl.HashSHA256, hdr, newBlockReader(block, lsize, uint64(rep)))
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("s3/large-put: %w", err)
+		}
+		err = best(&dRawPut, &rssRawPut, func() error {
+			_, err := cl.PutObject(ctx, "bench", "raw/large", newBlockReader(block, lsize, uint64(rep)), lsize,
+				minio.PutObjectOptions{PartSize: s3store.DefaultPartSize, NumThreads: 1})
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("s3/large-put: raw: %w", err)
+		}
+		err = best(&dGet, &rssGet, func() error {
+			rc, _, err := st.Fetch(ctx, ref)
+			if err != nil {
+				return err
+			}
+			defer rc.Close()
+			n, err := io.Copy(io.Discard, rc)
+			if err == nil && n != lsize {
+				err = fmt.Errorf("read %d bytes of %d", n, lsize)
+			}
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("s3/large-get: %w", err)
+		}
+		err = best(&dRawGet, &rssRawGet, func() error {
+			obj, err := cl.GetObject(ctx, "bench", "raw/large", minio.GetObjectOptions{})
+			if err != nil {
+				return err
+			}
+			defer obj.Close()
+			_, err = io.Copy(io.Discard, obj)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("s3/large-get: raw: %w", err)
 		}
 	}
-	hdr := asl.Header{Size: uint64(lsize)}
-	e.logf("s3: large put of %d MiB", lsize>>20)
-	t0 = time.Now()
-	ref, err := st.Put(ctx, asl.HashSHA256, hdr, struct{ io.Reader }{bytes.NewReader(large)})
+	mibps := func(d time.Duration) float64 { return float64(lsize) / mib / d.Seconds() }
+	rssText := func(r *int64) string {
+		if r == nil {
+			return "?"
+		}
+		return fmt.Sprintf("%d MiB", *r>>20)
+	}
+	return []Row{
+		{
+			Name:     "s3/large-put",
+			Figure:   Quantity{mibps(dPut), "MiB/s"},
+			Baseline: &Baseline{mibps(dRawPut), "MiB/s", "raw minio-go PutObject of the same bytes, same part size, streamed"},
+			PeakRSS:  rssPut,
+			Note: fmt.Sprintf("%d MiB streamed from a generator (no copy held), best of %d: %d MiB parts, each hashed and PUT (up to 3 in flight) under its digest, then the manifest; raw peak RSS %s",
+				lsize>>20, s3LargeReps, s3store.DefaultPartSize>>20, rssText(rssRawPut)),
+		},
+		{
+			Name:     "s3/large-get",
+			Figure:   Quantity{mibps(dGet), "MiB/s"},
+			Baseline: &Baseline{mibps(dRawGet), "MiB/s", "raw minio-go GetObject of the same bytes, read to EOF"},
+			PeakRSS:  rssGet,
+			Note: fmt.Sprintf("%d MiB, best of %d: the parts' GETs opened 3 ahead, received on one goroutine, every byte SHA-256 verified on the reading one; raw peak RSS %s",
+				lsize>>20, s3LargeReps, rssText(rssRawGet)),
+		},
+	}, nil
+}
+
+// s3Runs times fresh surface runs (NoCache) on the S3 store against the
+// same runs on an embedded store, interleaved.
+func s3Runs(ctx context.Context, e *Env, st *s3store.Store, dir string) ([]Row, error) {
+	emb, err := pebblestore.Create(filepath.Join(dir, "emb-runs"), nil)
 	if err != nil {
-		return nil, fmt.Errorf("s3/large-put: %w", err)
+		return nil, err
 	}
-	dPut := time.Since(t0)
-	t0 = time.Now()
-	_, err = cl.PutObject(ctx, "bench", "raw/large", struct{ io.Reader }{bytes.NewReader(large)}, lsize,
-		minio.PutObjectOptions{PartSize: s3store.DefaultPartSize, NumThreads: 1})
+	defer emb.Close()
+	prog, err := pel.ProgramArtifact(SurfaceProgram())
 	if err != nil {
-		return nil, fmt.Errorf("s3/large-put: raw: %w", err)
+		return nil, err
 	}
-	dRawPut := time.Since(t0)
-	rows = append(rows, Row{
-		Name:     "s3/large-put",
-		Figure:   Quantity{float64(lsize) / mib / dPut.Seconds(), "MiB/s"},
-		Baseline: &Baseline{float64(lsize) / mib / dRawPut.Seconds(), "MiB/s", "raw minio-go PutObject of the same bytes, same part size, streamed"},
-		Note:     fmt.Sprintf("%d MiB random, streamed: multipart upload to a staging key, then a server-side copy to the artifact key", lsize>>20),
-	})
-	e.logf("s3: large get of %d MiB", lsize>>20)
-	t0 = time.Now()
-	rc, _, err := st.Fetch(ctx, ref)
-	if err == nil {
-		_, err = io.Copy(io.Discard, rc)
-		rc.Close()
-	}
+	progRef, err := asl.PutArtifact(ctx, emb, asl.HashSHA256, prog)
 	if err != nil {
-		return nil, fmt.Errorf("s3/large-get: %w", err)
+		return nil, err
 	}
-	dGet := time.Since(t0)
-	t0 = time.Now()
-	obj, err := cl.GetObject(ctx, "bench", "raw/large", minio.GetObjectOptions{})
-	if err == nil {
-		_, err = io.Copy(io.Discard, obj)
-		obj.Close()
+	if _, err := asl.PutArtifact(ctx, st, asl.HashSHA256, prog); err != nil {
+		return nil, err
 	}
+	runs := e.Sizes.SurfaceRuns
+	e.logf("s3: %d fresh runs of a %d-node program on the S3 store and on an embedded one, interleaved", runs, len(SurfaceProgram().Nodes))
+	sides := []asl.Store{st, emb}
+	d := [2][]time.Duration{}
+	w := StartWindow()
+	for i := range runs {
+		ins := surfaceInputs(2_000_000 + i)
+		var refs []asl.Reference
+		for _, s := range sides {
+			if refs, err = s.(asl.BatchReceiver).PutBatch(ctx, asl.HashSHA256, ins); err != nil {
+				return nil, err
+			}
+		}
+		var results [2]asl.Reference
+		for k := range 2 {
+			side := (i + k) % 2
+			t := time.Now()
+			var run *surf.Run
+			phase(ctx, []string{"run-s3", "run-embedded"}[side], func(ctx context.Context) {
+				run, err = surf.New(sides[side], surf.Options{NoCache: true}).Run(ctx, surf.Request{ProgramRef: progRef, InputRefs: refs})
+			})
+			d[side] = append(d[side], time.Since(t))
+			if err != nil {
+				return nil, err
+			}
+			if run.Result.Value.Status != pel.StatusOK {
+				return nil, fmt.Errorf("s3 run: status %s", run.Result.Value.Status)
+			}
+			results[side] = run.ResultRef
+		}
+		if results[0] != results[1] {
+			return nil, fmt.Errorf("run %d: result %s on S3, %s embedded", i, results[0], results[1])
+		}
+	}
+	rss, _ := w.Stop()
+	p := func(ds []time.Duration, q float64) float64 {
+		return Percentile(durations(ds), q) / float64(time.Millisecond)
+	}
+	return []Row{
+		{
+			Name: "s3/run-p50", Figure: Quantity{p(d[0], 50), "ms"},
+			Baseline: &Baseline{p(d[1], 50), "ms", "embedded surf.Surface.Run, p50"},
+			PeakRSS:  rss,
+			Note: fmt.Sprintf("%d runs (NoCache, fresh 1 KiB inputs each) of the surface group's %d-node program with surf.Surface.Run on the S3 store against the embedded store, alternating which goes first; results checked equal",
+				runs, len(SurfaceProgram().Nodes)),
+		},
+		{
+			Name: "s3/run-p99", Figure: Quantity{p(d[0], 99), "ms"},
+			Baseline: &Baseline{p(d[1], 99), "ms", "embedded surf.Surface.Run, p99"},
+			PeakRSS:  rss,
+			Note:     fmt.Sprintf("same runs; max %s ms on S3, %s ms embedded", formatValue(p(d[0], 100)), formatValue(p(d[1], 100))),
+		},
+	}, nil
+}
+
+// s3CacheHit starts two `amduat serve --store s3://…` processes on one
+// bucket prefix; each run goes through the first (a miss, stored) and then
+// through the second, which must answer from the action cache; the hits
+// are timed against action-cache hits on an embedded store.
+func s3CacheHit(ctx context.Context, e *Env, m *miniotest.Server, dir string) (Row, error) {
+	row := Row{Name: "s3/cache-hit-p50", Figure: Quantity{0, "ms"}}
+	if e.AmduatBin == "" {
+		row.Skipped, row.Note = true, "no amduat executable to run `amduat serve`"
+		return row, nil
+	}
+	if _, err := s3store.Create(ctx, "bench", "srv", s3store.Options{Endpoint: m.Endpoint, Insecure: true, PathStyle: true,
+		AccessKey: m.AccessKey, SecretKey: m.SecretKey}); err != nil {
+		return row, err
+	}
+	url := fmt.Sprintf("s3://bench/srv?endpoint=%s&insecure=1&path-style=1", m.Endpoint)
+	env := []string{"AWS_ACCESS_KEY_ID=" + m.AccessKey, "AWS_SECRET_ACCESS_KEY=" + m.SecretKey}
+	var procs [2]*serveProc
+	var clients [2]*httpstore.Client
+	stopped := false
+	defer func() {
+		for _, p := range procs {
+			if p != nil && !stopped {
+				p.stop()
+			}
+		}
+	}()
+	for k := range procs {
+		p, err := startServeEnv(ctx, e.AmduatBin, url, env)
+		if err != nil {
+			return row, err
+		}
+		procs[k] = p
+		if clients[k], err = httpstore.Open(ctx, p.url, httpstore.Options{}); err != nil {
+			return row, err
+		}
+	}
+	emb, err := pebblestore.Create(filepath.Join(dir, "emb-cache"), nil)
 	if err != nil {
-		return nil, fmt.Errorf("s3/large-get: raw: %w", err)
+		return row, err
 	}
-	dRawGet := time.Since(t0)
-	rows = append(rows, Row{
-		Name:     "s3/large-get",
-		Figure:   Quantity{float64(lsize) / mib / dGet.Seconds(), "MiB/s"},
-		Baseline: &Baseline{float64(lsize) / mib / dRawGet.Seconds(), "MiB/s", "raw minio-go GetObject of the same bytes, read to EOF"},
-		Note:     fmt.Sprintf("%d MiB, one GET streamed to EOF, every byte SHA-256 verified", lsize>>20),
-	})
-	return rows, nil
+	defer emb.Close()
+	cached := surf.New(emb, surf.Options{})
+	prog, err := pel.ProgramArtifact(SurfaceProgram())
+	if err != nil {
+		return row, err
+	}
+	progRef, err := asl.PutArtifact(ctx, emb, asl.HashSHA256, prog)
+	if err != nil {
+		return row, err
+	}
+	if _, err := asl.PutArtifact(ctx, clients[0], asl.HashSHA256, prog); err != nil {
+		return row, err
+	}
+	runs := e.Sizes.SurfaceRuns
+	e.logf("s3: %d runs through one `amduat serve --store s3://` and their action-cache hits through a second", runs)
+	var dHit, dEmb, dMiss []time.Duration
+	for i := range runs {
+		ins := surfaceInputs(3_000_000 + i)
+		refs, err := clients[0].PutBatch(ctx, asl.HashSHA256, ins)
+		if err != nil {
+			return row, err
+		}
+		req := report.RunRequest{ProgramRef: progRef, InputRefs: refs}
+		var first, second report.Run
+		t := time.Now()
+		if err := clients[0].DoJSON(ctx, http.MethodPost, "/v1/pel/run", true, req, &first); err != nil {
+			return row, fmt.Errorf("run through the first server: %w", err)
+		}
+		dMiss = append(dMiss, time.Since(t))
+		t = time.Now()
+		if err := clients[1].DoJSON(ctx, http.MethodPost, "/v1/pel/run", true, req, &second); err != nil {
+			return row, fmt.Errorf("run through the second server: %w", err)
+		}
+		dHit = append(dHit, time.Since(t))
+		if first.Cache != report.CacheMiss || second.Cache != report.CacheHit || second.ResultRef != first.ResultRef {
+			return row, fmt.Errorf("run %d: first %s %s, through the second server %s %s; want a miss then a hit of the same result",
+				i, first.Cache, first.ResultRef, second.Cache, second.ResultRef)
+		}
+		if _, err := emb.PutBatch(ctx, asl.HashSHA256, ins); err != nil {
+			return row, err
+		}
+		sreq := surf.Request{ProgramRef: progRef, InputRefs: refs}
+		if r, err := cached.Run(ctx, sreq); err != nil || r.CacheHit {
+			return row, fmt.Errorf("embedded first run: %v", err)
+		}
+		t = time.Now()
+		r, err := cached.Run(ctx, sreq)
+		dEmb = append(dEmb, time.Since(t))
+		if err != nil || !r.CacheHit || r.ResultRef != first.ResultRef {
+			return row, fmt.Errorf("embedded cache hit: %v", err)
+		}
+	}
+	var peak *int64
+	stopped = true
+	for _, p := range procs {
+		if r, err := p.stop(); err == nil && r != nil && (peak == nil || *r > *peak) {
+			peak = r
+		}
+	}
+	p := func(ds []time.Duration, q float64) float64 {
+		return Percentile(durations(ds), q) / float64(time.Millisecond)
+	}
+	row.Figure.Value = p(dHit, 50)
+	row.Baseline = &Baseline{p(dEmb, 50), "ms", "action-cache hit of surf.Surface.Run on an embedded store, p50"}
+	row.PeakRSS = peak
+	row.Note = fmt.Sprintf("%d runs (fresh 1 KiB inputs) through POST /v1/pel/run of one `amduat serve --store s3://` process (a miss: p50 %s ms), then the same request through a second process on the same bucket: an action-cache hit every time, same result; hit p99 %s ms; peak RSS is the larger server's",
+		runs, formatValue(p(dMiss, 50)), formatValue(p(dHit, 99)))
+	return row, nil
+}
+
+// s3Embedded times the small rows' work on an embedded store: PutBatch of
+// the same artifacts in the same batches, then a Get of each in the same
+// shuffled order as the S3 row.
+func s3Embedded(ctx context.Context, dir string, arts []asl.Artifact) (put, get time.Duration, err error) {
+	emb, err := pebblestore.Create(filepath.Join(dir, "emb"), nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer emb.Close()
+	n := len(arts)
+	t0 := time.Now()
+	var refs []asl.Reference
+	for lo := 0; lo < n; lo += s3Batch {
+		r, err := emb.PutBatch(ctx, asl.HashSHA256, arts[lo:min(lo+s3Batch, n)])
+		if err != nil {
+			return 0, 0, err
+		}
+		refs = append(refs, r...)
+	}
+	put = time.Since(t0)
+	order := rand.New(rand.NewPCG(s3Seed, 2)).Perm(n)
+	t0 = time.Now()
+	for _, j := range order {
+		if _, err := asl.Get(ctx, emb, refs[j], 0); err != nil {
+			return 0, 0, err
+		}
+	}
+	return put, time.Since(t0), nil
 }

@@ -950,7 +950,15 @@ type serveProc struct {
 // startServe starts `amduat serve` on store at a loopback port and waits
 // until it listens.
 func startServe(ctx context.Context, bin, store string) (*serveProc, error) {
+	return startServeEnv(ctx, bin, store, nil)
+}
+
+// startServeEnv is startServe with env added to the child's environment.
+func startServeEnv(ctx context.Context, bin, store string, env []string) (*serveProc, error) {
 	cmd := exec.CommandContext(ctx, bin, "--json", "--store", store, "serve", "--listen", "127.0.0.1:0")
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

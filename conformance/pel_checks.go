@@ -220,7 +220,8 @@ type execInput struct {
 	Params  *artifactJSON  `json:"params"`
 	Limits  *limitsVec     `json:"limits,omitempty"`
 	// Registry names the operation registry (§7.9): absent for the kernel,
-	// RegistryKernelTest for the kernel plus the test operations.
+	// RegistryKernelTest for the kernel plus the test operations,
+	// RegistryKernelWasm for the kernel plus amduat.wasm.run (§20).
 	Registry string `json:"registry,omitempty"`
 }
 
@@ -258,6 +259,9 @@ func vectorRegistry(name string) (*opreg.Registry, error) {
 		return opreg.Kernel(), nil
 	case RegistryKernelTest:
 		return kernelTest, nil
+	case RegistryKernelWasm:
+		regs, err := wasmRegistries()
+		return regs[0], err
 	}
 	return nil, fmt.Errorf("unknown registry %q", name)
 }
@@ -383,7 +387,32 @@ func checkExecDAG(_ context.Context, v Vector) error {
 	if err != nil {
 		return err
 	}
-	return eqBytes("result_value of a second run", rv2, rv)
+	if err := eqBytes("result_value of a second run", rv2, rv); err != nil {
+		return err
+	}
+	// Registries with more than one engine (kernel+wasm/1: compiler and
+	// interpreter) must agree on everything.
+	alts, err := alternateRegistries(in.Registry)
+	if err != nil {
+		return err
+	}
+	for i, alt := range alts {
+		outs2, res2, err := pel.ExecDAGWith(alt, prog, inputs, params, nil, pel.RunOptions{Limits: in.Limits.limits()})
+		if err != nil {
+			return fmt.Errorf("alternate engine %d: %v", i+1, err)
+		}
+		if err := eqArtifacts(fmt.Sprintf("outputs under alternate engine %d", i+1), outs2, exp.Outputs); err != nil {
+			return err
+		}
+		rv3, err := pel.EncodeResultValue(res2)
+		if err != nil {
+			return err
+		}
+		if err := eqBytes(fmt.Sprintf("result_value under alternate engine %d", i+1), rv3, rv); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 type valueInput struct {

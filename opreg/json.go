@@ -19,9 +19,9 @@ import (
 //	pel.bytes.slice   {"offset":1,"length":3}
 //	others            omitted (null and {} are accepted on input)
 
-// strictUnmarshal decodes raw into v rejecting unknown fields and trailing
-// data.
-func strictUnmarshal(raw []byte, v any) error {
+// StrictUnmarshal decodes raw into v rejecting unknown fields and trailing
+// data: the rule for every readable params form.
+func StrictUnmarshal(raw []byte, v any) error {
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.DisallowUnknownFields()
 	if err := d.Decode(v); err != nil {
@@ -79,7 +79,7 @@ func constFromJSON(raw []byte) (any, error) {
 		return fail(`want {"text":...} or {"hex":...}`)
 	}
 	var j constJSON
-	if err := strictUnmarshal(raw, &j); err != nil {
+	if err := StrictUnmarshal(raw, &j); err != nil {
 		return fail("%v", err)
 	}
 	var p ConstParams
@@ -148,7 +148,7 @@ func sliceFromJSON(raw []byte) (any, error) {
 	if raw == nil {
 		return nil, fmt.Errorf(`%s params: %w: want {"offset":N,"length":N}`, NameSlice, ErrParams)
 	}
-	if err := strictUnmarshal(raw, &j); err != nil {
+	if err := StrictUnmarshal(raw, &j); err != nil {
 		return nil, fmt.Errorf("%s params: %w: %v", NameSlice, ErrParams, err)
 	}
 	if j.Offset == nil || j.Length == nil {

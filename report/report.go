@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/opreg"
 	"github.com/amduat/amduat/pel"
 	"github.com/amduat/amduat/surf"
 	"github.com/amduat/amduat/tgk"
@@ -258,9 +259,10 @@ func NewDescriptor(ref asl.Reference, d pel.Descriptor) Descriptor {
 }
 
 // ProgramJSONLine renders p in the JSON program format (SPECS.md §15) on
-// one line ending in a newline, as every --json output is.
-func ProgramJSONLine(p pel.Program) ([]byte, error) {
-	j, err := pel.ProgramToJSON(p, nil)
+// one line ending in a newline, as every --json output is; params of the
+// operations in reg (nil: the kernel) are written in their readable form.
+func ProgramJSONLine(p pel.Program, reg *opreg.Registry) ([]byte, error) {
+	j, err := pel.ProgramToJSON(p, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -317,8 +319,9 @@ func FindTrace(ctx context.Context, s asl.Store, resultRef asl.Reference) (asl.R
 // ShowJSON renders the `pel show --json` line of the PEL artifact art stored
 // under ref: a program in the JSON program format, a result (with the trace
 // found through the store), a trace or a scheme descriptor. Another type is
-// ErrNotPEL; bytes that do not decode are an *UndecodableError.
-func ShowJSON(ctx context.Context, s asl.Store, ref asl.Reference, art asl.Artifact) ([]byte, error) {
+// ErrNotPEL; bytes that do not decode are an *UndecodableError. Programs
+// render their params readably for the operations in reg (nil: the kernel).
+func ShowJSON(ctx context.Context, s asl.Store, ref asl.Reference, art asl.Artifact, reg *opreg.Registry) ([]byte, error) {
 	kind := Kind(art)
 	switch kind {
 	case "program":
@@ -326,7 +329,7 @@ func ShowJSON(ctx context.Context, s asl.Store, ref asl.Reference, art asl.Artif
 		if err != nil {
 			return nil, &UndecodableError{ref, kind, err}
 		}
-		return ProgramJSONLine(p)
+		return ProgramJSONLine(p, reg)
 	case "result":
 		res, err := surf.DecodeResultArtifact(art)
 		if err != nil {
@@ -454,17 +457,17 @@ type Build struct {
 	Nodes   int           `json:"nodes"`
 	Roots   int           `json:"roots"`
 	Valid   bool          `json:"valid"`
-	// Problem is why the program is not valid against the kernel registry
+	// Problem is why the program is not valid against the registry
 	// (the diagnostic Exec_DAG would report); empty when valid.
 	Problem string `json:"problem,omitempty"`
 }
 
 // NewBuild describes the program p stored as art under ref, checking it
-// against the kernel registry.
-func NewBuild(ref asl.Reference, art asl.Artifact, p pel.Program) Build {
+// against reg (nil: the kernel registry).
+func NewBuild(ref asl.Reference, art asl.Artifact, p pel.Program, reg *opreg.Registry) Build {
 	b := Build{Ref: ref, Size: uint64(len(art.Bytes)), TypeTag: uint32(art.Tag),
 		Nodes: len(p.Nodes), Roots: len(p.Roots), Valid: true}
-	if _, err := pel.Prepare(p, nil); err != nil {
+	if _, err := pel.Prepare(p, reg); err != nil {
 		b.Valid, b.Problem = false, strings.Join(strings.Fields(err.Error()), " ")
 	}
 	return b

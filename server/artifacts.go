@@ -16,6 +16,7 @@ import (
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/httpstore"
+	"github.com/amduat/amduat/closure"
 	"github.com/amduat/amduat/pel"
 )
 
@@ -191,10 +192,36 @@ func (s *Server) putArtifact(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if indexed(hdr) && int64(hdr.Size) <= s.limits.MaxBatchBytes {
+		if err := s.indexStored(r.Context(), id, ref); err != nil {
+			return err
+		}
+	}
 	s.metrics.puts.Add(1)
 	s.metrics.putBytes.Add(float64(hdr.Size))
 	w.Header().Set(httpstore.HeaderRef, ref.String())
 	return writeJSON(w, httpstore.PutResponse{Ref: ref, Size: hdr.Size})
+}
+
+// indexed says whether artifacts with header h imply derived index entries
+// (SPECS.md §6.5): traces and TGK/1 edges. A put of one through the server
+// writes them, as a run or an import on the store itself would, so that a
+// run copied to a server (amduat copy --closure) is found there whole.
+func indexed(h asl.Header) bool {
+	return h.HasTag && (h.Tag == asl.TagPELTraceDAG1 || h.Tag == asl.TagTGK1EdgeV1)
+}
+
+// indexStored writes the derived index entries of the stored artifact ref
+// (read back whole: the caller bounds it by max_batch_bytes).
+func (s *Server) indexStored(ctx context.Context, id asl.HashID, ref asl.Reference) error {
+	a, err := asl.Get(ctx, s.store, ref, s.limits.MaxBatchBytes)
+	if err != nil {
+		return err
+	}
+	if entries := closure.IndexEntries(ref, a); len(entries) > 0 {
+		_, err = s.store.PutIndexed(ctx, id, []asl.Artifact{a}, entries)
+	}
+	return err
 }
 
 // putBatch is POST /v1/artifacts/batch: frames in, one durable PutBatch.
@@ -220,7 +247,22 @@ func (s *Server) putBatch(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return err
 	}
-	refs, err := s.store.PutBatch(r.Context(), id, arts)
+	var entries []asl.IndexEntry
+	for _, a := range arts {
+		if indexed(a.Header()) {
+			ref, err := asl.Derive(id, a)
+			if err != nil {
+				return err
+			}
+			entries = append(entries, closure.IndexEntries(ref, a)...)
+		}
+	}
+	var refs []asl.Reference
+	if len(entries) > 0 {
+		refs, err = s.store.PutIndexed(r.Context(), id, arts, entries)
+	} else {
+		refs, err = s.store.PutBatch(r.Context(), id, arts)
+	}
 	if err != nil {
 		return err
 	}

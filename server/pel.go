@@ -32,7 +32,7 @@ func (s *Server) buildProgram(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p, err := pel.ProgramFromJSON(data, nil)
+	p, err := pel.ProgramFromJSON(data, s.ops)
 	if err != nil {
 		return badRequest("JSON program: %v", err)
 	}
@@ -46,7 +46,7 @@ func (s *Server) buildProgram(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.metrics.puts.Add(1)
 	s.metrics.putBytes.Add(float64(len(art.Bytes)))
-	return writeJSON(w, report.NewBuild(ref, art, p))
+	return writeJSON(w, report.NewBuild(ref, art, p, s.ops))
 }
 
 // acquireRun takes a run slot, or refuses with 429 when all are busy.
@@ -103,7 +103,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) error {
 	defer release()
 	ctx, cancel, bound := s.runContext(r.Context(), req.TimeoutMillis)
 	defer cancel()
-	run, err := surf.New(s.store, surf.Options{Hash: id, NoCache: req.NoCache, NodeMemo: req.MemoNodes, MemoryBudget: s.limits.RunMemoryBudget}).Run(ctx, req.Surface())
+	run, err := surf.New(s.store, surf.Options{Hash: id, Registry: s.ops, NoCache: req.NoCache, NodeMemo: req.MemoNodes, MemoryBudget: s.limits.RunMemoryBudget}).Run(ctx, req.Surface())
 	if err != nil {
 		s.metrics.runs.WithLabelValues("error").Inc()
 		if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil {
@@ -141,7 +141,7 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request) error {
 	defer release()
 	ctx, cancel, bound := s.runContext(r.Context(), 0)
 	defer cancel()
-	v, err := surf.New(s.store, surf.Options{}).Verify(ctx, req.ResultRef)
+	v, err := surf.New(s.store, surf.Options{Registry: s.ops}).Verify(ctx, req.ResultRef)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil {
 			return &httpError{http.StatusGatewayTimeout, httpstore.CodeTimeout,
@@ -162,7 +162,7 @@ func (s *Server) show(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := report.ShowJSON(r.Context(), s.store, ref, art)
+	out, err := report.ShowJSON(r.Context(), s.store, ref, art, s.ops)
 	var ue *report.UndecodableError
 	switch {
 	case errors.Is(err, report.ErrNotPEL), errors.As(err, &ue):

@@ -32,6 +32,7 @@ import (
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/httpstore"
+	"github.com/amduat/amduat/opreg"
 	"github.com/amduat/amduat/server/webui"
 )
 
@@ -119,6 +120,10 @@ type Config struct {
 	Limits   Limits
 	// Version is reported by /v1/meta.
 	Version string
+	// Ops holds the operations programs run with and JSON programs are
+	// parsed with (readable params); nil means opreg.Kernel(). cmd/amduat
+	// passes the kernel plus amduat.wasm.run (SPECS.md §20).
+	Ops *opreg.Registry
 }
 
 // Server serves HTTP API v1. It is safe for concurrent use.
@@ -128,6 +133,7 @@ type Server struct {
 	log     *slog.Logger
 	limits  Limits
 	version string
+	ops     *opreg.Registry // nil: the kernel
 	metrics *metrics
 	runs    chan struct{} // run slots
 	mux     *http.ServeMux
@@ -150,14 +156,14 @@ func New(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{store: cfg.Store, auth: cfg.Auth, log: log, limits: lim, version: cfg.Version,
+	s := &Server{store: cfg.Store, auth: cfg.Auth, log: log, limits: lim, version: cfg.Version, ops: cfg.Ops,
 		runs: make(chan struct{}, lim.MaxConcurrentRuns), mux: http.NewServeMux()}
 	m, err := newMetrics(reg, func() float64 { return float64(len(s.runs)) })
 	if err != nil {
 		return nil, err
 	}
 	s.metrics = m
-	s.routes(reg, webui.New(cfg.Store, webui.Options{Prefix: "/ui/", RawURL: func(r asl.Reference) string { return httpstore.PathArtifact + r.String() }}))
+	s.routes(reg, webui.New(cfg.Store, webui.Options{Prefix: "/ui/", Ops: cfg.Ops, RawURL: func(r asl.Reference) string { return httpstore.PathArtifact + r.String() }}))
 	s.handler = http.HandlerFunc(s.serve)
 	return s, nil
 }

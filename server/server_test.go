@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -20,6 +21,7 @@ import (
 	"github.com/amduat/amduat/asl/pebblestore"
 	"github.com/amduat/amduat/pel"
 	"github.com/amduat/amduat/report"
+	"github.com/amduat/amduat/surf"
 )
 
 // newTestServer serves a fresh embedded store.
@@ -558,5 +560,40 @@ func TestBatchReadExample(t *testing.T) {
 	r := do(t, ts, call{method: "POST", path: "/v1/artifacts/batch-read", body: []byte(`{"refs":["` + helloRef.String() + `","` + absent + `"]}`)})
 	if got := hex.EncodeToString(r.body); r.status != 200 || got != "000000000e00"+"0000000000000005"+"68656c6c6f01" {
 		t.Fatalf("batch-read: %d %s", r.status, got)
+	}
+}
+
+// TestPutDerivesIndexEntries: a trace put through POST /v1/artifacts or
+// /batch gets its surf.trace index entry (SPECS.md §18.4), so the result's
+// trace is found on a store that received the run by copy.
+func TestPutDerivesIndexEntries(t *testing.T) {
+	_, ts, st := newTestServer(t, Config{})
+	prog := putProgram(t, ts)
+	do(t, ts, call{method: "POST", path: "/v1/artifacts", body: []byte("a")})
+	a := asl.MustDerive(asl.HashSHA256, asl.Untagged([]byte("a")))
+	body, _ := json.Marshal(report.RunRequest{ProgramRef: prog, InputRefs: []asl.Reference{a, a}})
+	var run report.Run
+	json.Unmarshal(do(t, ts, call{method: "POST", path: "/v1/pel/run", body: body}).body, &run)
+	tr, err := asl.Get(t.Context(), st, run.TraceRef, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, batch := range []bool{false, true} {
+		_, ts2, st2 := newTestServer(t, Config{})
+		var r reply
+		if batch {
+			b := asl.EncodeArtifact(tr)
+			r = do(t, ts2, call{method: "POST", path: "/v1/artifacts/batch", body: append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)})
+		} else {
+			r = do(t, ts2, call{method: "POST", path: "/v1/artifacts", body: tr.Bytes,
+				header: map[string]string{httpstore.HeaderTypeTag: fmt.Sprintf("0x%08x", uint32(tr.Tag))}})
+		}
+		if r.status != 200 {
+			t.Fatalf("batch %v: put of the trace: %d %s", batch, r.status, r.body)
+		}
+		v, ok, err := st2.LookupIndex(t.Context(), surf.TraceIndexSpace, run.ResultRef.Bytes())
+		if err != nil || !ok || !bytes.Equal(v, run.TraceRef.Bytes()) {
+			t.Fatalf("batch %v: trace index entry = %x, %v, %v; want %s", batch, v, ok, err, run.TraceRef)
+		}
 	}
 }

@@ -3,15 +3,15 @@ package s3store
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"path"
-	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/minio/minio-go/v7"
 
@@ -58,7 +58,9 @@ func readHeader(r io.Reader) (asl.Header, error) {
 // ArtifactBytes are re-hashed under ref (SPECS.md §6.2). An artifact up to
 // 256 KiB is verified before the reader is returned; a larger one streams
 // and its final Read fails with asl.ErrIntegrity, withholding its last
-// bytes, when the object is damaged or cut short.
+// bytes, when the object is damaged or cut short. With Options.CacheDir,
+// verified copies are kept on local disk and served from there after the
+// same check (SPECS.md §6.7, "Local cache").
 func (s *Store) Fetch(ctx context.Context, ref asl.Reference) (io.ReadCloser, asl.Header, error) {
 	if err := checkRef(ref); err != nil {
 		return nil, asl.Header{}, fmt.Errorf("s3store: fetch: %w", err)
@@ -66,6 +68,14 @@ func (s *Store) Fetch(ctx context.Context, ref asl.Reference) (io.ReadCloser, as
 	if err := s.check(); err != nil {
 		return nil, asl.Header{}, err
 	}
+	if s.cache != nil {
+		return s.cachedFetch(ctx, ref)
+	}
+	return s.fetch(ctx, ref)
+}
+
+// fetch is Fetch from the bucket.
+func (s *Store) fetch(ctx context.Context, ref asl.Reference) (io.ReadCloser, asl.Header, error) {
 	key := s.ArtifactKey(ref)
 	body, info, _, err := s.core.GetObject(ctx, s.bucket, key, minio.GetObjectOptions{})
 	if err != nil {
@@ -82,9 +92,21 @@ func (s *Store) Fetch(ctx context.Context, ref asl.Reference) (io.ReadCloser, as
 		return fail(fmt.Errorf("s3store: fetch s3://%s/%s (%s): object is %d bytes, shorter than any ArtifactBytes: %w",
 			s.bucket, key, ref, info.Size, asl.ErrIntegrity))
 	}
-	head := make([]byte, min(info.Size, 13))
+	head := make([]byte, min(info.Size, manifestHead))
 	if _, err := io.ReadFull(body, head); err != nil {
 		return fail(s.errorf("fetch", key, ref, err))
+	}
+	if isManifest(head) {
+		m, err := s.readManifest(ctx, ref, key, head, body, info.Size)
+		body.Close()
+		if err != nil {
+			return nil, asl.Header{}, err
+		}
+		rc, err := s.fetchLarge(ctx, ref, key, m)
+		if err != nil {
+			return nil, asl.Header{}, err
+		}
+		return rc, m.hdr, nil
 	}
 	hdr, err := readHeader(bytes.NewReader(head))
 	if err != nil {
@@ -131,13 +153,29 @@ type fetchReader struct {
 	ref  asl.Reference
 	size uint64
 	read uint64
+	// lr and hdr are set for a large artifact (a manifest's parts).
+	lr  *largeReader
+	hdr asl.Header
+}
+
+// WriteTo implements io.WriterTo (io.Copy uses it): a large artifact
+// read from its start goes chunk by chunk with no copy (largeReader), any
+// other through Read.
+func (f *fetchReader) WriteTo(w io.Writer) (int64, error) {
+	if f.lr != nil && f.read == 0 {
+		return f.writeTo(w)
+	}
+	return io.Copy(w, struct{ io.Reader }{f})
 }
 
 func (f *fetchReader) Read(p []byte) (int, error) {
 	n, err := f.vr.Read(p)
 	f.read += uint64(n)
+	var loc located
 	switch {
 	case err == nil || err == io.EOF:
+		return n, err
+	case errors.As(err, &loc):
 		return n, err
 	case errors.Is(err, asl.ErrIntegrity):
 		return n, fmt.Errorf("s3store: fetch s3://%s/%s: %w", f.s.bucket, f.key, err)
@@ -150,6 +188,11 @@ func (f *fetchReader) Read(p []byte) (int, error) {
 		return n, fmt.Errorf("s3store: fetch s3://%s/%s (%s): reading at payload byte %d: %w", f.s.bucket, f.key, f.ref, f.read, err)
 	}
 }
+
+// located is an error that names its object already (a part's).
+type located struct{ error }
+
+func (l located) Unwrap() error { return l.error }
 
 func (f *fetchReader) Close() error { return f.body.Close() }
 
@@ -169,7 +212,7 @@ func (s *Store) Stat(ctx context.Context, ref asl.Reference) (asl.Info, error) {
 
 func (s *Store) stat(ctx context.Context, ref asl.Reference, key string) (asl.Info, error) {
 	var o minio.GetObjectOptions
-	o.SetRange(0, 12)
+	o.SetRange(0, manifestHead-1)
 	body, info, h, err := s.core.GetObject(ctx, s.bucket, key, o)
 	if err != nil {
 		if code(err) == "InvalidRange" { // a zero-length object
@@ -178,17 +221,21 @@ func (s *Store) stat(ctx context.Context, ref asl.Reference, key string) (asl.In
 		return asl.Info{}, s.errorf("stat", key, ref, err)
 	}
 	defer body.Close()
-	hdr, err := readHeader(body)
+	head, err := io.ReadAll(io.LimitReader(body, manifestHead))
+	if err != nil {
+		return asl.Info{}, s.errorf("stat", key, ref, err)
+	}
+	total := contentTotal(h, info.Size)
+	if isManifest(head) {
+		hdr, _, _, err := parseManifestHead(head, total)
+		if err != nil {
+			return asl.Info{}, fmt.Errorf("s3store: stat s3://%s/%s (%s): %w", s.bucket, key, ref, err)
+		}
+		return asl.Info{Ref: ref, Header: hdr, StoredSize: int64(hdr.Size), Compression: "none"}, nil
+	}
+	hdr, err := readHeader(bytes.NewReader(head))
 	if err != nil {
 		return asl.Info{}, s.damaged("stat", key, ref, err)
-	}
-	total := info.Size
-	if cr := h.Get("Content-Range"); cr != "" {
-		if i := strings.LastIndexByte(cr, '/'); i >= 0 {
-			if n, err := strconv.ParseInt(cr[i+1:], 10, 64); err == nil {
-				total = n
-			}
-		}
 	}
 	if total < 0 || uint64(total) != uint64(headerLen(hdr))+hdr.Size {
 		return asl.Info{}, fmt.Errorf("s3store: stat s3://%s/%s (%s): object is %d bytes, its header says %d: %w",
@@ -200,7 +247,10 @@ func (s *Store) stat(ctx context.Context, ref asl.Reference, key string) (asl.In
 // Enumerate implements asl.Enumerator: a ListObjectsV2 walk of PREFIX a/
 // from the key of after (S3 lists keys in ascending UTF-8 binary order,
 // which is ReferenceBytes order for these keys, SPECS.md §6.7), with a
-// Stat of each listed object, Parallel at a time, reported in order.
+// Stat of each listed object, Parallel at a time, reported in order. An
+// object whose stat finds damage, or a key that is no artifact key, is
+// skipped; the walk goes on and then returns every such error joined,
+// wrapping asl.ErrIntegrity.
 func (s *Store) Enumerate(ctx context.Context, after asl.Reference, fn func(asl.Info) error) error {
 	if err := s.check(); err != nil {
 		return err
@@ -216,6 +266,10 @@ func (s *Store) Enumerate(ctx context.Context, after asl.Reference, fn func(asl.
 		key string
 	}
 	page := make([]item, 0, 256)
+	// Damaged objects are skipped and reported at the end, joined (as
+	// pebblestore does with damaged index records), so that verify goes on
+	// past them (SPECS.md §16).
+	var damaged []error
 	flush := func() error {
 		infos := make([]asl.Info, len(page))
 		errs := make([]error, len(page))
@@ -225,6 +279,10 @@ func (s *Store) Enumerate(ctx context.Context, after asl.Reference, fn func(asl.
 		for i := range page {
 			if errors.Is(errs[i], asl.ErrNotFound) {
 				continue // removed between the listing and the stat
+			}
+			if errors.Is(errs[i], asl.ErrIntegrity) {
+				damaged = append(damaged, errs[i])
+				continue
 			}
 			if errs[i] != nil {
 				return errs[i]
@@ -242,7 +300,8 @@ func (s *Store) Enumerate(ctx context.Context, after asl.Reference, fn func(asl.
 		}
 		ref, err := asl.ParseReference(path.Base(obj.Key))
 		if err != nil || s.ArtifactKey(ref) != obj.Key {
-			return fmt.Errorf("s3store: list s3://%s/%s: key is no artifact key: %w", s.bucket, obj.Key, asl.ErrIntegrity)
+			damaged = append(damaged, fmt.Errorf("s3store: list s3://%s/%s: key is no artifact key: %w", s.bucket, obj.Key, asl.ErrIntegrity))
+			continue
 		}
 		page = append(page, item{ref, obj.Key})
 		if len(page) == cap(page) {
@@ -254,7 +313,13 @@ func (s *Store) Enumerate(ctx context.Context, after asl.Reference, fn func(asl.
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return flush()
+	if err := flush(); err != nil {
+		return err
+	}
+	if len(damaged) > 0 {
+		return fmt.Errorf("s3store: enumerate s3://%s/%sa/: %d damaged objects skipped: %w", s.bucket, s.prefix, len(damaged), errors.Join(damaged...))
+	}
+	return nil
 }
 
 // parallel runs f(0..n-1), at most Parallel at once.
@@ -278,11 +343,11 @@ func (s *Store) parallel(n int, f func(i int)) {
 
 // Put implements asl.Receiver. An artifact up to PartSize is read into
 // memory, hashed and written with one conditional PUT (If-None-Match: *)
-// under its key. A larger one streams, hashed on the way, as a multipart
-// upload to a staging key PREFIX tmp/… (memory: about one part), is then
-// copied on the server to its key and the staging object removed: nothing
-// is visible under an artifact key before the whole object is (SPECS.md
-// §6.7). Put returns once the object store acknowledged the object.
+// under its key. A larger one streams, hashed on the way, as
+// content-addressed part objects uploaded in parallel, then a manifest at
+// its key written last (putLarge; memory: largeParallel+1 parts): nothing
+// is visible under an artifact key before every part is (SPECS.md §6.7).
+// Put returns once the object store acknowledged every object.
 func (s *Store) Put(ctx context.Context, id asl.HashID, hdr asl.Header, r io.Reader) (asl.Reference, error) {
 	if err := checkHash(id); err != nil {
 		return asl.Reference{}, err
@@ -342,111 +407,78 @@ func noMore(r io.Reader, hdr asl.Header) error {
 	}
 }
 
+// bodySHA256 is the hex SHA-256 of the ArtifactBytes of ref when its hash
+// is SHA-256 (the digest is that hash, SPECS.md §5.1), else "". Given to
+// the client library, it signs the PUT (X-Amz-Content-Sha256, which the
+// object store checks against the body received) without hashing the
+// bytes a second time.
+func bodySHA256(ref asl.Reference) string {
+	if ref.HashID() != asl.HashSHA256 {
+		return ""
+	}
+	return hex.EncodeToString(ref.Digest())
+}
+
+// differs says whether the object at key is known not to hold b: its
+// length differs, or its ETag is a plain MD5 (a single-part PUT's, 32 hex
+// digits) other than b's. One HEAD; an object gone meanwhile differs.
+func (s *Store) differs(ctx context.Context, key string, b []byte) (bool, error) {
+	info, err := s.core.Client.StatObject(ctx, s.bucket, key, minio.StatObjectOptions{})
+	if err != nil {
+		if code(err) == "NoSuchKey" {
+			return true, nil
+		}
+		return false, err
+	}
+	if info.Size != int64(len(b)) {
+		return true, nil
+	}
+	etag := strings.Trim(info.ETag, "\"")
+	if len(etag) != 32 {
+		return false, nil
+	}
+	if _, err := hex.DecodeString(etag); err != nil {
+		return false, nil
+	}
+	sum := md5.Sum(b)
+	return etag != hex.EncodeToString(sum[:]), nil
+}
+
 // putObject writes the ArtifactBytes b of ref under its key, unless an
 // object is there already (If-None-Match: *; a 412 means the same bytes
-// are stored). A conflicting concurrent conditional write (409) is retried.
+// are stored, unless differs finds the object damaged: then it is
+// overwritten, so a re-put repairs it). A conflicting concurrent conditional write (409) is retried.
 func (s *Store) putObject(ctx context.Context, ref asl.Reference, b []byte) error {
 	key := s.ArtifactKey(ref)
-	po := minio.PutObjectOptions{ContentType: "application/octet-stream", DisableMultipart: true}
+	po := minio.PutObjectOptions{ContentType: "application/octet-stream", DisableContentSha256: bodySHA256(ref) != ""}
 	po.SetMatchETagExcept("*")
 	var err error
 	for attempt := range 6 {
-		_, err = s.core.Client.PutObject(ctx, s.bucket, key, bytes.NewReader(b), int64(len(b)), po)
-		if err == nil || alreadyExists(err) {
+		_, err = s.core.PutObject(ctx, s.bucket, key, bytes.NewReader(b), int64(len(b)), "", bodySHA256(ref), po)
+		if err == nil {
 			return nil
+		}
+		if alreadyExists(err) {
+			differs, err := s.differs(ctx, key, b)
+			if err != nil {
+				return s.errorf("put (stat existing)", key, ref, err)
+			}
+			if !differs {
+				return nil
+			}
+			// Damaged (or of another form): replace it with the bytes
+			// just hashed to ref.
+			po = minio.PutObjectOptions{ContentType: "application/octet-stream", DisableContentSha256: po.DisableContentSha256}
+			continue
 		}
 		if code(err) != "ConditionalRequestConflict" {
 			break
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Duration(50<<attempt) * time.Millisecond):
+		if err := sleepCtx(ctx, attempt); err != nil {
+			return err
 		}
 	}
 	return s.errorf("put", key, ref, err)
-}
-
-// hashingReader hashes the payload as it passes and refuses a short one.
-type hashingReader struct {
-	r    io.Reader
-	h    *asl.Hasher
-	left uint64
-	err  error
-}
-
-func (x *hashingReader) Read(p []byte) (int, error) {
-	if x.left == 0 {
-		return 0, io.EOF
-	}
-	if uint64(len(p)) > x.left {
-		p = p[:x.left]
-	}
-	n, err := x.r.Read(p)
-	x.h.Write(p[:n])
-	x.left -= uint64(n)
-	if err == io.EOF && x.left > 0 {
-		err = io.ErrUnexpectedEOF
-	}
-	if err != nil && err != io.EOF {
-		x.err = err
-	}
-	return n, err
-}
-
-func (s *Store) putLarge(ctx context.Context, h *asl.Hasher, hdr asl.Header, r io.Reader) (asl.Reference, error) {
-	tmp := s.tmpKey()
-	hr := &hashingReader{r: r, h: h, left: hdr.Size}
-	body := io.MultiReader(bytes.NewReader(hdr.AppendHeader(nil)), hr)
-	total := int64(uint64(headerLen(hdr)) + hdr.Size)
-	_, err := s.core.Client.PutObject(ctx, s.bucket, tmp, body, total, minio.PutObjectOptions{
-		ContentType: "application/octet-stream", PartSize: s.opts.PartSize, NumThreads: 1,
-	})
-	cleanup := func() {
-		// The library aborts a failed multipart upload; this removes a
-		// staging object that was completed. Best effort: a bucket
-		// lifecycle rule on tmp/ removes what a crash leaves (§6.7).
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		s.core.Client.RemoveObject(rctx, s.bucket, tmp, minio.RemoveObjectOptions{})
-	}
-	if err != nil {
-		cleanup()
-		if hr.err != nil {
-			return asl.Reference{}, payloadErr(hdr, hr.err)
-		}
-		if hr.left > 0 && ctx.Err() == nil && (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)) {
-			return asl.Reference{}, payloadErr(hdr, err)
-		}
-		return asl.Reference{}, s.errorf("put (staging upload)", tmp, asl.Reference{}, err)
-	}
-	if hr.left > 0 {
-		cleanup()
-		return asl.Reference{}, payloadErr(hdr, io.ErrUnexpectedEOF)
-	}
-	if err := noMore(r, hdr); err != nil {
-		cleanup()
-		return asl.Reference{}, err
-	}
-	ref, err := h.Sum()
-	if err != nil {
-		cleanup()
-		return asl.Reference{}, err
-	}
-	defer cleanup()
-	key := s.ArtifactKey(ref)
-	if _, err := s.core.Client.StatObject(ctx, s.bucket, key, minio.StatObjectOptions{}); err == nil {
-		return ref, nil // already stored: rewrite nothing
-	} else if code(err) != "NoSuchKey" {
-		return asl.Reference{}, s.errorf("put (stat)", key, ref, err)
-	}
-	_, err = s.core.Client.ComposeObject(ctx,
-		minio.CopyDestOptions{Bucket: s.bucket, Object: key, ContentType: "application/octet-stream", ReplaceMetadata: true},
-		minio.CopySrcOptions{Bucket: s.bucket, Object: tmp})
-	if err != nil {
-		return asl.Reference{}, s.errorf("put (copy from s3://"+s.bucket+"/"+tmp+")", key, ref, err)
-	}
-	return ref, nil
 }
 
 // PutBatch implements asl.BatchReceiver: one object per artifact, Parallel

@@ -109,9 +109,9 @@ func incomplete(t *testing.T, st *s3store.Store) int {
 	return n
 }
 
-// TestLarge: artifacts above the part size stream as multipart uploads
-// through a staging key, and read back verified; a short or long stream
-// leaves no artifact, no staging object and no open upload.
+// TestLarge: artifacts above the part size stream as content-addressed
+// parts and a manifest (SPECS.md §6.7), and read back verified; a short or
+// long stream leaves no artifact, no staging object and no open upload.
 func TestLarge(t *testing.T) {
 	m := miniotest.Start(t)
 	o := options(m)
@@ -235,7 +235,7 @@ func TestTwoStores(t *testing.T) {
 	m := miniotest.Start(t)
 	ctx := t.Context()
 	o := options(m)
-	o.PartSize = 5 << 20 // the large artifact below takes the multipart path
+	o.PartSize = 5 << 20 // the large artifact below takes the parts path
 	a := create(t, m, "shared", o)
 	b, err := s3store.Open(ctx, a.Bucket(), a.Prefix(), o)
 	if err != nil {
@@ -269,7 +269,7 @@ func TestTwoStores(t *testing.T) {
 		t.Fatalf("LookupIndex through b = %q, %v, %v", v, ok, err)
 	}
 	// The same large artifact put through both at once: both succeed with
-	// the same reference, one object, no staging object left.
+	// the same reference, one manifest, no staging object left.
 	big := asl.Untagged(gen(77, 6<<20+3))
 	bigRefs := make([]asl.Reference, 2)
 	for i, st := range []*s3store.Store{a, b} {

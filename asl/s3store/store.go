@@ -33,13 +33,13 @@ import (
 // Format and Version are the config object's (SPECS.md §6.7).
 const (
 	Format  = "amduat-s3store"
-	Version = 1
+	Version = 2
 )
 
 // Defaults.
 const (
-	// DefaultPartSize is the multipart part size of large puts: a put
-	// holds at most about one part in memory.
+	// DefaultPartSize is the part size of large artifacts: a large put
+	// holds at most largeParallel+1 parts in memory (a get none).
 	DefaultPartSize = 16 << 20
 	// DefaultParallel bounds the requests one batch, listing or scan has
 	// in flight.
@@ -47,6 +47,8 @@ const (
 	// fetchWholeMax is the largest artifact Fetch verifies before it
 	// returns a reader; larger ones stream, verified at the end.
 	fetchWholeMax = 256 << 10
+	// DefaultCacheSize bounds Options.CacheDir when CacheSize is 0.
+	DefaultCacheSize = 1 << 30
 	// maxIndexValue bounds one index value read into memory.
 	maxIndexValue = 64 << 20
 )
@@ -78,8 +80,9 @@ type Options struct {
 	AccessKey, SecretKey string
 	// Hash is the default hash Create records; default SHA-256.
 	Hash asl.HashID
-	// PartSize of multipart uploads, at least 5 MiB; artifacts up to it
-	// are put with one PUT from memory.
+	// PartSize is the size of the parts of large artifacts (SPECS.md
+	// §6.7), at least 5 MiB; artifacts up to it are put with one PUT from
+	// memory.
 	PartSize uint64
 	// Parallel bounds requests in flight per call.
 	Parallel int
@@ -88,6 +91,12 @@ type Options struct {
 	MaxRetries int
 	// Transport, when set, carries the requests (tests inject faults).
 	Transport http.RoundTripper
+	// CacheDir, when set, keeps verified copies of the artifacts fetched
+	// in this directory, at most CacheSize bytes (default 1 GiB), least
+	// recently used out first (SPECS.md §6.7, "Local cache"). One process
+	// per directory.
+	CacheDir  string
+	CacheSize int64
 }
 
 // Store is an asl.Store, asl.Indexer, asl.IndexSeeker and
@@ -99,6 +108,7 @@ type Store struct {
 	prefix string // "" or ends in "/"
 	hash   asl.HashID
 	opts   Options
+	cache  *diskCache // nil without Options.CacheDir
 
 	mu     sync.RWMutex
 	closed bool
@@ -210,7 +220,16 @@ func newStore(bucket, prefix string, o Options) (*Store, error) {
 	if prefix = strings.Trim(prefix, "/"); prefix != "" {
 		prefix += "/"
 	}
-	return &Store{core: core, bucket: bucket, prefix: prefix, opts: o}, nil
+	s := &Store{core: core, bucket: bucket, prefix: prefix, opts: o}
+	if o.CacheDir != "" {
+		if o.CacheSize <= 0 {
+			o.CacheSize = DefaultCacheSize
+		}
+		if s.cache, err = openCache(o.CacheDir, o.CacheSize); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // config is the config object (SPECS.md §6.7).
@@ -282,6 +301,7 @@ func OpenURL(ctx context.Context, u string, create bool, o Options) (*Store, err
 	}
 	uo.AccessKey, uo.SecretKey, uo.Hash = o.AccessKey, o.SecretKey, o.Hash
 	uo.PartSize, uo.Parallel, uo.MaxRetries, uo.Transport = o.PartSize, o.Parallel, o.MaxRetries, o.Transport
+	uo.CacheDir, uo.CacheSize = o.CacheDir, o.CacheSize
 	if create {
 		return Create(ctx, bucket, prefix, uo)
 	}
@@ -290,7 +310,7 @@ func OpenURL(ctx context.Context, u string, create bool, o Options) (*Store, err
 
 func (s *Store) readConfig(ctx context.Context) error {
 	key := s.prefix + "config"
-	rc, _, _, err := s.core.GetObject(ctx, s.bucket, key, minio.GetObjectOptions{})
+	rc, info, _, err := s.core.GetObject(ctx, s.bucket, key, minio.GetObjectOptions{})
 	if err != nil {
 		switch code(err) {
 		case "NoSuchKey", "NoSuchBucket":
@@ -309,13 +329,32 @@ func (s *Store) readConfig(ctx context.Context) error {
 	if err := d.Decode(&c); err != nil || c.Format != Format {
 		return fmt.Errorf("s3store: s3://%s/%s is no %s config object: %w", s.bucket, key, Format, asl.ErrIntegrity)
 	}
-	if c.Version != Version {
+	if c.Version != Version && c.Version != 1 {
 		return fmt.Errorf("s3store: s3://%s/%s: layout version %d: %w", s.bucket, key, c.Version, asl.ErrUnsupported)
 	}
 	if _, ok := asl.LookupHash(asl.HashID(c.Hash)); !ok {
 		return fmt.Errorf("s3store: s3://%s/%s: hash 0x%04x: %w", s.bucket, key, c.Hash, asl.ErrUnsupported)
 	}
 	s.hash = asl.HashID(c.Hash)
+	if c.Version == 1 {
+		return s.upgrade(ctx, key, info.ETag)
+	}
+	return nil
+}
+
+// upgrade rewrites a version 1 config object as version 2 (SPECS.md §6.7,
+// "Versions"), conditionally on the ETag read, so that a process of an
+// older release refuses the bucket rather than read the manifests this
+// one writes as damaged artifacts. Everything version 1 wrote reads
+// unchanged.
+func (s *Store) upgrade(ctx context.Context, key, etag string) error {
+	body, _ := json.Marshal(config{Format: Format, Version: Version, Hash: uint16(s.hash)})
+	po := minio.PutObjectOptions{ContentType: "application/json"}
+	po.SetMatchETag(etag)
+	_, err := s.core.Client.PutObject(ctx, s.bucket, key, bytes.NewReader(body), int64(len(body)), po)
+	if err != nil && !alreadyExists(err) { // 412: another process upgraded it first
+		return s.errorf("upgrade config to layout version 2", key, asl.Reference{}, err)
+	}
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -19,6 +20,9 @@ type copyResult struct {
 	Artifacts uint64          `json:"artifacts"`
 	Bytes     uint64          `json:"bytes"`
 	Absent    []asl.Reference `json:"absent"`
+	// Present counts the artifacts --to held already: neither read nor
+	// sent, not in Artifacts.
+	Present uint64 `json:"present"`
 }
 
 // copyBatch bounds one GetBatch/PutBatch round of small artifacts.
@@ -26,6 +30,8 @@ const (
 	copyBatchCount = 512
 	copyBatchBytes = 16 << 20
 	copySmallMax   = 1 << 20
+	// copyHasParallel bounds the presence checks of one batch in flight.
+	copyHasParallel = 16
 )
 
 func newCopyCmd(a *app) *cobra.Command {
@@ -42,15 +48,17 @@ func newCopyCmd(a *app) *cobra.Command {
 (s3://…, SPECS.md §6.7); --to must exist (amduat init). Every byte is read
 verified (SPECS.md §6.2) and every reference the destination acknowledges is
 checked; artifacts up to 1 MiB go in batches (asl.GetBatch, PutBatch), larger
-ones stream with bounded memory. Putting an artifact the destination holds
-already rewrites nothing, so a copy that was interrupted can simply be run
-again. The derived index entries of traces and provenance edges (SPECS.md
-§6.5) are written with them, except to a server, which refuses index writes;
-the action cache is not copied. With --closure a reached reference that is
+ones stream with bounded memory. Only what the destination lacks is read
+and sent (one /v1/artifacts/missing request per batch to a server, a
+presence check of each artifact elsewhere), so a copy that was interrupted
+can simply be run again. The derived index entries of traces and provenance edges (SPECS.md
+§6.5) are written with them (a server, which refuses index writes, derives
+them itself from the traces and edges it receives, SPECS.md §18.4); the
+action cache is not copied. With --closure a reached reference that is
 not stored is left out with a warning line; without it every REF must be
 stored (exit 3 otherwise).
-Text: "copied N artifacts (B bytes) from FROM to TO".
-JSON: {"from", "to", "artifacts", "bytes", "absent"}.`,
+Text: "copied N artifacts (B bytes) from FROM to TO; P were there already".
+JSON: {"from", "to", "artifacts", "bytes", "absent", "present"}.`,
 		Example: `  amduat copy --from /srv/amduat --to 's3://amduat/main?endpoint=127.0.0.1:9000&insecure=1' --all
   amduat copy --from http://127.0.0.1:8080 --to /tmp/mine --closure RESULT_REF`,
 		RunE: func(c *cobra.Command, args []string) (err error) {
@@ -129,7 +137,7 @@ JSON: {"from", "to", "artifacts", "bytes", "absent"}.`,
 			if a.jsonOut {
 				return a.printJSON(cp.res)
 			}
-			a.printf("copied %d artifacts (%d bytes) from %s to %s\n", cp.res.Artifacts, cp.res.Bytes, from, to)
+			a.printf("copied %d artifacts (%d bytes) from %s to %s; %d were there already\n", cp.res.Artifacts, cp.res.Bytes, from, to, cp.res.Present)
 			return nil
 		},
 	}
@@ -158,10 +166,15 @@ type copier struct {
 
 func (cp *copier) add(ctx context.Context, in asl.Info) error {
 	if in.Size > copySmallMax {
-		if err := cp.copyLarge(ctx, in); err != nil {
+		copied, err := cp.copyLarge(ctx, in)
+		if err != nil {
 			return err
 		}
-		cp.count(in.Size)
+		if copied {
+			cp.count(in.Size)
+		} else {
+			cp.res.Present++
+		}
 		return nil
 	}
 	cp.pending = append(cp.pending, in)
@@ -178,41 +191,84 @@ func (cp *copier) count(size uint64) {
 	cp.pr.show("copied %d artifacts (%d bytes)", cp.res.Artifacts, cp.res.Bytes)
 }
 
-func (cp *copier) copyLarge(ctx context.Context, in asl.Info) error {
+func (cp *copier) copyLarge(ctx context.Context, in asl.Info) (bool, error) {
 	if ok, err := asl.Has(ctx, cp.dst, in.Ref); err != nil {
-		return failAuto(cp.res.To, err)
+		return false, failAuto(cp.res.To, err)
 	} else if ok {
-		return nil
+		return false, nil
 	}
 	rc, hdr, err := cp.src.Fetch(ctx, in.Ref)
 	if err != nil {
-		return refErr(in.Ref.String(), err)
+		return false, refErr(in.Ref.String(), err)
 	}
 	defer rc.Close()
 	got, err := cp.dst.Put(ctx, in.Ref.HashID(), hdr, rc)
 	if err != nil {
 		// A read failure of the source surfaces here too: its class
 		// (ErrIntegrity, …) decides the exit code.
-		return failAuto(in.Ref.String(), err)
+		return false, failAuto(in.Ref.String(), err)
 	}
 	if got != in.Ref {
-		return fail(exitIntegrity, in.Ref.String(), fmt.Errorf("%s acknowledged it as %s: %w", cp.res.To, got, asl.ErrIntegrity))
+		return false, fail(exitIntegrity, in.Ref.String(), fmt.Errorf("%s acknowledged it as %s: %w", cp.res.To, got, asl.ErrIntegrity))
 	}
-	return nil
+	return true, nil
+}
+
+// missing returns the refs --to does not hold, in order: one request for
+// the batch when the destination answers that (a server's
+// /v1/artifacts/missing), else a Has of each, copyHasParallel at once.
+func (cp *copier) missing(ctx context.Context, refs []asl.Reference) ([]asl.Reference, error) {
+	if m, ok := cp.dst.(interface {
+		Missing(context.Context, []asl.Reference) ([]asl.Reference, error)
+	}); ok {
+		return m.Missing(ctx, refs)
+	}
+	has := make([]bool, len(refs))
+	errs := make([]error, len(refs))
+	sem := make(chan struct{}, copyHasParallel)
+	var wg sync.WaitGroup
+	for i, ref := range refs {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			has[i], errs[i] = asl.Has(ctx, cp.dst, ref)
+		}()
+	}
+	wg.Wait()
+	var out []asl.Reference
+	for i, ref := range refs {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		if !has[i] {
+			out = append(out, ref)
+		}
+	}
+	return out, nil
 }
 
 func (cp *copier) flush(ctx context.Context) error {
 	if len(cp.pending) == 0 {
 		return nil
 	}
-	refs := make([]asl.Reference, len(cp.pending))
+	all := make([]asl.Reference, len(cp.pending))
 	for i, in := range cp.pending {
-		refs[i] = in.Ref
+		all[i] = in.Ref
+	}
+	refs, err := cp.missing(ctx, all)
+	if err != nil {
+		return failAuto(cp.res.To, err)
+	}
+	cp.res.Present += uint64(len(all) - len(refs))
+	if len(refs) == 0 {
+		cp.pending, cp.bytes = cp.pending[:0], 0
+		return nil
 	}
 	byHash := map[asl.HashID][]asl.Artifact{}
 	wantRefs := map[asl.HashID][]asl.Reference{}
 	var order []asl.HashID
-	err := asl.GetBatch(ctx, cp.src, refs, copySmallMax, func(i int, a asl.Artifact, err error) error {
+	err = asl.GetBatch(ctx, cp.src, refs, copySmallMax, func(i int, a asl.Artifact, err error) error {
 		if err != nil {
 			return refErr(refs[i].String(), err)
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/pebblestore"
+	"github.com/amduat/amduat/asl/s3store"
 	"github.com/amduat/amduat/closure"
 )
 
@@ -287,13 +289,66 @@ store (exit 5 against a server).`,
 	return c
 }
 
+// repairer is what `verify --repair` needs of a store.
+type repairer interface {
+	backend
+	Repair(ctx context.Context, id asl.HashID, arts []asl.Artifact) ([]pebblestore.RepairResult, error)
+}
+
+// s3Repairer repairs on a bucket (SPECS.md §6.7, "Repair"): the stored copy
+// is read verified; when damaged, a put of the artifact replaces it (a put
+// on a bucket overwrites an object found damaged), and the copy is read
+// again.
+type s3Repairer struct{ *s3store.Store }
+
+func (s s3Repairer) Repair(ctx context.Context, id asl.HashID, arts []asl.Artifact) ([]pebblestore.RepairResult, error) {
+	out := make([]pebblestore.RepairResult, len(arts))
+	for i, art := range arts {
+		ref, err := asl.Derive(id, art)
+		if err != nil {
+			return nil, err
+		}
+		out[i].Ref = ref
+		_, gerr := asl.Get(ctx, s.Store, ref, 0)
+		switch {
+		case gerr == nil:
+			out[i].State = "ok"
+			continue
+		case errors.Is(gerr, asl.ErrNotFound):
+			out[i].State = "stored"
+		case errors.Is(gerr, asl.ErrIntegrity):
+			out[i].State, out[i].Damage = "repaired", gerr.Error()
+		default:
+			return nil, gerr
+		}
+		if _, err := asl.PutArtifact(ctx, s.Store, id, art); err != nil {
+			return nil, err
+		}
+		if _, err := asl.Get(ctx, s.Store, ref, 0); err != nil {
+			return nil, fmt.Errorf("%s: still unreadable after the put: %w", ref, err)
+		}
+	}
+	return out, nil
+}
+
 // verifyRepair is `verify --repair FILE...`: each FILE is read and put
-// through pebblestore.Repair, which verifies the stored copy of its
-// artifact and replaces it when damaged (SPECS.md §6.4, "Repair").
+// through pebblestore.Repair (or, on a bucket, s3Repairer.Repair), which
+// verifies the stored copy of its artifact and replaces it when damaged
+// (SPECS.md §6.4, "Repair").
 func (a *app) verifyRepair(c *cobra.Command, files []string, tag typeTagValue, hashName string) (err error) {
-	s, err := a.openEmbedded("verify --repair", false)
-	if err != nil {
-		return err
+	var s repairer
+	if isS3(a.storeDir) {
+		st, err := a.openS3(false, 0)
+		if err != nil {
+			return err
+		}
+		s = s3Repairer{st}
+	} else {
+		ps, err := a.openEmbedded("verify --repair", false)
+		if err != nil {
+			return err
+		}
+		s = ps
 	}
 	defer closeStore(s, a.storeDir, &err)
 	id := s.DefaultHash()

@@ -50,6 +50,8 @@ type app struct {
 	// early is a store opened to resolve abbreviated references (refs.go),
 	// handed to the command's openStore, closed by run if never taken.
 	early backend
+	// s3Cache carries serve's --cache-dir and --cache-size to openS3.
+	s3Cache s3store.Options
 }
 
 var commandFactories []func(*app) *cobra.Command
@@ -266,7 +268,7 @@ func isS3(store string) bool { return strings.HasPrefix(store, "s3://") }
 // openS3 opens (or, for init, creates) the S3 store a --store URL names;
 // credentials come from the standard AWS environment variables and files.
 func (a *app) openS3(create bool, hash asl.HashID) (*s3store.Store, error) {
-	s, err := s3store.OpenURL(a.context(), a.storeDir, create, s3store.Options{Hash: hash})
+	s, err := s3store.OpenURL(a.context(), a.storeDir, create, s3store.Options{Hash: hash, CacheDir: a.s3Cache.CacheDir, CacheSize: a.s3Cache.CacheSize})
 	if errors.Is(err, s3store.ErrNoStore) {
 		return nil, fail(exitStore, a.storeDir, fmt.Errorf("no store here (create one with `amduat init --store %s`): %w", a.storeDir, err))
 	}

@@ -37,6 +37,10 @@ scheme descriptor, and "run" executes a program by reference: it reads the
 program, inputs and params from the store and stores the outputs, the result
 artifact (0x00000103) and the trace artifact (0x00000102).
 
+The operations are the kernel's (pel.bytes.const, concat, slice,
+hash.asl1, params) and amduat.wasm.run, which runs a stored WebAssembly
+module: your own code (see amduat wasm --help).
+
 pel run exits with 10 + the execution status when the program does not
 succeed (11 SCHEME_UNSUPPORTED, 12 INVALID_PROGRAM, 13 INVALID_INPUTS,
 14 RUNTIME_FAILED); see amduat pel run --help.`,

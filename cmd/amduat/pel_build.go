@@ -42,8 +42,9 @@ func newPELBuildCmd(a *app) *cobra.Command {
 
 Text that is not JSON, or not the program format, is a usage error (exit 2);
 JSON syntax and type errors name FILE:LINE:COLUMN. Programs that encode but
-are not valid for the kernel operations (unknown operation, wrong input count,
-undecodable params, cycles, dangling references) are stored anyway, so that
+are not valid for the operations (the kernel's and amduat.wasm.run: unknown
+operation, wrong input count, undecodable params, cycles, dangling
+references) are stored anyway, so that
 invalid programs can be run and inspected; build then prints one warning line
 on stderr, and --json reports "valid":false and the "problem". With
 --strict such a program, which can never run OK, is refused instead: nothing
@@ -60,7 +61,12 @@ Errors in the JSON name FILE:LINE:COLUMN and the member, in JSON terms
 			if err != nil {
 				return err
 			}
-			p, err := pel.ProgramFromJSON(data, nil)
+			reg, done, err := staticOps(c.Context())
+			if err != nil {
+				return err
+			}
+			defer done()
+			p, err := pel.ProgramFromJSON(data, reg)
 			if err != nil {
 				return usageErr(jsonErrorAt(src, data, err))
 			}
@@ -69,7 +75,7 @@ Errors in the JSON name FILE:LINE:COLUMN and the member, in JSON terms
 				return usageErr(fmt.Errorf("%s: %w", src, err))
 			}
 			if strict {
-				if chk := report.NewBuild(asl.Reference{}, art, p); !chk.Valid {
+				if chk := report.NewBuild(asl.Reference{}, art, p, reg); !chk.Valid {
 					return usageErr(fmt.Errorf("%s: not stored (--strict): Exec_DAG would report INVALID_PROGRAM: %s", src, chk.Problem))
 				}
 			}
@@ -77,7 +83,7 @@ Errors in the JSON name FILE:LINE:COLUMN and the member, in JSON terms
 			if err != nil {
 				return err
 			}
-			res := report.NewBuild(ref, art, p)
+			res := report.NewBuild(ref, art, p, reg)
 			if !res.Valid {
 				a.warnf(src, fmt.Errorf("warning: stored, but Exec_DAG will report INVALID_PROGRAM: %s", res.Problem))
 			}
@@ -94,6 +100,12 @@ Errors in the JSON name FILE:LINE:COLUMN and the member, in JSON terms
 }
 
 func (a *app) readProgramJSON(src string) ([]byte, error) {
+	return a.readFileLimited(src, maxProgramJSON, "JSON program")
+}
+
+// readFileLimited reads FILE, or standard input for "-", whole: a file of
+// more than max bytes is a usage error naming what it should be.
+func (a *app) readFileLimited(src string, max int64, what string) ([]byte, error) {
 	var r io.Reader = a.stdin
 	if src != "-" {
 		f, err := os.Open(src)
@@ -106,12 +118,12 @@ func (a *app) readProgramJSON(src string) ([]byte, error) {
 		}
 		r = f
 	}
-	data, err := io.ReadAll(io.LimitReader(r, maxProgramJSON+1))
+	data, err := io.ReadAll(io.LimitReader(r, max+1))
 	if err != nil {
 		return nil, fail(exitIO, src, fmt.Errorf("reading: %w", unwrapPathError(err)))
 	}
-	if len(data) > maxProgramJSON {
-		return nil, fail(exitUsage, src, fmt.Errorf("JSON program larger than %d bytes", maxProgramJSON))
+	if int64(len(data)) > max {
+		return nil, fail(exitUsage, src, fmt.Errorf("%s larger than %d bytes", what, max))
 	}
 	return data, nil
 }

@@ -240,8 +240,13 @@ for itself.
 				}
 				run, err = runRemote(ctx, c, rr)
 			} else {
+				reg, regDone, rerr := a.opRegistry(ctx, false)
+				if rerr != nil {
+					return rerr
+				}
+				defer regDone()
 				progress, done := a.runProgress()
-				run, err = surf.New(s, surf.Options{Hash: id, NoCache: noCache, NodeMemo: memoNodes, MemoryBudget: memoryBudget(maxMemory),
+				run, err = surf.New(s, surf.Options{Hash: id, Registry: reg, NoCache: noCache, NodeMemo: memoNodes, MemoryBudget: memoryBudget(maxMemory),
 					Progress: progress, Workers: jobs}).Run(ctx, req)
 				done()
 			}

@@ -64,6 +64,11 @@ usage error (exit 2).`,
 			if kind == "" {
 				return fail(exitUsage, args[0], fmt.Errorf("not a PEL program, result, trace or scheme descriptor (type tag %s)", art.Header().TagString()))
 			}
+			reg, done, err := staticOps(ctx)
+			if err != nil {
+				return err
+			}
+			defer done()
 			var out []byte
 			if dot {
 				out, err = pelShowDOT(ctx, s, ref, art, kind)
@@ -74,7 +79,7 @@ usage error (exit 2).`,
 					}{ref, string(out)})
 				}
 			} else {
-				out, err = pelShow(ctx, s, ref, art, kind, a.jsonOut)
+				out, err = pelShow(ctx, s, ref, art, kind, a.jsonOut, reg)
 			}
 			if err != nil {
 				return err
@@ -113,9 +118,9 @@ func showErr(ref asl.Reference, err error) error {
 	return failAuto(ref.String(), err)
 }
 
-func pelShow(ctx context.Context, s asl.Store, ref asl.Reference, art asl.Artifact, kind string, asJSON bool) ([]byte, error) {
+func pelShow(ctx context.Context, s asl.Store, ref asl.Reference, art asl.Artifact, kind string, asJSON bool, reg *opreg.Registry) ([]byte, error) {
 	if asJSON {
-		out, err := report.ShowJSON(ctx, s, ref, art)
+		out, err := report.ShowJSON(ctx, s, ref, art, reg)
 		if err != nil {
 			return nil, showErr(ref, err)
 		}
@@ -128,7 +133,7 @@ func pelShow(ctx context.Context, s asl.Store, ref asl.Reference, art asl.Artifa
 		if err != nil {
 			return nil, undecodable(ref, kind, err)
 		}
-		writeProgramText(&b, ref, art, p, nil)
+		writeProgramText(&b, ref, art, p, reg)
 	case "result":
 		res, err := surf.DecodeResultArtifact(art)
 		if err != nil {

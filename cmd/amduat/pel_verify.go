@@ -46,7 +46,12 @@ JSON: {"result_ref","trace_ref","verified":bool,
 			if _, err := surf.DecodeResultArtifact(art); err != nil {
 				return undecodable(ref, "result", err)
 			}
-			v, err := surf.New(s, surf.Options{}).Verify(c.Context(), ref)
+			reg, done, err := a.opRegistry(c.Context(), false)
+			if err != nil {
+				return err
+			}
+			defer done()
+			v, err := surf.New(s, surf.Options{Registry: reg}).Verify(c.Context(), ref)
 			if err != nil {
 				return refErr(args[0], err)
 			}

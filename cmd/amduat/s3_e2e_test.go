@@ -1,12 +1,22 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/s3store"
 	"github.com/amduat/amduat/asl/s3store/miniotest"
 	"github.com/amduat/amduat/report"
+	"github.com/minio/minio-go/v7"
 )
 
 // TestS3TwoServers: `amduat init` and two `amduat serve` on one bucket
@@ -14,9 +24,7 @@ import (
 // through the bucket directly, and a run through one is an action-cache
 // hit through the other.
 func TestS3TwoServers(t *testing.T) {
-	m := miniotest.Start(t)
-	t.Setenv("AWS_ACCESS_KEY_ID", m.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", m.SecretKey)
+	m := startMinio(t)
 	url := fmt.Sprintf("s3://amduat/e2e?endpoint=%s&insecure=1&path-style=1", m.Endpoint)
 
 	direct := newCLI(t)
@@ -61,23 +69,11 @@ func TestS3TwoServers(t *testing.T) {
 // replays on the copy; a second copy is a no-op that succeeds; usage
 // errors.
 func TestCopy(t *testing.T) {
-	src := newCLI(t)
-	src.must(0, "init")
-	src.write("a", []byte("alpha"))
-	src.write("big", demoBytes("copy big", 3<<20+1))
-	a := strings.Fields(src.must(0, "put", "a").stdout)[0]
-	big := strings.Fields(src.must(0, "put", "big").stdout)[0]
-	src.write("c", []byte("unrelated"))
-	unrelated := strings.Fields(src.must(0, "put", "c").stdout)[0]
-	prog := strings.TrimSpace(src.must(0, "pel", "seed", "concat").stdout)
-	var run report.Run
-	oneJSON(t, src.must(0, "--json", "pel", "run", "--program", prog, "--input", a, "--input", big).stdout, &run)
+	src, run, big, unrelated := copySource(t, demoBytes("copy big", 3<<20+1))
 
 	stores := map[string]string{"dir": ""}
 	if miniotest.Binary() != "" {
-		m := miniotest.Start(t)
-		t.Setenv("AWS_ACCESS_KEY_ID", m.AccessKey)
-		t.Setenv("AWS_SECRET_ACCESS_KEY", m.SecretKey)
+		m := startMinio(t)
 		stores["s3"] = fmt.Sprintf("s3://copy/t?endpoint=%s&insecure=1&path-style=1", m.Endpoint)
 	} else {
 		t.Log(miniotest.SkipMessage)
@@ -101,7 +97,12 @@ func TestCopy(t *testing.T) {
 			if got := hop.must(0, "get", big).stdout; got != string(demoBytes("copy big", 3<<20+1)) {
 				t.Fatal("big artifact differs after copy")
 			}
-			src.must(0, "copy", "--from", src.store, "--to", hop.store, "--all") // again: nothing new
+			// Again: nothing is missing, nothing is read or sent.
+			var again copyResult
+			oneJSON(t, src.must(0, "--json", "copy", "--from", src.store, "--to", hop.store, "--all").stdout, &again)
+			if again.Artifacts != 0 || again.Present != uint64(n) {
+				t.Fatalf("second copy --all = %+v", again)
+			}
 
 			// From the hop, only the run's closure goes on.
 			dst := newCLI(t)
@@ -115,4 +116,272 @@ func TestCopy(t *testing.T) {
 			dst.must(1, "has", unrelated) // not reached from the result
 		})
 	}
+}
+
+// TestCopyClosureChain: one run's closure moves directory -> server (an
+// `amduat serve` over a bucket) -> bucket -> directory with `amduat copy
+// --closure`, each hop copying only what the run reaches; at the end the
+// run verifies and replays from the last directory, and an artifact the run
+// does not reach is in none of the hops. A large input (above the part
+// size) takes the manifest path in both bucket stores.
+func TestCopyClosureChain(t *testing.T) {
+	m := startMinio(t)
+	bucket := func(prefix string) string {
+		return fmt.Sprintf("s3://chain/%s?endpoint=%s&insecure=1&path-style=1", prefix, m.Endpoint)
+	}
+	bigBytes := demoBytes("chain big", 17<<20+3)
+	src, run, _, unrelated := copySource(t, bigBytes)
+
+	srvBucket := newCLI(t)
+	srvBucket.store = bucket("srv")
+	srvBucket.must(0, "init")
+	server := newCLI(t)
+	server.store = serveStore(t, srvBucket.store)
+	dstBucket := newCLI(t)
+	dstBucket.store = bucket("dst")
+	dstBucket.must(0, "init")
+	dst := newCLI(t)
+	dst.must(0, "init")
+
+	hops := []*cli{src, server, dstBucket, dst}
+	for i := range len(hops) - 1 {
+		var res copyResult
+		oneJSON(t, src.must(0, "--json", "copy", "--from", hops[i].store, "--to", hops[i+1].store, "--closure", run.ResultRef.String()).stdout, &res)
+		if res.Artifacts < 5 {
+			t.Fatalf("hop %d: copy --closure = %+v", i, res)
+		}
+		hops[i+1].must(1, "has", unrelated)
+		// Again: the destination holds it all already; nothing is read
+		// or sent.
+		var again copyResult
+		oneJSON(t, src.must(0, "--json", "copy", "--from", hops[i].store, "--to", hops[i+1].store, "--closure", run.ResultRef.String()).stdout, &again)
+		if again.Artifacts != 0 || again.Present != res.Artifacts {
+			t.Errorf("hop %d: second copy --closure = %+v, first %+v", i, again, res)
+		}
+	}
+	want := "alpha" + string(bigBytes)
+	for _, h := range hops[1:] {
+		if got := h.must(0, "get", run.OutputRefs[0].String()).stdout; got != want {
+			t.Fatalf("output through %s: %d bytes, want %d", h.store, len(got), len(want))
+		}
+	}
+	dst.must(0, "pel", "verify", run.ResultRef.String())
+	dst.must(0, "verify")
+	dstBucket.must(0, "verify")
+}
+
+// TestS3VerifyDamage: `amduat verify` on a bucket goes on past damaged
+// objects (one altered, one cut inside its header, a part of a large
+// artifact deleted, a stray key) and reports each, exit 4 (SPECS.md §16);
+// `verify --repair FILE` and a plain put repair the artifacts; then verify
+// is clean.
+func TestS3VerifyDamage(t *testing.T) {
+	c, st := bucketCLI(t, "verify/v")
+	var files []string
+	var refs []asl.Reference
+	for i, data := range [][]byte{[]byte("one"), []byte("two"), []byte("three"), []byte("four"), demoBytes("verify big", 17<<20)} {
+		f := fmt.Sprintf("f%d", i)
+		c.write(f, data)
+		files = append(files, f)
+		ref, err := asl.ParseReference(strings.Fields(c.must(0, "put", f).stdout)[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs = append(refs, ref)
+	}
+	ctx := t.Context()
+	put := func(key string, b []byte) {
+		if _, err := st.Client().PutObject(ctx, st.Bucket(), key, bytes.NewReader(b), int64(len(b)), minio.PutObjectOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(st.ArtifactKey(refs[0]), asl.EncodeArtifact(asl.Untagged([]byte("onE")))) // altered payload
+	put(st.ArtifactKey(refs[1]), []byte{0, 0, 0})                                 // cut inside its header
+	stray := st.Prefix() + "a/0001/ab/not-a-reference"                            // a key that is no artifact key
+	put(stray, []byte("stray"))
+	obj, err := st.Client().GetObject(ctx, st.Bucket(), st.ArtifactKey(refs[4]), minio.GetObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest, err := io.ReadAll(obj)
+	obj.Close()
+	if err != nil || !bytes.HasPrefix(manifest, []byte("amds3mf")) {
+		t.Fatalf("the large artifact's object is no manifest: %.8q, %v", manifest, err)
+	}
+	var d [32]byte
+	copy(d[:], manifest[len(manifest)-32:])
+	if err := st.Client().RemoveObject(ctx, st.Bucket(), st.PartKey(d), minio.RemoveObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	r := c.must(4, "--json", "verify")
+	var res verifyResult
+	oneJSON(t, r.stdout, &res)
+	if res.Corrupt != 4 || res.Checked != 4 || len(res.Damage) != 2 || len(res.Failures) != 2 {
+		t.Fatalf("verify = %+v", res)
+	}
+	for _, want := range []string{refs[0].String(), refs[1].String(), refs[4].String(), stray} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("verify's report does not name %s:\n%s", want, r.stderr)
+		}
+	}
+	// Repair: verify --repair for two, a plain put for the large one.
+	out := c.must(0, "verify", "--repair", files[0], files[1], files[2]).stdout
+	for i, state := range []string{"repaired", "repaired", "ok"} {
+		if want := refs[i].String() + " " + state + " " + files[i]; !strings.Contains(out, want) {
+			t.Errorf("verify --repair printed %q, want a line %q", out, want)
+		}
+	}
+	c.must(0, "put", files[4])
+	if err := st.Client().RemoveObject(ctx, st.Bucket(), stray, minio.RemoveObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	oneJSON(t, c.must(0, "--json", "verify").stdout, &res)
+	if res.Corrupt != 0 || res.Checked != 5 {
+		t.Fatalf("verify after the repairs = %+v", res)
+	}
+}
+
+// TestS3KilledPut: `amduat put` of a large file killed (SIGKILL) once some
+// of its parts are in the bucket leaves no artifact, only parts no manifest
+// names; `amduat gc` on the bucket keeps them while they are younger than
+// --older-than, then removes exactly them (SPECS.md §6.7, "Leftovers").
+func TestS3KilledPut(t *testing.T) {
+	c, st := bucketCLI(t, "killed/k")
+	countParts := func() int {
+		n := 0
+		for o := range st.Client().ListObjects(t.Context(), st.Bucket(), minio.ListObjectsOptions{Prefix: st.Prefix() + "p/", Recursive: true}) {
+			if o.Err != nil {
+				t.Fatal(o.Err)
+			}
+			n++
+		}
+		return n
+	}
+	kept := demoBytes("kept", 17<<20)
+	c.write("kept", kept)
+	keptRef := strings.Fields(c.must(0, "put", "kept").stdout)[0]
+	named := countParts() // 2
+
+	big := demoBytes("killed", 160<<20)
+	c.write("big", big)
+	bigRef := asl.MustDerive(asl.HashSHA256, asl.Untagged(big))
+	cmd := exec.Command(amduatBin, "put", "big")
+	cmd.Dir = c.cwd
+	cmd.Env = append(os.Environ(), "AMDUAT_STORE="+c.store)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for countParts() == named && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if ee, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ee.Signaled() {
+		t.Fatalf("the put ended before it was killed: %v", cmd.ProcessState)
+	}
+	orphans := countParts() - named
+	if orphans < 1 {
+		t.Fatalf("no part of the killed put is in the bucket")
+	}
+	t.Logf("killed put left %d parts", orphans)
+	c.must(1, "has", bigRef.String())
+
+	var rep s3store.SweepReport
+	oneJSON(t, c.must(0, "--json", "gc").stdout, &rep) // default age 24h
+	if rep.Removed != 0 || rep.Young != orphans || rep.Referenced != named {
+		t.Fatalf("gc = %+v", rep)
+	}
+	oneJSON(t, c.must(0, "--json", "gc", "--older-than", "0s", "--dry-run").stdout, &rep)
+	if rep.Removed != orphans || countParts() != named+orphans {
+		t.Fatalf("gc --dry-run = %+v, %d parts", rep, countParts())
+	}
+	out := c.must(0, "gc", "--older-than", "0s").stdout
+	if want := fmt.Sprintf("swept %d parts", orphans); !strings.HasPrefix(out, want) {
+		t.Fatalf("gc printed %q, want %q...", out, want)
+	}
+	if n := countParts(); n != named {
+		t.Fatalf("%d parts after gc, want %d", n, named)
+	}
+	if got := c.must(0, "get", keptRef).stdout; got != string(kept) {
+		t.Fatal("the kept artifact differs after gc")
+	}
+	c.must(2, "gc", "--keep-runs", "3")
+	c.must(0, "put", "big") // the put runs again from the start
+	if got := c.must(0, "get", bigRef.String()).stdout; got != string(big) {
+		t.Fatal("the big artifact differs")
+	}
+}
+
+// TestS3ServeCache: `amduat serve --store s3://… --cache-dir DIR` keeps
+// verified copies of what it serves in DIR; the flags are refused without
+// a bucket.
+func TestS3ServeCache(t *testing.T) {
+	m := startMinio(t)
+	url := fmt.Sprintf("s3://cache/c?endpoint=%s&insecure=1&path-style=1", m.Endpoint)
+	direct := newCLI(t)
+	direct.store = url
+	direct.must(0, "init")
+	direct.write("f", []byte("cached"))
+	ref := strings.Fields(direct.must(0, "put", "f").stdout)[0]
+	dir := t.TempDir()
+	c := newCLI(t)
+	c.store = serveStore(t, url, "--cache-dir", dir, "--cache-size", "1M")
+	for range 2 {
+		if got := c.must(0, "get", ref).stdout; got != "cached" {
+			t.Fatalf("get through the caching server = %q", got)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, ref)); err != nil {
+		t.Fatalf("no cache file: %v", err)
+	}
+	local := newCLI(t)
+	local.must(0, "init")
+	local.must(2, "serve", "--cache-dir", dir)
+	direct.must(2, "serve", "--cache-size", "1M")
+}
+
+// bucketCLI starts a MinIO, sets the credentials, and returns a CLI whose
+// store is the bucket path bucketPrefix there (initialized), and the same
+// store opened directly for tampering.
+func bucketCLI(t *testing.T, bucketPrefix string) (*cli, *s3store.Store) {
+	t.Helper()
+	m := startMinio(t)
+	c := newCLI(t)
+	c.store = fmt.Sprintf("s3://%s?endpoint=%s&insecure=1&path-style=1", bucketPrefix, m.Endpoint)
+	c.must(0, "init")
+	st, err := s3store.OpenURL(t.Context(), c.store, false, s3store.Options{AccessKey: m.AccessKey, SecretKey: m.SecretKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return c, st
+}
+
+// copySource makes a store directory holding a run of concat over "alpha"
+// and big, and an artifact the run does not reach.
+func copySource(t *testing.T, big []byte) (src *cli, run report.Run, bigRef, unrelated string) {
+	t.Helper()
+	src = newCLI(t)
+	src.must(0, "init")
+	src.write("a", []byte("alpha"))
+	src.write("big", big)
+	a := strings.Fields(src.must(0, "put", "a").stdout)[0]
+	bigRef = strings.Fields(src.must(0, "put", "big").stdout)[0]
+	src.write("c", []byte("unrelated"))
+	unrelated = strings.Fields(src.must(0, "put", "c").stdout)[0]
+	prog := strings.TrimSpace(src.must(0, "pel", "seed", "concat").stdout)
+	oneJSON(t, src.must(0, "--json", "pel", "run", "--program", prog, "--input", a, "--input", bigRef).stdout, &run)
+	return src, run, bigRef, unrelated
+}
+
+// startMinio starts a MinIO for t (skipping without one) and puts its
+// credentials in the environment the commands inherit.
+func startMinio(t *testing.T) *miniotest.Server {
+	t.Helper()
+	m := miniotest.Start(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", m.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", m.SecretKey)
+	return m
 }

@@ -35,9 +35,10 @@ func newServeCmd(a *app) *cobra.Command {
 		limits                                                 server.Limits
 		maxConns                                               int
 		headerTimeout, shutdownTimeout                         time.Duration
+		cacheDir, cacheSize                                    string
 	)
 	c := &cobra.Command{
-		Use:   "serve [--listen ADDR | --unix PATH] [--auth-file FILE]",
+		Use:   "serve [--listen ADDR | --unix PATH] [--auth-file FILE] [--cache-dir DIR [--cache-size N]]",
 		Short: "Serve the store and the surface over HTTP (API v1)",
 		Long: `Serve the store in --store to many clients over HTTP API v1 (SPECS.md §18):
 artifacts (put, batch put, missing, get with Range, stat, list), program
@@ -60,7 +61,15 @@ server listens: {"store","url","listen","auth","tls"}.
 Limits (0 takes the default shown): a request beyond a size limit gets 413,
 a run beyond the concurrent-run limit 429, a run beyond its wall time 504,
 and a body or response that makes no progress within --idle-timeout is
-cut off.`,
+cut off.
+
+With --store s3://… (SPECS.md §6.7), --cache-dir DIR keeps a copy of each
+artifact the server fetches from the bucket in DIR, at most --cache-size
+bytes (default 1G; least recently used out first; artifacts above a
+quarter of it are not kept). A copy is written only from bytes that hashed
+to their reference and is served only after hashing to it again: a file
+altered on disk is removed and the bucket read instead. One server per
+DIR.`,
 		Example: `  amduat serve --store /srv/amduat                  # http://127.0.0.1:8080
   amduat --store http://127.0.0.1:8080 put notes.txt  # from another shell
   amduat token add ci --scope read,write,run --auth-file /srv/tokens.json
@@ -76,6 +85,20 @@ cut off.`,
 			if (tlsCert == "") != (tlsKey == "") {
 				return usagef("--tls-cert and --tls-key go together")
 			}
+			if (cacheDir != "" || cacheSize != "") && !isS3(a.storeDir) {
+				return usagef("--cache-dir and --cache-size apply to a bucket (--store s3://…) only")
+			}
+			if cacheSize != "" {
+				if cacheDir == "" {
+					return usagef("--cache-size needs --cache-dir")
+				}
+				n, err := parseSize(cacheSize)
+				if err != nil || n == 0 || n > 1<<62 {
+					return usagef("--cache-size %q: want a positive byte count (e.g. 10G)", cacheSize)
+				}
+				a.s3Cache.CacheSize = int64(n)
+			}
+			a.s3Cache.CacheDir = cacheDir
 			var logger *slog.Logger
 			switch logFormat {
 			case "text":
@@ -115,7 +138,12 @@ cut off.`,
 				}
 				limits.RunMemoryBudget = memoryBudget(0) / uint64(runs)
 			}
-			srv, err := server.New(server.Config{Store: store, Auth: auth, Logger: logger, Limits: limits, Version: moduleVersion()})
+			ops, done, err := a.opRegistry(c.Context(), false)
+			if err != nil {
+				return err
+			}
+			defer done()
+			srv, err := server.New(server.Config{Store: store, Auth: auth, Logger: logger, Limits: limits, Version: moduleVersion(), Ops: ops})
 			if err != nil {
 				return fail(exitIO, a.storeDir, err)
 			}
@@ -189,6 +217,8 @@ cut off.`,
 	f.StringVar(&tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate (with --tls-key)")
 	f.StringVar(&tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	f.StringVar(&logFormat, "log-format", "text", "request log format on stderr: text or json")
+	f.StringVar(&cacheDir, "cache-dir", "", "with --store s3://…: keep verified copies of fetched artifacts in DIR (SPECS.md §6.7)")
+	f.StringVar(&cacheSize, "cache-size", "", "bound of --cache-dir in bytes, K/M/G/T suffixes (default 1G)")
 	d := server.DefaultLimits
 	f.Int64Var(&limits.MaxArtifactBytes, "max-artifact-bytes", d.MaxArtifactBytes, "largest artifact one put may send (413 beyond)")
 	f.Int64Var(&limits.MaxBatchBytes, "max-batch-bytes", d.MaxBatchBytes, "largest total ArtifactBytes of one batch put (413 beyond)")

@@ -69,7 +69,8 @@ new store with ` + "`amduat salvage --to DIR`" + `.
 
 --repair FILE... reads each FILE (with --type-tag and --hash as for put),
 and when the store holds its artifact but the stored copy is damaged, writes
-a fresh copy and points the store at it (SPECS.md §6.4, "Repair"); it prints
+a fresh copy and points the store at it (SPECS.md §6.4, "Repair"; on a
+bucket the damaged object is overwritten, §6.7); it prints
 "REF STATE FILE", STATE being ok (intact, nothing written), repaired, or
 stored (was not stored: put). A plain put of the same bytes repairs too.
 

@@ -59,6 +59,9 @@ type Options struct {
 	RawURL func(asl.Reference) string
 	// MaxPreview bounds the bytes of text previews (default 4 KiB).
 	MaxPreview int
+	// Ops holds the operations program pages check validity against and
+	// render readable params of; nil means opreg.Kernel().
+	Ops *opreg.Registry
 }
 
 const (
@@ -140,7 +143,11 @@ func New(s asl.Store, opts Options) http.Handler {
 	if mp <= 0 {
 		mp = DefaultMaxPreview
 	}
-	return &handler{s: s, prefix: prefix, rawURL: opts.RawURL, maxPreview: mp, reg: opreg.Kernel()}
+	reg := opts.Ops
+	if reg == nil {
+		reg = opreg.Kernel()
+	}
+	return &handler{s: s, prefix: prefix, rawURL: opts.RawURL, maxPreview: mp, reg: reg}
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

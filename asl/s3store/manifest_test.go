@@ -1,0 +1,87 @@
+package s3store
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/amduat/amduat/asl"
+)
+
+func exampleManifest() *manifest {
+	m := &manifest{hdr: asl.Header{HasTag: true, Tag: 0x101, Size: 10}, partSize: 4, digests: make([][32]byte, 3)}
+	for i := range m.digests {
+		m.digests[i] = [32]byte(bytes.Repeat([]byte{byte(0xa1 + i)}, 32))
+	}
+	return m
+}
+
+// TestManifestExample checks the worked example of SPECS.md §6.7 byte for
+// byte.
+func TestManifestExample(t *testing.T) {
+	want := strings.Join([]string{
+		"616d647333 6d6601",            // magic "amds3mf" 01
+		"01 00000101 000000000000000a", // header: tagged 0x101, size 10
+		"0000000000000004",             // part size 4
+		"00000003",                     // 3 parts
+		strings.Repeat("a1", 32), strings.Repeat("a2", 32), strings.Repeat("a3", 32),
+	}, "")
+	wantB, err := hex.DecodeString(strings.ReplaceAll(want, " ", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := exampleManifest()
+	if got := m.encode(); !bytes.Equal(got, wantB) {
+		t.Fatalf("encode = %x\nwant     %x", got, wantB)
+	}
+	d, err := decodeManifest(wantB)
+	if err != nil || !bytes.Equal(d.encode(), wantB) || d.partLen(2) != 2 {
+		t.Fatalf("decode = %+v, %v", d, err)
+	}
+}
+
+func TestManifestRejects(t *testing.T) {
+	good := exampleManifest().encode()
+	set := func(i int, v byte) []byte { b := bytes.Clone(good); b[i] = v; return b }
+	for _, c := range []struct {
+		name string
+		b    []byte
+	}{
+		{"Empty", nil},
+		{"Magic", set(6, 'x')},
+		{"Version", set(7, 2)},
+		{"Flag", set(8, 2)},
+		{"ZeroSize", func() []byte { b := bytes.Clone(good); copy(b[13:21], make([]byte, 8)); return b }()},
+		{"ZeroPartSize", set(28, 0)},
+		{"Count", set(32, 4)},
+		{"Short", good[:len(good)-1]},
+		{"Long", append(bytes.Clone(good), 0)},
+		{"HeaderCut", good[:12]},
+	} {
+		if _, err := decodeManifest(c.b); !errors.Is(err, asl.ErrIntegrity) {
+			t.Errorf("%s: decode = %v, want ErrIntegrity", c.name, err)
+		}
+	}
+}
+
+// FuzzManifest: any bytes decode to a manifest that encodes back to them,
+// or are refused with ErrIntegrity; never a panic or a huge allocation.
+func FuzzManifest(f *testing.F) {
+	f.Add(exampleManifest().encode())
+	f.Add([]byte("amds3mf\x01\x00"))
+	f.Add(append([]byte("amds3mf\x01\x00\x00\x00\x00\x00\x00\x00\x00\x10"), make([]byte, 12)...))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := decodeManifest(b)
+		if err != nil {
+			if !errors.Is(err, asl.ErrIntegrity) {
+				t.Fatalf("decode error %v is no ErrIntegrity", err)
+			}
+			return
+		}
+		if !bytes.Equal(m.encode(), b) {
+			t.Fatalf("re-encoding differs")
+		}
+	})
+}

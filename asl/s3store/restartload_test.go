@@ -1,0 +1,128 @@
+package s3store_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/s3store/miniotest"
+)
+
+// TestRestartUnderLoad: four writers and readers (small artifacts, and
+// large ones of two parts) run while MinIO is stopped and restarted three
+// times. Every failure must be an I/O error naming the bucket (never a
+// content error, never wrong bytes); every put that was acknowledged must
+// read back intact at the end: nothing acknowledged is lost. The counts go
+// to the log (for BENCHMARKS.md's fault figures).
+func TestRestartUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("restarts MinIO three times")
+	}
+	m := miniotest.Start(t)
+	o := options(m)
+	o.MaxRetries = 2
+	o.PartSize = partSize
+	st := create(t, m, "restartload", o)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+
+	type acked struct {
+		ref  asl.Reference
+		seed uint64
+		size int
+	}
+	var (
+		mu                         sync.Mutex
+		ack                        []acked
+		puts, putFail, putOK       atomic.Int64
+		gets, getFail, getOK       atomic.Int64
+		contentErr, wrong, unnamed atomic.Int64
+		seq                        atomic.Uint64
+	)
+	check := func(err error) {
+		if asl.IsContentError(err) {
+			contentErr.Add(1)
+			t.Errorf("content error under restarts: %v", err)
+		} else if !strings.Contains(err.Error(), "s3://"+st.Bucket()+"/") {
+			unnamed.Add(1)
+			t.Errorf("error names no object: %v", err)
+		}
+	}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ctx.Err() == nil; i++ {
+				seed := seq.Add(1)
+				size := 2000 + int(seed%1000)
+				if w == 0 && i%4 == 0 {
+					size = partSize + 1000 // two parts
+				}
+				a := asl.Untagged(gen(1000+seed, size))
+				puts.Add(1)
+				ref, err := asl.PutArtifact(ctx, st, asl.HashSHA256, a)
+				if err != nil {
+					if ctx.Err() == nil {
+						putFail.Add(1)
+						check(err)
+					}
+				} else {
+					putOK.Add(1)
+					mu.Lock()
+					ack = append(ack, acked{ref, seed, size})
+					mu.Unlock()
+				}
+				mu.Lock()
+				var pick acked
+				if len(ack) > 0 {
+					pick = ack[int(seed)%len(ack)]
+				}
+				mu.Unlock()
+				if pick.ref.IsZero() {
+					continue
+				}
+				gets.Add(1)
+				got, err := asl.Get(ctx, st, pick.ref, 0)
+				switch {
+				case err != nil && ctx.Err() == nil:
+					getFail.Add(1)
+					check(err)
+				case err == nil && !bytes.Equal(got.Bytes, gen(1000+pick.seed, pick.size)):
+					wrong.Add(1)
+					t.Errorf("wrong bytes for %s", pick.ref)
+				case err == nil:
+					getOK.Add(1)
+				}
+			}
+		}()
+	}
+	for range 3 {
+		time.Sleep(1500 * time.Millisecond)
+		m.Stop()
+		time.Sleep(1 * time.Second)
+		m.Restart()
+	}
+	time.Sleep(1 * time.Second)
+	cancel()
+	wg.Wait()
+	lost := 0
+	for _, a := range ack {
+		got, err := asl.Get(t.Context(), st, a.ref, 0)
+		if err != nil || !bytes.Equal(got.Bytes, gen(1000+a.seed, a.size)) {
+			lost++
+			t.Errorf("acknowledged %s lost: %v", a.ref, errors.Unwrap(err))
+		}
+	}
+	t.Logf("3 MinIO restarts under load: puts %d (acknowledged %d, failed with I/O errors naming the object %d), gets %d (ok %d, failed with I/O errors %d), content errors %d, wrong bytes %d, errors naming no object %d; acknowledged artifacts re-read after the last restart: %d, lost %d",
+		puts.Load(), putOK.Load(), putFail.Load(), gets.Load(), getOK.Load(), getFail.Load(), contentErr.Load(), wrong.Load(), unnamed.Load(), len(ack), lost)
+	if putFail.Load() == 0 || putOK.Load() == 0 {
+		t.Errorf("the restarts did not interrupt puts (%d failed, %d acknowledged)", putFail.Load(), putOK.Load())
+	}
+}

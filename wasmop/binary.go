@@ -1,0 +1,1222 @@
+package wasmop
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"unicode/utf8"
+)
+
+// This file holds the module pass of SPECS.md §20.5: a decoder of the
+// WebAssembly 2.0 binary format that reads every section this project
+// needs, walks every instruction of the code section (all opcodes and their
+// immediates, including the 0xFC prefix) and rewrites the module:
+//
+//   - after every float instruction that may produce a NaN (nanOps) it
+//     inserts a sequence that replaces any NaN by the positive canonical NaN;
+//   - the memory's maximum becomes min(declared maximum, max_memory_pages)
+//     and a table's maximum min(declared maximum, MaxTableElements);
+//   - custom sections are dropped (they have no meaning to execution).
+//
+// The pass rejects what it cannot read as WebAssembly 2.0 without SIMD and
+// threads; everything else (typing, index ranges, constant expressions,
+// element and data segments) is validated afterwards by the runtime on the
+// rewritten bytes, which differ from the original only by the insertions.
+
+// Module limits of the project (SPECS.md §20.5).
+const (
+	// MaxTableElements bounds a table's size (minimum and maximum).
+	MaxTableElements = 1 << 20
+	// MaxFunctionLocals bounds the locals one function declares.
+	MaxFunctionLocals = 50000
+)
+
+// errMalformed is wrapped by every failure of the decoder: the module is not
+// WebAssembly 2.0 without SIMD and threads, as far as the pass reads it.
+var errMalformed = errors.New("malformed module")
+
+// Value types of the binary format.
+const (
+	typeI32       = 0x7F
+	typeI64       = 0x7E
+	typeF32       = 0x7D
+	typeF64       = 0x7C
+	typeV128      = 0x7B
+	typeFuncref   = 0x70
+	typeExternref = 0x6F
+)
+
+// ValueTypeName is the text-format name of a value type byte.
+func ValueTypeName(t byte) string {
+	switch t {
+	case typeI32:
+		return "i32"
+	case typeI64:
+		return "i64"
+	case typeF32:
+		return "f32"
+	case typeF64:
+		return "f64"
+	case typeFuncref:
+		return "funcref"
+	case typeExternref:
+		return "externref"
+	}
+	return fmt.Sprintf("0x%02x", t)
+}
+
+// FuncType is a function type: its parameter and result value types.
+type FuncType struct {
+	Params  []byte
+	Results []byte
+}
+
+func (t FuncType) String() string {
+	s := "("
+	for i, p := range t.Params {
+		if i > 0 {
+			s += ", "
+		}
+		s += ValueTypeName(p)
+	}
+	s += ") -> ("
+	for i, r := range t.Results {
+		if i > 0 {
+			s += ", "
+		}
+		s += ValueTypeName(r)
+	}
+	return s + ")"
+}
+
+func (t FuncType) equal(u FuncType) bool {
+	return string(t.Params) == string(u.Params) && string(t.Results) == string(u.Results)
+}
+
+// External kinds.
+const (
+	KindFunc   = "func"
+	KindTable  = "table"
+	KindMemory = "memory"
+	KindGlobal = "global"
+)
+
+var kindNames = [...]string{KindFunc, KindTable, KindMemory, KindGlobal}
+
+// Import is one import of a module. Type is set for function imports.
+type Import struct {
+	Module string
+	Name   string
+	Kind   string
+	Type   FuncType
+}
+
+// Export is one export of a module. Type is set for function exports.
+type Export struct {
+	Name string
+	Kind string
+	Type FuncType
+}
+
+// decoded is what the pass learns about a module.
+type decoded struct {
+	imports   []Import
+	exports   []Export
+	types     []FuncType
+	hasMemory bool
+	memMin    uint32
+	memMax    uint32 // valid when hasMemMax
+	hasMemMax bool
+	tableMin  uint64   // largest table minimum
+	tableMins []uint32 // minimum of each table
+	segments  []segment
+	numData   int
+	// The fuel counter (§20.5): a mutable i64 global appended to the
+	// module's globals and exported as FuelExport.
+	numImpGlobals int
+	numGlobals    int
+	noFuel        bool // leave the fuel out (tests)
+	hasStart      bool
+	nanSites      int    // float instructions followed by a canonicalisation
+	rewritten     []byte // the module to compile
+	numImpFunc    int
+	funcTypes     []uint32 // type index of every function (imports first)
+}
+
+// reader reads the binary format.
+type reader struct {
+	b   []byte
+	off int
+}
+
+func (r *reader) fail(format string, args ...any) error {
+	return fmt.Errorf("%w: at byte %d: %s", errMalformed, r.off, fmt.Sprintf(format, args...))
+}
+
+func (r *reader) byte1() (byte, error) {
+	if r.off >= len(r.b) {
+		return 0, r.fail("unexpected end")
+	}
+	c := r.b[r.off]
+	r.off++
+	return c, nil
+}
+
+func (r *reader) take(n uint32) ([]byte, error) {
+	if uint64(n) > uint64(len(r.b)-r.off) {
+		return nil, r.fail("length %d exceeds the %d bytes remaining", n, len(r.b)-r.off)
+	}
+	s := r.b[r.off : r.off+int(n)]
+	r.off += int(n)
+	return s, nil
+}
+
+// uleb reads an unsigned LEB128 of at most bits bits, rejecting
+// over-long encodings and set bits beyond the width.
+func (r *reader) uleb(bits uint) (uint64, error) {
+	var v uint64
+	var shift uint
+	for {
+		c, err := r.byte1()
+		if err != nil {
+			return 0, err
+		}
+		if shift+7 >= bits && c&0x7F>>(bits-shift) != 0 {
+			return 0, r.fail("integer too large")
+		}
+		v |= uint64(c&0x7F) << shift
+		shift += 7
+		if c&0x80 == 0 {
+			return v, nil
+		}
+		if shift >= bits {
+			return 0, r.fail("integer representation too long")
+		}
+	}
+}
+
+func (r *reader) u32() (uint32, error) {
+	v, err := r.uleb(32)
+	return uint32(v), err
+}
+
+// sleb reads a signed LEB128 of at most bits bits; the unused bits of the
+// last byte must all equal the sign bit.
+func (r *reader) sleb(bits uint) (int64, error) {
+	var v int64
+	var shift uint
+	for {
+		c, err := r.byte1()
+		if err != nil {
+			return 0, err
+		}
+		if shift+7 >= bits {
+			// Bits of c at positions bits-shift-1 .. 6 must all be equal
+			// (the sign bit and its extension); bit 7 must be clear.
+			if c&0x80 != 0 {
+				return 0, r.fail("integer representation too long")
+			}
+			used := bits - shift // value bits in this byte, including the sign
+			ext := int8(c<<1) >> 1 >> (used - 1)
+			if ext != 0 && ext != -1 {
+				return 0, r.fail("integer too large")
+			}
+		}
+		v |= int64(c&0x7F) << shift
+		shift += 7
+		if c&0x80 == 0 {
+			if shift < 64 && c&0x40 != 0 {
+				v |= -1 << shift
+			}
+			return v, nil
+		}
+	}
+}
+
+// count reads a vector's element count, which the rest of the section must
+// be able to hold (every element takes at least one byte): so no count is
+// ever trusted for an allocation.
+func (r *reader) count(what string) (uint32, error) {
+	n, err := r.u32()
+	if err != nil {
+		return 0, err
+	}
+	if uint64(n) > uint64(len(r.b)-r.off) {
+		return 0, r.fail("%s count %d exceeds the section", what, n)
+	}
+	return n, nil
+}
+
+// globalType reads a value type and a mutability flag.
+func (r *reader) globalType() error {
+	if _, err := r.valtype(); err != nil {
+		return err
+	}
+	if m, err := r.byte1(); err != nil {
+		return err
+	} else if m > 1 {
+		return r.fail("global mutability 0x%02x", m)
+	}
+	return nil
+}
+
+func (r *reader) name() (string, error) {
+	n, err := r.u32()
+	if err != nil {
+		return "", err
+	}
+	s, err := r.take(n)
+	if err != nil {
+		return "", err
+	}
+	if !utf8.Valid(s) {
+		return "", r.fail("name is not valid UTF-8")
+	}
+	return string(s), nil
+}
+
+func (r *reader) valtype() (byte, error) {
+	t, err := r.byte1()
+	if err != nil {
+		return 0, err
+	}
+	switch t {
+	case typeI32, typeI64, typeF32, typeF64, typeFuncref, typeExternref:
+		return t, nil
+	case typeV128:
+		return 0, r.fail("v128 values (SIMD) are not supported")
+	}
+	return 0, r.fail("unknown value type 0x%02x", t)
+}
+
+func (r *reader) valtypes() ([]byte, error) {
+	n, err := r.u32()
+	if err != nil {
+		return nil, err
+	}
+	if uint64(n) > uint64(len(r.b)-r.off) {
+		return nil, r.fail("count %d exceeds the bytes remaining", n)
+	}
+	ts := make([]byte, n)
+	for i := range ts {
+		if ts[i], err = r.valtype(); err != nil {
+			return nil, err
+		}
+	}
+	return ts, nil
+}
+
+// limits reads a limits value (flags 0x00 or 0x01 only: no shared or 64-bit
+// memories) and returns min, max and whether max is present.
+func (r *reader) limits() (uint32, uint32, bool, error) {
+	flag, err := r.byte1()
+	if err != nil {
+		return 0, 0, false, err
+	}
+	if flag > 1 {
+		return 0, 0, false, r.fail("limits flag 0x%02x (shared or 64-bit memories are not supported)", flag)
+	}
+	lo, err := r.u32()
+	if err != nil {
+		return 0, 0, false, err
+	}
+	if flag == 0 {
+		return lo, 0, false, nil
+	}
+	hi, err := r.u32()
+	return lo, hi, true, err
+}
+
+func appendU32(b []byte, v uint32) []byte {
+	for v >= 0x80 {
+		b = append(b, byte(v)|0x80)
+		v >>= 7
+	}
+	return append(b, byte(v))
+}
+
+// clampMax is the maximum the pass writes: min(declared maximum, limit), or
+// the limit when none is declared; but never below the minimum when the
+// declared limits are valid (a minimum above the limit is rejected after
+// validation, with its own status code, and must not turn into a
+// validation failure).
+func clampMax(lo, hi uint32, hasHi bool, limit uint32) uint32 {
+	valid := !hasHi || hi >= lo
+	if !hasHi || hi > limit {
+		hi = limit
+	}
+	if valid && hi < lo {
+		hi = lo
+	}
+	return hi
+}
+
+func appendLimits(b []byte, lo, hi uint32) []byte {
+	b = append(b, 0x01)
+	b = appendU32(b, lo)
+	return appendU32(b, hi)
+}
+
+// Section ids in their required order (the data count section, 12, comes
+// between element and code).
+var sectionRank = map[byte]int{1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 6: 6, 7: 7, 8: 8, 9: 9, 12: 10, 10: 11, 11: 12}
+
+var wasmHeader = []byte{0x00, 0x61, 0x73, 0x6D, 0x01, 0x00, 0x00, 0x00}
+
+// decodeModule runs the pass over module with the given memory page limit.
+func decodeModule(module []byte, maxPages uint32) (*decoded, error) {
+	return decodeModuleFuel(module, maxPages, true)
+}
+
+// decodeModuleFuel is decodeModule, with the fuel charges and the fuel
+// counter left out when fuel is false (for tests that compare the rewrite
+// with the module under the same limits).
+func decodeModuleFuel(module []byte, maxPages uint32, fuel bool) (*decoded, error) {
+	if len(module) < 8 || string(module[:8]) != string(wasmHeader) {
+		return nil, fmt.Errorf("%w: not a WebAssembly 1.0/2.0 binary (bad magic or version)", errMalformed)
+	}
+	d := &decoded{noFuel: !fuel}
+	out := make([]byte, 0, len(module)+len(module)/8)
+	out = append(out, wasmHeader...)
+	r := &reader{b: module, off: 8}
+	lastRank := 0
+	numFuncs := -1 // declared in the function section
+	codeSeen := false
+	dataSeen := false
+	globalDone, exportDone := !fuel, !fuel
+	dataCount := int64(-1)
+	for r.off < len(module) {
+		id, _ := r.byte1()
+		size, err := r.u32()
+		if err != nil {
+			return nil, err
+		}
+		body, err := r.take(size)
+		if err != nil {
+			return nil, err
+		}
+		sr := &reader{b: body}
+		if id == 0 {
+			if _, err := sr.name(); err != nil {
+				return nil, fmt.Errorf("custom section: %w", err)
+			}
+			continue // dropped
+		}
+		rank, ok := sectionRank[id]
+		if !ok {
+			return nil, fmt.Errorf("%w: unknown section id %d", errMalformed, id)
+		}
+		if rank <= lastRank {
+			return nil, fmt.Errorf("%w: section %d out of order or repeated", errMalformed, id)
+		}
+		lastRank = rank
+		newBody := body
+		switch id {
+		case 1:
+			err = d.typeSection(sr)
+		case 2:
+			err = d.importSection(sr)
+		case 3:
+			numFuncs, err = d.functionSection(sr)
+		case 4:
+			newBody, err = d.tableSection(sr)
+		case 5:
+			newBody, err = d.memorySection(sr, maxPages)
+		case 6:
+			err = d.globalSection(sr)
+		case 7:
+			err = d.exportSection(sr)
+		case 8:
+			d.hasStart = true
+		case 9:
+			err = d.elementSection(sr)
+		case 11:
+			err = d.dataSection(sr)
+			dataSeen = true
+		case 12:
+			var c uint32
+			c, err = sr.u32()
+			dataCount = int64(c)
+		case 10:
+			codeSeen = true
+			newBody, err = d.codeSection(sr, numFuncs)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("section %d: %w", id, err)
+		}
+		if id != 4 && id != 5 && id != 8 && id != 10 {
+			if sr.off != len(body) {
+				return nil, fmt.Errorf("section %d: %w: %d trailing bytes", id, errMalformed, len(body)-sr.off)
+			}
+		}
+		if rank > sectionRank[6] && !globalDone {
+			out, globalDone = appendSection(out, 6, d.fuelGlobalSection(nil)), true
+		}
+		if rank > sectionRank[7] && !exportDone {
+			out, exportDone = appendSection(out, 7, d.fuelExportSection(nil)), true
+		}
+		switch {
+		case id == 6 && fuel:
+			newBody, globalDone = d.fuelGlobalSection(body), true
+		case id == 7 && fuel:
+			newBody, exportDone = d.fuelExportSection(body), true
+		}
+		out = appendSection(out, id, newBody)
+	}
+	if !globalDone {
+		out = appendSection(out, 6, d.fuelGlobalSection(nil))
+	}
+	if !exportDone {
+		out = appendSection(out, 7, d.fuelExportSection(nil))
+	}
+	if dataCount >= 0 && (dataCount != int64(d.numData) || (!dataSeen && dataCount != 0)) {
+		return nil, fmt.Errorf("%w: data count %d for %d data segments", errMalformed, dataCount, d.numData)
+	}
+	if numFuncs > 0 && !codeSeen {
+		return nil, fmt.Errorf("%w: %d functions declared but no code section", errMalformed, numFuncs)
+	}
+	d.rewritten = out
+	return d, nil
+}
+
+func (d *decoded) typeSection(r *reader) error {
+	n, err := r.count("type")
+	if err != nil {
+		return err
+	}
+	d.types = make([]FuncType, 0, n)
+	for range n {
+		if c, err := r.byte1(); err != nil {
+			return err
+		} else if c != 0x60 {
+			return r.fail("function type starts with 0x%02x, want 0x60", c)
+		}
+		p, err := r.valtypes()
+		if err != nil {
+			return err
+		}
+		res, err := r.valtypes()
+		if err != nil {
+			return err
+		}
+		d.types = append(d.types, FuncType{Params: p, Results: res})
+	}
+	return nil
+}
+
+func (d *decoded) importSection(r *reader) error {
+	n, err := r.count("import")
+	if err != nil {
+		return err
+	}
+	for range n {
+		var im Import
+		if im.Module, err = r.name(); err != nil {
+			return err
+		}
+		if im.Name, err = r.name(); err != nil {
+			return err
+		}
+		kind, err := r.byte1()
+		if err != nil {
+			return err
+		}
+		switch kind {
+		case 0:
+			ti, err := r.u32()
+			if err != nil {
+				return err
+			}
+			if uint64(ti) >= uint64(len(d.types)) {
+				return r.fail("import type index %d out of range", ti)
+			}
+			im.Type = d.types[ti]
+			d.funcTypes = append(d.funcTypes, ti)
+			d.numImpFunc++
+		case 1:
+			if _, err := r.valtype(); err != nil {
+				return err
+			}
+			if _, _, _, err := r.limits(); err != nil {
+				return err
+			}
+		case 2:
+			if _, _, _, err := r.limits(); err != nil {
+				return err
+			}
+			d.hasMemory = true
+		case 3:
+			if err := r.globalType(); err != nil {
+				return err
+			}
+			d.numImpGlobals++
+		default:
+			return r.fail("import kind 0x%02x", kind)
+		}
+		im.Kind = kindNames[kind]
+		d.imports = append(d.imports, im)
+	}
+	return nil
+}
+
+func (d *decoded) functionSection(r *reader) (int, error) {
+	n, err := r.count("function")
+	if err != nil {
+		return 0, err
+	}
+	for range n {
+		ti, err := r.u32()
+		if err != nil {
+			return 0, err
+		}
+		if uint64(ti) >= uint64(len(d.types)) {
+			return 0, r.fail("function type index %d out of range", ti)
+		}
+		d.funcTypes = append(d.funcTypes, ti)
+	}
+	return int(n), nil
+}
+
+func (d *decoded) tableSection(r *reader) ([]byte, error) {
+	n, err := r.count("table")
+	if err != nil {
+		return nil, err
+	}
+	out := appendU32(nil, n)
+	for range n {
+		t, err := r.valtype()
+		if err != nil {
+			return nil, err
+		}
+		lo, hi, hasHi, err := r.limits()
+		if err != nil {
+			return nil, err
+		}
+		if uint64(lo) > d.tableMin {
+			d.tableMin = uint64(lo)
+		}
+		d.tableMins = append(d.tableMins, lo)
+		out = appendLimits(append(out, t), lo, clampMax(lo, hi, hasHi, MaxTableElements))
+	}
+	if r.off != len(r.b) {
+		return nil, r.fail("%d trailing bytes", len(r.b)-r.off)
+	}
+	return out, nil
+}
+
+func (d *decoded) memorySection(r *reader, maxPages uint32) ([]byte, error) {
+	n, err := r.u32()
+	if err != nil {
+		return nil, err
+	}
+	if n > 1 || (n == 1 && d.hasMemory) {
+		return nil, r.fail("more than one memory")
+	}
+	out := appendU32(nil, n)
+	if n == 1 {
+		lo, hi, hasHi, err := r.limits()
+		if err != nil {
+			return nil, err
+		}
+		if lo > 65536 || (hasHi && hi > 65536) {
+			return nil, r.fail("memory limits above 65536 pages")
+		}
+		d.hasMemory, d.memMin, d.memMax, d.hasMemMax = true, lo, hi, hasHi
+		out = appendLimits(out, lo, clampMax(lo, hi, hasHi, maxPages))
+	}
+	if r.off != len(r.b) {
+		return nil, r.fail("%d trailing bytes", len(r.b)-r.off)
+	}
+	return out, nil
+}
+
+func (d *decoded) exportSection(r *reader) error {
+	n, err := r.count("export")
+	if err != nil {
+		return err
+	}
+	seen := make(map[string]bool, n)
+	for range n {
+		var e Export
+		if e.Name, err = r.name(); err != nil {
+			return err
+		}
+		if seen[e.Name] {
+			return r.fail("duplicate export name %q", e.Name)
+		}
+		if e.Name == FuelExport {
+			return r.fail("export name %q is reserved", FuelExport)
+		}
+		seen[e.Name] = true
+		kind, err := r.byte1()
+		if err != nil {
+			return err
+		}
+		if kind > 3 {
+			return r.fail("export kind 0x%02x", kind)
+		}
+		idx, err := r.u32()
+		if err != nil {
+			return err
+		}
+		e.Kind = kindNames[kind]
+		if kind == 0 {
+			if uint64(idx) >= uint64(len(d.funcTypes)) {
+				return r.fail("exported function index %d out of range", idx)
+			}
+			e.Type = d.types[d.funcTypes[idx]]
+		}
+		d.exports = append(d.exports, e)
+	}
+	return nil
+}
+
+// Canonical NaNs (positive, quiet, zero payload).
+const (
+	CanonicalNaN32 uint32 = 0x7FC00000
+	CanonicalNaN64 uint64 = 0x7FF8000000000000
+)
+
+// nanOps maps every instruction whose result may be a NaN with a
+// nondeterministic bit pattern to the width of its result (4: f32, 8: f64).
+// Bit-exact instructions (abs, neg, copysign, loads, stores, reinterpret,
+// const, select, locals, globals) and integer-to-float conversions (never
+// NaN) are not in it.
+var nanOps = func() [256]byte {
+	var t [256]byte
+	for op := 0x8D; op <= 0x97; op++ { // f32 ceil floor trunc nearest sqrt add sub mul div min max
+		t[op] = 4
+	}
+	for op := 0x9B; op <= 0xA5; op++ { // f64 ceil floor trunc nearest sqrt add sub mul div min max
+		t[op] = 8
+	}
+	t[0xB6] = 4 // f32.demote_f64
+	t[0xBB] = 8 // f64.promote_f32
+	return t
+}()
+
+// canonSeq appends: local.tee L; fN.const canonical; local.get L;
+// local.get L; fN.eq; select — which leaves x if x == x, else the
+// canonical NaN.
+func canonSeq(b []byte, width byte, local uint32) []byte {
+	b = appendU32(append(b, 0x22), local)
+	if width == 4 {
+		b = binary.LittleEndian.AppendUint32(append(b, 0x43), CanonicalNaN32)
+	} else {
+		b = binary.LittleEndian.AppendUint64(append(b, 0x44), CanonicalNaN64)
+	}
+	b = appendU32(append(b, 0x20), local)
+	b = appendU32(append(b, 0x20), local)
+	if width == 4 {
+		b = append(b, 0x5B) // f32.eq
+	} else {
+		b = append(b, 0x61) // f64.eq
+	}
+	return append(b, 0x1B) // select
+}
+
+func (d *decoded) codeSection(r *reader, numFuncs int) ([]byte, error) {
+	n, err := r.u32()
+	if err != nil {
+		return nil, err
+	}
+	if numFuncs < 0 {
+		numFuncs = 0
+	}
+	if int64(n) != int64(numFuncs) {
+		return nil, r.fail("%d function bodies for %d functions", n, numFuncs)
+	}
+	out := make([]byte, 0, len(r.b)+len(r.b)/8)
+	out = appendU32(out, n)
+	var fn []byte
+	for i := range n {
+		size, err := r.u32()
+		if err != nil {
+			return nil, err
+		}
+		body, err := r.take(size)
+		if err != nil {
+			return nil, err
+		}
+		ft := d.types[d.funcTypes[d.numImpFunc+int(i)]]
+		fn, err = d.rewriteBody(fn[:0], body, uint32(len(ft.Params)))
+		if err != nil {
+			return nil, fmt.Errorf("function %d: %w", d.numImpFunc+int(i), err)
+		}
+		out = appendU32(out, uint32(len(fn)))
+		out = append(out, fn...)
+	}
+	if r.off != len(r.b) {
+		return nil, r.fail("%d trailing bytes", len(r.b)-r.off)
+	}
+	return out, nil
+}
+
+// rewriteBody appends the rewritten function body to out.
+func (d *decoded) rewriteBody(out, body []byte, numParams uint32) ([]byte, error) {
+	r := &reader{b: body}
+	groups, err := r.u32()
+	if err != nil {
+		return nil, err
+	}
+	if uint64(groups) > uint64(len(body)) {
+		return nil, r.fail("local group count %d exceeds the body", groups)
+	}
+	var total uint64
+	for range groups {
+		c, err := r.u32()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := r.valtype(); err != nil {
+			return nil, err
+		}
+		total += uint64(c)
+		if total > MaxFunctionLocals {
+			return nil, r.fail("more than %d locals", MaxFunctionLocals)
+		}
+	}
+	localsEnd := r.off
+	code := body[localsEnd:]
+	// First pass: does the body hold any NaN-producing instruction?
+	sites, err := walkCode(code, nil, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	d.nanSites += sites
+	groupsLen := len(appendU32(nil, groups))
+	if sites == 0 {
+		out = append(out, body[:localsEnd]...)
+	} else {
+		// Scratch locals: one f32 at index numParams+total, one f64 after it.
+		out = appendU32(out, groups+2)
+		out = append(out, body[groupsLen:localsEnd]...)
+		out = append(out, 0x01, typeF32, 0x01, typeF64)
+	}
+	fuel := int64(d.fuelIndex())
+	if d.noFuel {
+		fuel = -1
+	} else {
+		out = fuelSeq(out, uint32(fuel)) // the function's entry costs one unit
+	}
+	if _, err := walkCode(code, &out, numParams+uint32(total), fuel); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// FuelExport is the name under which the pass exports the fuel counter; a
+// module may not export this name itself.
+const FuelExport = "amduat.fuel"
+
+// fuelIndex is the index of the fuel global: after every imported and
+// defined global.
+func (d *decoded) fuelIndex() uint32 { return uint32(d.numImpGlobals + d.numGlobals) }
+
+// fuelSeq appends the charge of one unit of fuel:
+// global.get F; i64.const 1; i64.sub; global.set F; global.get F; i64.eqz;
+// if; unreachable; end — the counter drops by one and the call traps when
+// it reaches zero.
+func fuelSeq(b []byte, fuel uint32) []byte {
+	b = appendU32(append(b, 0x23), fuel)
+	b = append(b, 0x42, 0x01, 0x7D)
+	b = appendU32(append(b, 0x24), fuel)
+	b = appendU32(append(b, 0x23), fuel)
+	return append(b, 0x50, 0x04, 0x40, 0x00, 0x0B)
+}
+
+// fuelGlobalSection returns the global section with the fuel counter
+// appended (a mutable i64 starting at 0; the host sets it before any code
+// runs). body is the original section, nil when the module has none.
+func (d *decoded) fuelGlobalSection(body []byte) []byte {
+	out := appendU32(nil, uint32(d.numGlobals)+1)
+	if body != nil {
+		out = append(out, body[len(appendU32(nil, uint32(d.numGlobals))):]...)
+	}
+	return append(out, typeI64, 0x01, 0x42, 0x00, 0x0B)
+}
+
+// fuelExportSection returns the export section with the fuel counter's
+// export appended.
+func (d *decoded) fuelExportSection(body []byte) []byte {
+	out := appendU32(nil, uint32(len(d.exports))+1)
+	if body != nil {
+		out = append(out, body[len(appendU32(nil, uint32(len(d.exports)))):]...)
+	}
+	out = appendU32(out, uint32(len(FuelExport)))
+	out = append(out, FuelExport...)
+	out = append(out, 0x03)
+	return appendU32(out, d.fuelIndex())
+}
+
+func appendSection(out []byte, id byte, body []byte) []byte {
+	out = append(out, id)
+	out = appendU32(out, uint32(len(body)))
+	return append(out, body...)
+}
+
+// walkCode decodes the expression code (ending with the end of the
+// function) instruction by instruction. It returns the number of
+// NaN-producing instructions. When out is non-nil it appends the code to it
+// with a canonicalisation after each of them, using scratch (f32) and
+// scratch+1 (f64) as the temporary locals.
+func walkCode(code []byte, out *[]byte, scratch uint32, fuel int64) (int, error) {
+	r := &reader{b: code}
+	depth := 0
+	sites := 0
+	for {
+		start := r.off
+		op, err := r.byte1()
+		if err != nil {
+			return 0, err
+		}
+		if err := skipImmediates(r, op, &depth); err != nil {
+			return 0, err
+		}
+		if out != nil {
+			*out = append(*out, code[start:r.off]...)
+			if op == 0x03 && fuel >= 0 { // loop: each iteration costs one unit
+				*out = fuelSeq(*out, uint32(fuel))
+			}
+		}
+		if w := nanOps[op]; w != 0 {
+			sites++
+			if out != nil {
+				local := scratch
+				if w == 8 {
+					local++
+				}
+				*out = canonSeq(*out, w, local)
+			}
+		}
+		if depth < 0 {
+			if r.off != len(code) {
+				return 0, r.fail("%d bytes after the end of the function", len(code)-r.off)
+			}
+			return sites, nil
+		}
+	}
+}
+
+// skipImmediates reads the immediates of the instruction op and tracks the
+// block depth (the function's end takes it to -1).
+func skipImmediates(r *reader, op byte, depth *int) error {
+	var err error
+	switch {
+	case op == 0x02 || op == 0x03 || op == 0x04: // block loop if
+		*depth++
+		return blockType(r)
+	case op == 0x0B: // end
+		*depth--
+	case op == 0x05: // else
+		if *depth == 0 {
+			return r.fail("else outside a block")
+		}
+	case op == 0x00 || op == 0x01 || op == 0x0F || op == 0x1A || op == 0x1B || op == 0xD1:
+		// unreachable nop return drop select ref.is_null
+	case op == 0x0C || op == 0x0D || op == 0x10 || op == 0xD2 || (op >= 0x20 && op <= 0x26):
+		// br br_if call ref.func local.* global.* table.get table.set
+		_, err = r.u32()
+	case op == 0x0E: // br_table
+		var n uint32
+		if n, err = r.u32(); err != nil {
+			return err
+		}
+		if uint64(n) > uint64(len(r.b)-r.off) {
+			return r.fail("br_table count %d exceeds the body", n)
+		}
+		for range n + 1 {
+			if _, err = r.u32(); err != nil {
+				return err
+			}
+		}
+	case op == 0x11: // call_indirect typeidx tableidx
+		if _, err = r.u32(); err == nil {
+			_, err = r.u32()
+		}
+	case op == 0x1C: // select with types
+		var ts []byte
+		if ts, err = r.valtypes(); err == nil && len(ts) != 1 {
+			return r.fail("typed select with %d types", len(ts))
+		}
+	case op >= 0x28 && op <= 0x3E: // loads and stores: memarg
+		if _, err = r.u32(); err == nil {
+			_, err = r.u32()
+		}
+	case op == 0x3F || op == 0x40: // memory.size memory.grow
+		err = zeroByte(r)
+	case op == 0x41:
+		_, err = r.sleb(32)
+	case op == 0x42:
+		_, err = r.sleb(64)
+	case op == 0x43:
+		_, err = r.take(4)
+	case op == 0x44:
+		_, err = r.take(8)
+	case op >= 0x45 && op <= 0xC4: // numeric, no immediates
+	case op == 0xD0: // ref.null reftype
+		var t byte
+		if t, err = r.byte1(); err == nil && t != typeFuncref && t != typeExternref {
+			return r.fail("ref.null of type 0x%02x", t)
+		}
+	case op == 0xFC:
+		return prefixedFC(r)
+	case op == 0xFD:
+		return r.fail("SIMD instructions (0xFD) are not supported")
+	case op == 0xFE:
+		return r.fail("thread instructions (0xFE) are not supported")
+	default:
+		return r.fail("unknown opcode 0x%02x", op)
+	}
+	return err
+}
+
+func zeroByte(r *reader) error {
+	c, err := r.byte1()
+	if err == nil && c != 0 {
+		return r.fail("reserved byte 0x%02x, want 0x00", c)
+	}
+	return err
+}
+
+func blockType(r *reader) error {
+	if r.off >= len(r.b) {
+		return r.fail("unexpected end")
+	}
+	switch c := r.b[r.off]; c {
+	case 0x40, typeI32, typeI64, typeF32, typeF64, typeFuncref, typeExternref:
+		r.off++
+		return nil
+	case typeV128:
+		return r.fail("v128 block type (SIMD) is not supported")
+	}
+	v, err := r.sleb(33)
+	if err != nil {
+		return err
+	}
+	if v < 0 || v > math.MaxUint32 {
+		return r.fail("block type index %d", v)
+	}
+	return nil
+}
+
+// prefixedFC reads a 0xFC instruction: saturating truncations (0-7) and
+// bulk memory and table instructions (8-17).
+func prefixedFC(r *reader) error {
+	sub, err := r.u32()
+	if err != nil {
+		return err
+	}
+	switch {
+	case sub <= 7:
+		return nil
+	case sub == 8: // memory.init dataidx 0x00
+		if _, err := r.u32(); err != nil {
+			return err
+		}
+		return zeroByte(r)
+	case sub == 9 || sub == 13 || (sub >= 15 && sub <= 17): // data.drop elem.drop table.grow table.size table.fill
+		_, err = r.u32()
+		return err
+	case sub == 10: // memory.copy 0x00 0x00
+		if err := zeroByte(r); err != nil {
+			return err
+		}
+		return zeroByte(r)
+	case sub == 11: // memory.fill 0x00
+		return zeroByte(r)
+	case sub == 12 || sub == 14: // table.init elemidx tableidx, table.copy dst src
+		if _, err := r.u32(); err != nil {
+			return err
+		}
+		_, err = r.u32()
+		return err
+	}
+	return r.fail("unknown instruction 0xFC %d", sub)
+}
+
+// segment is an active element or data segment: where instantiation
+// writes it.
+type segment struct {
+	data   bool   // data segment (else element segment)
+	index  int    // its index in its section
+	target uint32 // table index (element segments)
+	offset uint32
+	length uint64
+}
+
+// constOffset reads an offset expression. With no global imports allowed,
+// a valid one is always i32.const n followed by end.
+func (r *reader) constOffset() (uint32, error) {
+	if op, err := r.byte1(); err != nil {
+		return 0, err
+	} else if op != 0x41 {
+		return 0, r.fail("offset expression is not i32.const")
+	}
+	v, err := r.sleb(32)
+	if err != nil {
+		return 0, err
+	}
+	if end, err := r.byte1(); err != nil {
+		return 0, err
+	} else if end != 0x0B {
+		return 0, r.fail("offset expression is not i32.const")
+	}
+	return uint32(v), nil
+}
+
+// skipExpr skips a constant expression up to and including its end.
+func (r *reader) skipExpr() error {
+	depth := 0
+	for depth >= 0 {
+		op, err := r.byte1()
+		if err != nil {
+			return err
+		}
+		if err := skipImmediates(r, op, &depth); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *decoded) globalSection(r *reader) error {
+	n, err := r.count("global")
+	if err != nil {
+		return err
+	}
+	d.numGlobals = int(n)
+	for range n {
+		if err := r.globalType(); err != nil {
+			return err
+		}
+		if err := r.skipExpr(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *decoded) elementSection(r *reader) error {
+	n, err := r.count("element")
+	if err != nil {
+		return err
+	}
+	for i := range n {
+		flag, err := r.u32()
+		if err != nil {
+			return err
+		}
+		if flag > 7 {
+			return r.fail("element segment flag %d", flag)
+		}
+		active := flag&1 == 0
+		seg := segment{index: int(i)}
+		if flag&2 != 0 && active { // explicit table index
+			if seg.target, err = r.u32(); err != nil {
+				return err
+			}
+		}
+		if active {
+			if seg.offset, err = r.constOffset(); err != nil {
+				return err
+			}
+		}
+		if flag&3 != 0 { // elemkind (flags 1-3) or reftype (flags 5-7)
+			if _, err := r.byte1(); err != nil {
+				return err
+			}
+		}
+		count, err := r.u32()
+		if err != nil {
+			return err
+		}
+		if uint64(count) > uint64(len(r.b)-r.off) {
+			return r.fail("element count %d exceeds the section", count)
+		}
+		for range count {
+			if flag&4 != 0 {
+				err = r.skipExpr()
+			} else {
+				_, err = r.u32()
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if active {
+			seg.length = uint64(count)
+			d.segments = append(d.segments, seg)
+		}
+	}
+	return nil
+}
+
+func (d *decoded) dataSection(r *reader) error {
+	n, err := r.count("data")
+	if err != nil {
+		return err
+	}
+	d.numData = int(n)
+	for i := range n {
+		flag, err := r.u32()
+		if err != nil {
+			return err
+		}
+		if flag > 2 {
+			return r.fail("data segment flag %d", flag)
+		}
+		seg := segment{data: true, index: int(i)}
+		if flag == 2 {
+			if seg.target, err = r.u32(); err != nil {
+				return err
+			}
+		}
+		if flag != 1 {
+			if seg.offset, err = r.constOffset(); err != nil {
+				return err
+			}
+		}
+		size, err := r.u32()
+		if err != nil {
+			return err
+		}
+		if _, err := r.take(size); err != nil {
+			return err
+		}
+		if flag != 1 {
+			seg.length = uint64(size)
+			d.segments = append(d.segments, seg)
+		}
+	}
+	return nil
+}
+
+// segmentFailure is the first active segment that does not fit its table
+// or memory at instantiation, elements before data (the order in which
+// WebAssembly 2.0 instantiation applies them), or "".
+func (d *decoded) segmentFailure() string {
+	for _, s := range d.segments {
+		if s.data {
+			continue
+		}
+		var size uint64
+		if int(s.target) < len(d.tableMins) {
+			size = uint64(d.tableMins[s.target])
+		}
+		if uint64(s.offset)+s.length > size {
+			return fmt.Sprintf("element segment %d: offset %d + %d elements exceed table %d of %d elements", s.index, s.offset, s.length, s.target, size)
+		}
+	}
+	for _, s := range d.segments {
+		if !s.data {
+			continue
+		}
+		size := uint64(d.memMin) * 65536
+		if uint64(s.offset)+s.length > size {
+			return fmt.Sprintf("data segment %d: offset %d + %d bytes exceed the memory of %d bytes", s.index, s.offset, s.length, size)
+		}
+	}
+	return ""
+}

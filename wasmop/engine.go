@@ -1,0 +1,479 @@
+package wasmop
+
+import (
+	"bytes"
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/opreg"
+)
+
+// Name is the operation's name; it belongs to this project's extension
+// registry OPREG/AMDUAT-WASM/1 (SPECS.md §20).
+const Name = "amduat.wasm.run"
+
+// OpID is the operation's id.
+var OpID = opreg.OperationID{Name: Name, Version: 1}
+
+// DefaultMaxCompiled is the default of Options.MaxCompiled.
+const DefaultMaxCompiled = 64
+
+// Features are the WebAssembly features a module may use: WebAssembly 2.0
+// without SIMD (threads are not part of 2.0).
+const Features = api.CoreFeaturesV2 &^ api.CoreFeatureSIMD
+
+// Options configure an Engine.
+type Options struct {
+	// CacheDir, when set, keeps wazero's compilation cache in this
+	// directory, so a module compiled by an earlier process is not
+	// compiled again. "" keeps compiled modules in memory only.
+	CacheDir string
+	// Interpreter forces wazero's interpreter instead of its compiler.
+	Interpreter bool
+	// CallTimeout, when above 0, also bounds one call's wall time: a call
+	// past it is an operational failure (ErrOperational). Fuel (SPECS.md
+	// §20.5) already bounds every call deterministically; the wall-time
+	// bound makes wazero check for cancellation in every loop and function
+	// entry, which measured here made loop-heavy code about 7 times
+	// slower, so it is off by default.
+	CallTimeout time.Duration
+	// MaxCompiled bounds the compiled modules kept in memory, least
+	// recently used first out (0: DefaultMaxCompiled).
+	MaxCompiled int
+}
+
+// Engine runs amduat.wasm.run calls. It is safe for concurrent use.
+type Engine struct {
+	rt      wazero.Runtime
+	cache   wazero.CompilationCache
+	timeout time.Duration
+	max     int
+
+	mu      sync.Mutex
+	entries map[cacheKey]*entry
+	seed    maphash.Seed
+	lru     list.List // of *entry, most recently used at the front
+	closed  bool
+}
+
+// cacheKey finds a compiled module: a hash of its bytes (maphash, seeded
+// per engine: a lookup key, never an output), its length and the page limit
+// (which the pass writes into the module). A hit is confirmed by comparing
+// the bytes.
+type cacheKey struct {
+	hash  uint64
+	size  int
+	pages uint32
+}
+
+// entry is one module in the in-memory cache: compiled, or rejected.
+type entry struct {
+	key    cacheKey
+	module []byte        // the module bytes, to confirm a hit
+	ready  chan struct{} // closed once the fields below are set
+	cm     wazero.CompiledModule
+	info   *decoded
+	fail   *failure // deterministic rejection
+	err    error    // operational failure (the entry is dropped)
+	refs   int
+	elem   *list.Element
+	gone   bool // evicted: closed when refs reaches 0
+}
+
+// New builds an Engine.
+func New(ctx context.Context, opts Options) (*Engine, error) {
+	var cfg wazero.RuntimeConfig
+	if opts.Interpreter {
+		cfg = wazero.NewRuntimeConfigInterpreter()
+	} else {
+		cfg = wazero.NewRuntimeConfig()
+	}
+	cfg = cfg.WithCoreFeatures(Features).WithCloseOnContextDone(opts.CallTimeout > 0).WithCustomSections(false)
+	e := &Engine{timeout: opts.CallTimeout, max: opts.MaxCompiled, entries: make(map[cacheKey]*entry), seed: maphash.MakeSeed()}
+	if e.max <= 0 {
+		e.max = DefaultMaxCompiled
+	}
+	if opts.CacheDir != "" {
+		c, err := wazero.NewCompilationCacheWithDir(opts.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("wasm compilation cache %s: %w", opts.CacheDir, err)
+		}
+		e.cache = c
+		cfg = cfg.WithCompilationCache(c)
+	}
+	e.rt = wazero.NewRuntimeWithConfig(ctx, cfg)
+	if err := instantiateHost(ctx, e.rt); err != nil {
+		e.Close(ctx)
+		return nil, fmt.Errorf("wasm host modules: %w", err)
+	}
+	return e, nil
+}
+
+// Close releases the runtime and every compiled module. Calls after Close
+// fail operationally.
+func (e *Engine) Close(ctx context.Context) error {
+	e.mu.Lock()
+	e.closed = true
+	e.entries = map[cacheKey]*entry{}
+	e.mu.Unlock()
+	err := e.rt.Close(ctx)
+	if e.cache != nil {
+		err = errors.Join(err, e.cache.Close(ctx))
+	}
+	return err
+}
+
+// Operation returns the registry entry of amduat.wasm.run v1 backed by e.
+func (e *Engine) Operation() opreg.Operation {
+	return opreg.Operation{
+		ID:        OpID,
+		MinInputs: 1,
+		MaxInputs: opreg.Unbounded,
+		DecodeParams: func(b []byte) (any, error) {
+			return DecodeParams(b)
+		},
+		EncodeParams: func(v any) ([]byte, error) {
+			p, ok := v.(Params)
+			if !ok {
+				return nil, fmt.Errorf("%s params: %w: want wasmop.Params, got %T", Name, opreg.ErrParams, v)
+			}
+			return EncodeParams(p)
+		},
+		Run:            e.run,
+		ParamsToJSON:   ParamsToJSON,
+		ParamsFromJSON: ParamsFromJSON,
+	}
+}
+
+// Extend returns reg (the kernel when reg is nil) extended with e's
+// operation.
+func Extend(reg *opreg.Registry, e *Engine) (*opreg.Registry, error) {
+	if reg == nil {
+		reg = opreg.Kernel()
+	}
+	return reg.Extend(e.Operation())
+}
+
+// acquire returns the cache entry of module under the page limit, compiling
+// it if needed. The caller releases it. An operational failure panics.
+func (e *Engine) acquire(module []byte, pages uint32) *entry {
+	key := cacheKey{hash: maphash.Bytes(e.seed, module), size: len(module), pages: pages}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		panic(&OperationalError{Reason: "engine closed"})
+	}
+	ent, ok := e.entries[key]
+	switch {
+	case ok && sameBytes(ent.module, module):
+		ent.refs++
+		e.lru.MoveToFront(ent.elem)
+		e.mu.Unlock()
+		<-ent.ready
+	case ok:
+		// A hash collision: compile this module for this call only.
+		e.mu.Unlock()
+		ent = &entry{key: key, module: module, ready: make(chan struct{}), refs: 1, gone: true}
+		e.compile(ent, module, pages)
+		close(ent.ready)
+	default:
+		ent = &entry{key: key, module: module, ready: make(chan struct{}), refs: 1}
+		ent.elem = e.lru.PushFront(ent)
+		e.entries[key] = ent
+		e.evictLocked()
+		e.mu.Unlock()
+		e.compile(ent, module, pages)
+		close(ent.ready)
+	}
+	if ent.err != nil {
+		e.release(ent)
+		e.mu.Lock()
+		if e.entries[key] == ent {
+			delete(e.entries, key)
+			e.lru.Remove(ent.elem)
+		}
+		e.mu.Unlock()
+		panic(&OperationalError{Reason: "compiling the module", Err: ent.err})
+	}
+	return ent
+}
+
+// sameBytes reports whether a and b hold the same bytes; the same backing
+// array (the usual case: artifact bytes are immutable and shared) is
+// recognised without reading it.
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || unsafe.SliceData(a) == unsafe.SliceData(b) || bytes.Equal(a, b))
+}
+
+func (e *Engine) compile(ent *entry, module []byte, pages uint32) {
+	d, err := decodeModule(module, pages)
+	if err != nil {
+		ent.fail = fail(StatusInvalidModule, msgInvalidModule)
+		return
+	}
+	ent.info = d
+	cm, err := e.rt.CompileModule(context.Background(), d.rewritten)
+	if err != nil {
+		if isClosed(err) {
+			ent.err = err
+			return
+		}
+		ent.fail = fail(StatusInvalidModule, msgInvalidModule)
+		return
+	}
+	ent.cm = cm
+}
+
+func isClosed(err error) bool {
+	var ee interface{ ExitCode() uint32 }
+	return errors.As(err, &ee)
+}
+
+// evictLocked drops least recently used entries above the bound.
+func (e *Engine) evictLocked() {
+	for e.lru.Len() > e.max {
+		old := e.lru.Back().Value.(*entry)
+		e.lru.Remove(old.elem)
+		delete(e.entries, old.key)
+		old.gone = true
+		if old.refs == 0 {
+			old.closeModule()
+		}
+	}
+}
+
+func (e *Engine) release(ent *entry) {
+	e.mu.Lock()
+	ent.refs--
+	done := ent.refs == 0 && ent.gone
+	e.mu.Unlock()
+	if done {
+		ent.closeModule()
+	}
+}
+
+func (ent *entry) closeModule() {
+	if ent.cm != nil {
+		ent.cm.Close(context.Background())
+	}
+}
+
+// CachedModules is the number of modules in the in-memory cache.
+func (e *Engine) CachedModules() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.entries)
+}
+
+const msgInvalidModule = "module is not valid WebAssembly 2.0 without SIMD and threads"
+
+// check applies the rejection rules of SPECS.md §20.3 that follow
+// validation, in their order.
+func (d *decoded) check(p Params) *failure {
+	if f := d.checkModule(p.MaxMemoryPages); f != nil {
+		return f
+	}
+	return d.checkEntry(p.Export)
+}
+
+// checkModule applies the rules that do not depend on the export name.
+func (d *decoded) checkModule(maxPages uint32) *failure {
+	for _, im := range d.imports {
+		if im.Kind != KindFunc {
+			return fail(StatusForbiddenImport, "import %s.%s: a %s import is not allowed", im.Module, im.Name, im.Kind)
+		}
+		want, ok := allowedImports[im.Module+"\x00"+im.Name]
+		if !ok {
+			return fail(StatusForbiddenImport, "import %s.%s is not allowed", im.Module, im.Name)
+		}
+		if !want.equal(im.Type) {
+			return fail(StatusForbiddenImport, "import %s.%s has type %s, want %s", im.Module, im.Name, im.Type, want)
+		}
+	}
+	if d.hasStart {
+		return fail(StatusStartSection, "a start function is not allowed")
+	}
+	if d.hasMemory && d.memMin > maxPages {
+		return fail(StatusMemoryTooLarge, "memory minimum %d pages exceeds max_memory_pages %d", d.memMin, maxPages)
+	}
+	if d.tableMin > MaxTableElements {
+		return fail(StatusTableTooLarge, "table minimum %d exceeds %d elements", d.tableMin, MaxTableElements)
+	}
+	if msg := d.segmentFailure(); msg != "" {
+		return fail(StatusSegmentBounds, "%s", msg)
+	}
+	for _, x := range d.exports {
+		if x.Kind == KindFunc && x.Name == InitializeExport && !x.Type.equal(FuncType{}) {
+			return fail(StatusExportType, "export %s has type %s, want () -> ()", InitializeExport, x.Type)
+		}
+	}
+	return nil
+}
+
+// checkEntry finds the entry function.
+func (d *decoded) checkEntry(export string) *failure {
+	for _, x := range d.exports {
+		if x.Kind != KindFunc || x.Name != export {
+			continue
+		}
+		if !x.Type.equal(FuncType{Results: []byte{typeI32}}) {
+			return fail(StatusExportType, "export %q has type %s, want () -> (i32)", export, x.Type)
+		}
+		return nil
+	}
+	return fail(StatusMissingExport, "no function export named %q", export)
+}
+
+func (d *decoded) hasInitialize() bool {
+	for _, x := range d.exports {
+		if x.Kind == KindFunc && x.Name == InitializeExport {
+			return true
+		}
+	}
+	return false
+}
+
+// InitializeExport is called before the entry when the module exports it
+// (a Go reactor built with -buildmode=c-shared).
+const InitializeExport = "_initialize"
+
+func (e *Engine) run(c opreg.Call) ([]asl.Artifact, *opreg.OpError) {
+	p := c.Params.(Params)
+	ent := e.acquire(c.Inputs[0].Bytes, p.MaxMemoryPages)
+	defer e.release(ent)
+	f := ent.fail
+	if f == nil {
+		f = ent.info.check(p)
+	}
+	if f != nil {
+		return nil, f.opError(nil)
+	}
+	st := &callState{inputs: c.Inputs[1:], outputs: make([][]byte, p.Outputs), maxOut: p.MaxOutputBytes, hasMemory: ent.info.hasMemory}
+	ctx := context.WithValue(context.Background(), stateKey{}, st)
+	if e.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, e.timeout)
+		defer cancel()
+	}
+	if f := e.call(ctx, st, ent, p.Export, p.Fuel()); f != nil {
+		return nil, f.opError(st.console)
+	}
+	outs := make([]asl.Artifact, p.Outputs)
+	for i, b := range st.outputs {
+		if b == nil {
+			b = []byte{}
+		}
+		outs[i] = asl.Artifact{Bytes: b}
+	}
+	return outs, nil
+}
+
+// call instantiates the module, runs _initialize and the entry, and returns
+// the deterministic failure, if any. Operational failures panic.
+func (e *Engine) call(ctx context.Context, st *callState, ent *entry, export string, fuel uint64) *failure {
+	mod, err := e.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, memoryAllocator), ent.cm, moduleConfig)
+	if err != nil {
+		return classify(ctx, st, err, "instantiating the module")
+	}
+	defer mod.Close(context.Background())
+	counter, ok := mod.ExportedGlobal(FuelExport).(api.MutableGlobal)
+	if !ok {
+		panic(&OperationalError{Reason: "the fuel counter is missing"})
+	}
+	counter.Set(fuel)
+	st.fuel, st.budget = counter, fuel
+	if ent.info.hasInitialize() {
+		if _, err := mod.ExportedFunction(InitializeExport).Call(ctx); err != nil {
+			return classify(ctx, st, err, "running _initialize")
+		}
+	}
+	res, err := mod.ExportedFunction(export).Call(ctx)
+	if err != nil {
+		return classify(ctx, st, err, "running the entry")
+	}
+	switch code := uint32(res[0]); {
+	case code == 0:
+		return nil
+	case code <= 0xFFFF:
+		msg := st.errMsg
+		if !st.hasMsg {
+			msg = fmt.Appendf(nil, "module failed with status %d", code)
+		}
+		return &failure{code: ModuleCodeBase | code, msg: string(msg)}
+	default:
+		return fail(StatusBadReturn, "entry returned %d, want 0 to 65535", int32(code))
+	}
+}
+
+// moduleConfig instantiates anonymously, runs no start function (a start
+// section is rejected; _initialize is called explicitly) and gives wazero a
+// constant random source: the module never reaches wazero's own system
+// context (WASI is this package's), and seeding wazero's default fake
+// source cost about a fifth of a trivial call.
+var moduleConfig = wazero.NewModuleConfig().WithName("").WithStartFunctions().WithRandSource(zeroReader{})
+
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// trapCodes maps the runtime's trap texts to status codes.
+var trapCodes = map[string]uint32{
+	"unreachable":                   StatusTrapUnreachable,
+	"out of bounds memory access":   StatusTrapMemoryOutOfBounds,
+	"integer divide by zero":        StatusTrapDivideByZero,
+	"integer overflow":              StatusTrapIntegerOverflow,
+	"invalid conversion to integer": StatusTrapInvalidConversion,
+	"invalid table access":          StatusTrapTableOutOfBounds,
+	"indirect call type mismatch":   StatusTrapIndirectCallType,
+}
+
+// TrapMessage is the diagnostic text of each trap status code.
+var TrapMessage = map[uint32]string{
+	StatusTrapUnreachable:       "trap: unreachable",
+	StatusTrapMemoryOutOfBounds: "trap: out of bounds memory access",
+	StatusTrapDivideByZero:      "trap: integer divide by zero",
+	StatusTrapIntegerOverflow:   "trap: integer overflow",
+	StatusTrapInvalidConversion: "trap: invalid conversion to integer",
+	StatusTrapTableOutOfBounds:  "trap: invalid table access",
+	StatusTrapIndirectCallType:  "trap: indirect call type mismatch",
+}
+
+// classify turns a runtime error into the call's deterministic failure, or
+// panics with an operational one.
+func classify(ctx context.Context, st *callState, err error, what string) *failure {
+	if st.fail != nil {
+		return st.fail
+	}
+	if ctx.Err() != nil {
+		panic(&OperationalError{Reason: what + ": the call ran past its time bound", Err: ctx.Err()})
+	}
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if fmt.Sprintf("%T", e) != "*wasmruntime.Error" {
+			continue
+		}
+		if e.Error() == "unreachable" && st.fuel != nil && st.fuel.Get() == 0 {
+			return fail(StatusFuelExhausted, "fuel exhausted: the call used all its %d units", st.budget)
+		}
+		if code, ok := trapCodes[e.Error()]; ok {
+			return fail(code, "%s", TrapMessage[code])
+		}
+		if e.Error() == "stack overflow" {
+			panic(&OperationalError{Reason: what + ": stack exhausted", Err: err})
+		}
+	}
+	panic(&OperationalError{Reason: what, Err: err})
+}

@@ -1,0 +1,62 @@
+package wasmop_test
+
+import (
+	"bytes"
+	"image"
+	"image/color"
+	"image/png"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/wasmop"
+)
+
+// TestExampleModulesDeterminism runs the Go-built example modules (checked
+// in under examples/NAME/NAME.wasm, whose entry is named NAME) under the
+// compiler and the interpreter on a few inputs and demands identical
+// outputs, results and traces. Without examples it is skipped.
+func TestExampleModulesDeterminism(t *testing.T) {
+	files, _ := filepath.Glob("examples/*/*.wasm")
+	if len(files) == 0 {
+		t.Skip("no example modules under examples/")
+	}
+	if testing.Short() {
+		t.Skip("compiles megabyte modules twice")
+	}
+	es := newEngines(t, wasmop.Options{})
+	for _, f := range files {
+		module, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := filepath.Base(filepath.Dir(f))
+		p := wasmop.Params{Export: name, Outputs: 1, MaxMemoryPages: 2048, MaxOutputBytes: 1 << 20}
+		for _, inputs := range [][]asl.Artifact{
+			nil,
+			{asl.Untagged([]byte("one two  three\nfour"))},
+			{asl.Untagged([]byte(`{"a":[1,2.5,"x"]}`)), asl.Untagged([]byte("/a/1"))},
+			{asl.Untagged(gradientPNG(t)), asl.Untagged([]byte("7"))},
+		} {
+			o := es.runBoth(t, module, p, inputs...)
+			t.Logf("%s with %d inputs: %s", name, len(inputs), o)
+		}
+	}
+}
+
+// gradientPNG is a 23x17 colour gradient: resizing it exercises float
+// arithmetic in the thumbnail example.
+func gradientPNG(t *testing.T) []byte {
+	img := image.NewRGBA(image.Rect(0, 0, 23, 17))
+	for y := range 17 {
+		for x := range 23 {
+			img.Set(x, y, color.RGBA{uint8(x * 11), uint8(y * 15), uint8(x * y), 255})
+		}
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
