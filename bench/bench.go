@@ -27,18 +27,24 @@ type Sizes struct {
 	ExecNodes     int   `json:"exec_nodes"`      // nodes per program
 	ExecReps      int   `json:"exec_reps"`       // repetitions; the median is reported
 	SurfaceRuns   int   `json:"surface_runs"`    // surface runs (and as many cache pairs)
+	ParallelNodes int   `json:"parallel_nodes"`  // hash nodes of the parallel group's wide program
+	ParallelSize  int   `json:"parallel_size"`   // bytes each of them hashes
+	HostileMemory int64 `json:"hostile_memory"`  // GOMEMLIMIT, hence memory budget, of the hostile runs
+	HostileTime   int   `json:"hostile_seconds"` // --timeout of the hostile runs, in seconds
 }
 
 // FullSizes are the sizes the targets are stated for.
 func FullSizes() Sizes {
 	return Sizes{LargeBytes: 1 << 30, SmallCount: 100_000, SmallSize: 1 << 10, SmallBatch: 1000, SmallBigBatch: 10_000,
-		CLIFiles: 20_000, CLIFileSize: 1 << 10, ExecNodes: 1_000_000, ExecReps: 3, SurfaceRuns: 200}
+		CLIFiles: 20_000, CLIFileSize: 1 << 10, ExecNodes: 1_000_000, ExecReps: 3, SurfaceRuns: 200,
+		ParallelNodes: 64, ParallelSize: 1 << 20, HostileMemory: 1 << 30, HostileTime: 60}
 }
 
 // QuickSizes are the --quick sizes.
 func QuickSizes() Sizes {
 	return Sizes{LargeBytes: 64 << 20, SmallCount: 10_000, SmallSize: 1 << 10, SmallBatch: 1000, SmallBigBatch: 10_000,
-		CLIFiles: 2_000, CLIFileSize: 1 << 10, ExecNodes: 100_000, ExecReps: 3, SurfaceRuns: 50}
+		CLIFiles: 2_000, CLIFileSize: 1 << 10, ExecNodes: 100_000, ExecReps: 3, SurfaceRuns: 50,
+		ParallelNodes: 64, ParallelSize: 1 << 20, HostileMemory: 256 << 20, HostileTime: 15}
 }
 
 // Env is what a group needs to run.
@@ -86,6 +92,8 @@ func Groups() []Group {
 		{"exec", "large programs: canonical order, Exec_DAG overhead and allocation", runExec},
 		{"surface", "surface runs of a 100-node program: latency, cache hits", runSurface},
 		{"lazy", "amduat pel run over large inputs: peak RSS of the double concat and of a 1 GiB run", runLazy},
+		{"parallel", "parallel evaluation against sequential: 64 hash nodes over 1 MiB inputs, and over 4 KiB", runParallel},
+		{"hostile", "hostile programs with and without limits, each in its own pel run process: status, peak RSS, time", runHostile},
 		{"server", "amduat serve on loopback against the embedded store: small and large artifacts, runs, a load test", runServer},
 		{"wasm", "amduat.wasm.run: per-call overhead against a kernel operation, a CPU-bound module against native Go, first-call compile time of the examples", runWasm},
 		{"s3", "asl/s3store against a local MinIO: batch put, random get, large put and get, each beside the raw minio-go client", runS3},

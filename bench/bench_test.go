@@ -137,7 +137,8 @@ func TestWindowSeesAllocation(t *testing.T) {
 // tinySizes make every group run in well under a second.
 func tinySizes() Sizes {
 	return Sizes{LargeBytes: 3<<20 + 12345, SmallCount: 2500, SmallSize: 1 << 10, SmallBatch: 1000, SmallBigBatch: 2000,
-		CLIFiles: 40, CLIFileSize: 1 << 10, ExecNodes: 2000, ExecReps: 2, SurfaceRuns: 6}
+		CLIFiles: 40, CLIFileSize: 1 << 10, ExecNodes: 2000, ExecReps: 2, SurfaceRuns: 6,
+		ParallelNodes: 8, ParallelSize: 128 << 10, HostileMemory: 64 << 20, HostileTime: 3}
 }
 
 // amduatBinary builds the amduat command once for the tests and benchmarks
@@ -177,8 +178,11 @@ func TestGroupsTiny(t *testing.T) {
 		"server": {"put-batch", "put-c1", "put-c16", "put-c64", "get-c1", "get-c16", "get-c64", "get-batch", "run-p50", "run-p99",
 			"load-rate", "load-errors", "load-wrong", "large-put", "large-get",
 			"large-put-rss-server", "large-put-rss-client", "large-get-rss-server", "large-get-rss-client"},
-		"s3":   s3RowNames,
-		"wasm": {"call-overhead", "wordcount", "wordcount-wat", "first-call/wordcount", "first-call/jsonfield", "first-call/thumbnail", "first-call-disk-cache/wordcount"},
+		"s3":       s3RowNames,
+		"wasm":     {"call-overhead", "wordcount", "wordcount-wat", "first-call/wordcount", "first-call/jsonfield", "first-call/thumbnail", "first-call-disk-cache/wordcount"},
+		"parallel": {"wide-hash", "narrow-hash"},
+		"hostile": {"concat5000/unlimited", "concat5000/limited", "doubling64/unlimited", "doubling64/limited",
+			"chain/unlimited", "chain/limited", "fanin/unlimited", "fanin/limited"},
 	}
 	for _, g := range Groups() {
 		t.Run(g.Name, func(t *testing.T) {
@@ -189,7 +193,7 @@ func TestGroupsTiny(t *testing.T) {
 				// three 3 MB modules under the race detector).
 				t.Skip("compiles WebAssembly modules: skipped under -race")
 			}
-			if g.Name == "cli" || g.Name == "server" || g.Name == "lazy" || g.Name == "s3" {
+			if g.Name == "cli" || g.Name == "server" || g.Name == "lazy" || g.Name == "s3" || g.Name == "hostile" {
 				if testing.Short() {
 					t.Skip("builds the amduat command")
 				}
@@ -299,7 +303,7 @@ func BenchmarkGroups(b *testing.B) {
 	for _, g := range Groups() {
 		b.Run(g.Name, func(b *testing.B) {
 			env := &Env{Sizes: benchSizes(), Dir: b.TempDir()}
-			if g.Name == "cli" {
+			if g.Name == "cli" || g.Name == "hostile" {
 				bin, err := amduatBinary()
 				if err != nil {
 					b.Skip(err)

@@ -180,6 +180,12 @@ type RunOptions struct {
 	// RopeMemo is the node memo of RunRopes. RunWith uses Memo when
 	// RopeMemo is nil.
 	RopeMemo RopeMemo
+	// Workers, above 1, lets the evaluation run operations of later nodes
+	// whose inputs are available ahead of the canonical order, on up to
+	// Workers goroutines (SPECS.md §12.10); the canonical order still
+	// decides everything, so outputs, result, observer events and error are
+	// those of the sequential evaluation. 0 or 1: sequential.
+	Workers int
 }
 
 // ErrOutOfMemory is returned (wrapped in an *InternalError, so it also
@@ -333,6 +339,8 @@ func (pl *Plan) run(inputs []*asl.Rope, params *asl.Rope, obs Observer, opts Run
 	}
 	var evaluated, outputBytes, held uint64
 	sizes := make([]uint64, len(nodes)) // bytes held by each outs[t]
+	sp := newSpeculator(pl, inputs, params, outs, opts, maxMat)
+	defer sp.close()
 
 	for _, i := range pl.g.order {
 		node, op := &nodes[i], pl.ops[i]
@@ -413,7 +421,9 @@ func (pl *Plan) run(inputs []*asl.Rope, params *asl.Rope, obs Observer, opts Run
 		}
 		if !memoHit {
 			var rerr error
-			if ierr := contain(node.ID, node.Op, "run", func() { res, oerr, rerr = runOp(op, call, eager) }); ierr != nil {
+			var ierr *InternalError
+			res, oerr, rerr, ierr = sp.runOp(pl, i, call, eager, runState{held: held, outputBytes: outputBytes, declared: declared, hasDeclared: hasDeclared})
+			if ierr != nil {
 				return nil, ExecutionResultValue{}, ierr
 			}
 			if rerr != nil {

@@ -70,6 +70,10 @@ type Options struct {
 	// Progress, if set, is called from the goroutine of Run after each
 	// node and as output bytes are streamed into the store.
 	Progress func(Progress)
+	// Workers is pel.RunOptions.Workers: above 1, operations of nodes whose
+	// inputs are ready may run ahead of the canonical order on that many
+	// goroutines; no stored byte changes (SPECS.md §12.10).
+	Workers int
 }
 
 // Surface runs programs against a store.
@@ -257,7 +261,7 @@ func (s *Surface) compute(ctx context.Context, req Request) (*computed, error) {
 			res.StoreFailure, res.HasStoreFailure = *fail, true
 		} else {
 			opts := pel.RunOptions{Limits: req.Limits, Interrupt: obs.interrupt, MemoryBudget: s.opts.MemoryBudget,
-				Context: ctx, MaxMaterialize: s.maxArtifact()}
+				Context: ctx, MaxMaterialize: s.maxArtifact(), Workers: s.opts.Workers}
 			if s.opts.NodeMemo {
 				opts.RopeMemo = s.nodeMemo(ctx)
 			}

@@ -55,6 +55,12 @@ target. The groups, in order:
   lazy          peak RSS of amduat pel run over large inputs: concat(x, x) of
                 a 300 MB input (with and without --memo-nodes) and a run whose
                 inputs and output total 1 GiB (target 128 MiB each)
+  parallel      64 hash nodes over 1 MiB inputs, and over 4 KiB: parallel
+                evaluation (GOMAXPROCS workers) against sequential, same run
+  hostile       hostile programs (a 5,000-input concat of a 1 MiB const, a
+                64-node doubling chain, a 1M-node chain and fan-in), without
+                and with limits, each in its own pel run process under a
+                1 GiB memory budget: status, time and peak RSS
   server        amduat serve on loopback against the embedded store: PutBatch
                 and get of 1 KiB artifacts with 1, 16 and 64 clients, pel run
                 p50/p99, a 64-client load test checking every answer, and a
@@ -65,8 +71,8 @@ target. The groups, in order:
                 the raw minio-go client on the same server and bytes
 
 --quick shrinks the work (64 MiB, 10,000 artifacts, 2,000 files, 100,000
-nodes, 50 runs) to run in well under a minute. --only runs some groups ("large"
-selects both large groups). Temporary stores and files go under --dir
+nodes, 50 runs, a 256 MiB budget for the hostile runs) to run in well under
+a minute. --only runs some groups ("large" selects both large groups). Temporary stores and files go under --dir
 (default: the system temporary directory) and are removed afterwards. Each
 group runs in a child process of this executable, so that the peak resident
 memory of one group is not inflated by what another left behind.
@@ -131,7 +137,7 @@ exits 0 whether or not targets are met: it measures, it does not gate.`,
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&quick, "quick", false, "smaller workloads (64 MiB artifacts, 10,000 small artifacts, 2,000 files, 100,000 nodes, 50 runs)")
+	c.Flags().BoolVar(&quick, "quick", false, "smaller workloads (64 MiB artifacts, 10,000 small artifacts, 2,000 files, 100,000 nodes, 50 runs, a 256 MiB budget for the hostile runs)")
 	c.Flags().StringSliceVar(&only, "only", nil, "run only these groups: "+strings.Join(bench.GroupNames(), ", ")+` ("large" selects both large groups)`)
 	c.Flags().StringVar(&dir, "dir", "", "directory for temporary stores and files (default: the system temporary directory)")
 	c.Flags().StringVar(&profile, "cpuprofile", "", "write a CPU profile of each group to DIR/GROUP.pprof (for go tool pprof)")

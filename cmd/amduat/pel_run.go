@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"time"
 
@@ -100,6 +101,7 @@ func newPELRunCmd(a *app) *cobra.Command {
 		limits                                     pel.Limits
 		timeout                                    time.Duration
 		maxMemory                                  uint64
+		jobs                                       int
 	)
 	c := &cobra.Command{
 		Use:   "run --program REF [--input REF]... [--params REF] [--output-raw | --quiet] [--hash sha256|blake3]",
@@ -152,6 +154,13 @@ completes and reuses identical node computations across runs and programs
 write per node. Neither changes any output, result or trace byte.
 --json also reports "nodes_reused" and the run's provenance "edge_ref".
 
+--jobs N runs the operations of independent nodes on up to N goroutines
+(default 0: GOMAXPROCS, the usable CPUs; 1: one). Nodes are still decided in
+canonical order, so no output, result, trace or exit code changes (SPECS.md
+§12.10); only costly operations run ahead (SHA-256 of 64 KiB or more), and only
+within --max-output-bytes and --max-memory. A remote store's server chooses
+for itself.
+
 ` + pelExitCodeHelp,
 		Example: `  prog=$(amduat pel seed concat)
   a=$(printf 'hello ' | amduat put); b=$(printf world | amduat put)
@@ -168,6 +177,11 @@ write per node. Neither changes any output, result or trace byte.
 				return usagef("--output-raw and --quiet cannot be combined")
 			case quiet && a.jsonOut:
 				return usagef("--quiet and --json cannot be combined")
+			case jobs < 0:
+				return usagef("--jobs %d: want 0 (the usable CPUs) or more", jobs)
+			}
+			if jobs == 0 {
+				jobs = runtime.GOMAXPROCS(0)
 			}
 			req := surf.Request{}
 			if req.ProgramRef, err = a.parseRef(programArg); err != nil {
@@ -233,7 +247,7 @@ write per node. Neither changes any output, result or trace byte.
 				defer regDone()
 				progress, done := a.runProgress()
 				run, err = surf.New(s, surf.Options{Hash: id, Registry: reg, NoCache: noCache, NodeMemo: memoNodes, MemoryBudget: memoryBudget(maxMemory),
-					Progress: progress}).Run(ctx, req)
+					Progress: progress, Workers: jobs}).Run(ctx, req)
 				done()
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
@@ -257,6 +271,7 @@ write per node. Neither changes any output, result or trace byte.
 	f.Uint64Var(&limits.MaxNodes, "max-nodes", 0, "deterministic bound on the nodes evaluated (0: none)")
 	f.Uint64Var(&limits.MaxOutputBytes, "max-output-bytes", 0, "deterministic bound on the total bytes of all node outputs (0: none)")
 	f.Uint64Var(&maxMemory, "max-memory", 0, "bytes of node outputs a run may hold at once; above it the run fails with exit 8 and stores nothing (0: the Go memory limit if GOMEMLIMIT is set, else 3/4 of physical memory)")
+	f.IntVar(&jobs, "jobs", 0, "goroutines running independent nodes' operations (0: GOMAXPROCS; 1: sequential); changes no byte")
 	f.DurationVar(&timeout, "timeout", 0, "wall-time bound, e.g. 30s (0: none); exceeding it stores nothing")
 	f.BoolVar(&noCache, "no-cache", false, "neither consult nor record the action cache")
 	f.BoolVar(&memoNodes, "memo-nodes", false, "store and reuse node outputs (resumable runs)")

@@ -1,0 +1,262 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/pebblestore"
+	"github.com/amduat/amduat/opreg"
+	"github.com/amduat/amduat/pel"
+	"github.com/amduat/amduat/report"
+)
+
+// HostileConcatShape is a 1 MiB pel.bytes.const and one pel.bytes.concat of
+// n inputs all reading it: a program of about 1 MB that declares n MiB of
+// output (5.2 GB for n = 5,000).
+func HostileConcatShape(n int) pel.Program {
+	cp, err := opreg.EncodeConstParams(opreg.ConstParams{Bytes: bytes.Repeat([]byte{0x5a}, opreg.MaxConstBytes)})
+	if err != nil {
+		panic(err)
+	}
+	ins := make([]pel.DagInput, n)
+	for i := range ins {
+		ins[i] = pel.FromNode(1, 0)
+	}
+	return pel.Program{Nodes: []pel.Node{{ID: 1, Op: opreg.OpConst, Params: cp}, {ID: 2, Op: opreg.OpConcat, Inputs: ins, Params: []byte{}}},
+		Roots: []pel.RootRef{{NodeID: 2}}}
+}
+
+// DoublingShape is n nodes: a one-byte pel.bytes.const, then n-1
+// pel.bytes.concat(prev, prev): node k's output is 2^(k-1) bytes, 2^63 for
+// the last of 64.
+func DoublingShape(n int) pel.Program {
+	cp, err := opreg.EncodeConstParams(opreg.ConstParams{Bytes: []byte("x")})
+	if err != nil {
+		panic(err)
+	}
+	nodes := make([]pel.Node, n)
+	nodes[0] = pel.Node{ID: 1, Op: opreg.OpConst, Params: cp}
+	for i := 1; i < n; i++ {
+		prev := pel.FromNode(pel.NodeID(i), 0)
+		nodes[i] = pel.Node{ID: pel.NodeID(i + 1), Op: opreg.OpConcat, Inputs: []pel.DagInput{prev, prev}, Params: []byte{}}
+	}
+	return pel.Program{Nodes: nodes, Roots: []pel.RootRef{{NodeID: pel.NodeID(n)}}}
+}
+
+// hostileOutcome is how one `amduat pel run` child ended.
+type hostileOutcome struct {
+	d      time.Duration
+	rss    *int64
+	exit   int
+	status string // the execution status and code, or what ended the process
+}
+
+// runHostileChild runs `amduat pel run` on prog with args in its own
+// process (so that its peak RSS is its own) under GOMEMLIMIT=memLimit,
+// which makes the default --max-memory (cmd/amduat/memory.go) that limit.
+// Any exit code is an outcome, not an error: a crash is what the row
+// reports.
+func runHostileChild(ctx context.Context, bin, store string, memLimit int64, timeout time.Duration, prog asl.Reference, args ...string) (hostileOutcome, error) {
+	// The child ends itself at --timeout; the context is a backstop.
+	cctx, cancel := context.WithTimeout(ctx, timeout+30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, bin, append([]string{"--store", store, "--json", "pel", "run", "--no-cache", "--program", prog.String(),
+		"--timeout", timeout.String()}, args...)...)
+	cmd.Env = append(os.Environ(), "GOMEMLIMIT="+strconv.FormatInt(memLimit, 10))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	floor := shrinkForChild()
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return hostileOutcome{}, fmt.Errorf("amduat pel run: %w", err)
+	}
+	w := watchHWM(cmd.Process.Pid)
+	err := cmd.Wait()
+	o := hostileOutcome{d: time.Since(start)}
+	sampled := w.stop(false)
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		o.exit = ee.ExitCode()
+	default:
+		return o, fmt.Errorf("amduat pel run: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return o, err
+	}
+	o.rss = childPeak(cmd.ProcessState, floor, sampled)
+	stderr := strings.TrimSpace(errb.String())
+	if i := strings.IndexByte(stderr, '\n'); i >= 0 {
+		stderr = stderr[:i] + " ..."
+	}
+	switch {
+	case o.exit == 0 || o.exit >= 11 && o.exit <= 14:
+		var r report.Run
+		if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+			return o, fmt.Errorf("amduat pel run --json (exit %d): %w: %q", o.exit, err, out.String())
+		}
+		o.status = fmt.Sprintf("%s status_code %d (exit %d, result stored)", r.Status, r.StatusCode, o.exit)
+		if len(r.Diagnostics) > 0 {
+			o.status += ": " + r.Diagnostics[0].Message
+		}
+	case o.exit == 6 && strings.Contains(stderr, "--timeout"):
+		o.status = fmt.Sprintf("exit 6, nothing stored: stopped by --timeout %s", timeout)
+	case o.exit == 8:
+		if i := strings.LastIndex(stderr, "surface run: "); i >= 0 {
+			stderr = stderr[i+len("surface run: "):]
+		}
+		o.status = "exit 8, nothing stored: " + stderr
+	default:
+		o.status = fmt.Sprintf("CRASH: exit %d: %s", o.exit, stderr)
+	}
+	return o, nil
+}
+
+// shrinkForChild prepares this process to start a child whose peak RSS
+// is wanted. os/exec starts children with vfork, and Linux carries the
+// parent's peak RSS at exec into the child's ru_maxrss, so the child would
+// report at least this process's peak (the programs built here). It
+// returns memory to the system, resets this process's peak to its current
+// RSS (/proc/self/clear_refs) and returns that RSS: afterwards a child's
+// ru_maxrss above it is the child's own peak. It returns -1 when the peak
+// cannot be reset.
+func shrinkForChild() int64 {
+	runtime.GC()
+	debug.FreeOSMemory()
+	rss, ok := procStatus("VmRSS")
+	if !ok || !resetPeak() {
+		return -1
+	}
+	if now, ok := procStatus("VmRSS"); ok && now > rss {
+		rss = now
+	}
+	return rss
+}
+
+// childPeak is a child's peak RSS: its ru_maxrss when that is above the
+// floor shrinkForChild returned (then it is the child's own), else the
+// peak sampled from /proc/PID/status (which can miss the last 5 ms).
+func childPeak(ps *os.ProcessState, floor int64, sampled *int64) *int64 {
+	if ru := ChildMaxRSS(ps); ru != nil && floor >= 0 && *ru > floor {
+		return ru
+	}
+	return sampled
+}
+
+// runHostile runs the hostile programs of issue 13 item 2, each without
+// limits and with --max-nodes (a tenth of ExecNodes) and --max-output-bytes
+// 64 MiB, each in its own `amduat pel run` process under a memory budget of
+// HostileMemory (GOMEMLIMIT), and reports its peak RSS beside that of a
+// one-node run, with its status and time.
+func runHostile(ctx context.Context, e *Env) ([]Row, error) {
+	n, budget, timeout := e.Sizes.ExecNodes, e.Sizes.HostileMemory, time.Duration(max(e.Sizes.HostileTime, 1))*time.Second
+	programs := []struct{ name, what string }{
+		{"concat5000", "a 1 MiB const and one concat of 5,000 inputs reading it (5.2 GB declared)"},
+		{"doubling64", "a one-byte const and 63 concat(prev, prev) (2^63 bytes declared at the end)"},
+		{"chain", fmt.Sprintf("a %d-node chain (16-byte const, then slices of 8 bytes)", n)},
+		{"fanin", fmt.Sprintf("a %d-node fan-in (one-byte consts, one concat of all)", n)},
+	}
+	var rows []Row
+	skip := func(note string) []Row {
+		for _, p := range programs {
+			for _, v := range []string{"unlimited", "limited"} {
+				rows = append(rows, Row{Name: "hostile/" + p.name + "/" + v, Figure: Quantity{0, "MiB"}, Skipped: true, Note: note})
+			}
+		}
+		return rows
+	}
+	if e.AmduatBin == "" {
+		return skip("no amduat executable to run"), nil
+	}
+	if RSSMethod() == RSSNone {
+		return skip("peak RSS cannot be measured here"), nil
+	}
+	dir, err := e.tempDir("hostile")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	shapes := []pel.Program{HostileConcatShape(5000), DoublingShape(64), ChainShape(n).Program, FanInShape(n).Program}
+	cp, err := opreg.EncodeConstParams(opreg.ConstParams{Bytes: []byte("x")})
+	if err != nil {
+		return nil, err
+	}
+	trivial := pel.Program{Nodes: []pel.Node{{ID: 1, Op: opreg.OpConst, Params: cp}}, Roots: []pel.RootRef{{NodeID: 1}}}
+	// Each program has a store of its own, so that no run pays for opening
+	// a store that holds the others' programs.
+	stores := make([]string, len(shapes)+1)
+	refs := make([]asl.Reference, len(shapes)+1)
+	for k, p := range append(shapes, trivial) {
+		stores[k] = filepath.Join(dir, fmt.Sprintf("store%d", k))
+		if refs[k], err = putProgram(ctx, stores[k], p); err != nil {
+			return nil, err
+		}
+	}
+	e.logf("hostile: a one-node run for the baseline")
+	base, err := runHostileChild(ctx, e.AmduatBin, stores[len(shapes)], budget, timeout, refs[len(shapes)])
+	if err != nil {
+		return nil, err
+	}
+	if base.exit != 0 || base.rss == nil {
+		return nil, fmt.Errorf("hostile: the one-node run: %s", base.status)
+	}
+	limits := []string{"--max-nodes", strconv.Itoa(max(n/10, 1)), "--max-output-bytes", strconv.Itoa(64 << 20)}
+	for k, p := range programs {
+		for _, limited := range []bool{false, true} {
+			variant, args := "unlimited", []string(nil)
+			if limited {
+				variant, args = "limited", limits
+			}
+			e.logf("hostile: %s, %s", p.name, variant)
+			o, err := runHostileChild(ctx, e.AmduatBin, stores[k], budget, timeout, refs[k], args...)
+			if err != nil {
+				return nil, fmt.Errorf("hostile: %s %s: %w", p.name, variant, err)
+			}
+			lim := "no --max-nodes or --max-output-bytes"
+			if limited {
+				lim = strings.Join(limits, " ")
+			}
+			row := Row{
+				Name:     "hostile/" + p.name + "/" + variant,
+				Figure:   Quantity{mibOf(o.rss), "MiB"},
+				Baseline: &Baseline{mibOf(base.rss), "MiB", "peak RSS of a one-node pel run"},
+				Target:   &Target{fmt.Sprintf("<= %s (the memory budget) + 256 MiB", sizeText(budget)), OnFigure, AtMost, float64(budget)/mib + 256},
+				PeakRSS:  o.rss,
+				Note: fmt.Sprintf("%s; %s; memory budget %s (GOMEMLIMIT, the default --max-memory), --timeout %s; %s: %s",
+					p.what, lim, sizeText(budget), timeout, o.d.Round(time.Millisecond), o.status),
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows, nil
+}
+
+// putProgram stores prog in a new store at dir and returns its reference.
+func putProgram(ctx context.Context, dir string, prog pel.Program) (asl.Reference, error) {
+	a, err := pel.ProgramArtifact(prog)
+	if err != nil {
+		return asl.Reference{}, err
+	}
+	s, err := pebblestore.Create(dir, nil)
+	if err != nil {
+		return asl.Reference{}, err
+	}
+	ref, err := asl.PutArtifact(ctx, s, asl.HashSHA256, a)
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	return ref, err
+}
