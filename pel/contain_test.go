@@ -333,3 +333,60 @@ func TestMemoryBudget(t *testing.T) {
 		}
 	})
 }
+
+// TestWorkBudget: an operational bound on the bytes of all node outputs
+// together (SPECS.md §12.8). It stops the run with ErrWorkBudget (an
+// internal failure: no result) before the node that would cross it, after
+// the deterministic output-bytes limit, which wins when both are crossed.
+func TestWorkBudget(t *testing.T) {
+	// Outputs 4, 8 and 16 bytes: 28 in all.
+	chain := mustArtifact(t, pel.Program{Nodes: []pel.Node{
+		constNode(t, 1, "aaaa"),
+		concatNode(2, pel.FromNode(1, 0), pel.FromNode(1, 0)),
+		concatNode(3, pel.FromNode(2, 0), pel.FromNode(2, 0)),
+	}, Roots: root(3)})
+	tests := []struct {
+		name         string
+		work, limit  uint64
+		wantErr      string // "" when there is a result
+		wantStatusOK bool
+	}{
+		{"unbounded", 0, 0, "", true},
+		{"exact", 28, 0, "", true},
+		{"one byte short", 27, 0, "node 3: operation pel.bytes.concat version 1: work budget exceeded: outputs would total 28 bytes, above the work budget of 27", false},
+		{"first node", 3, 0, "node 1: operation pel.bytes.const version 1: work budget exceeded: outputs would total 4 bytes, above the work budget of 3", false},
+		{"the limit wins", 10, 10, "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			outs, res, err := pel.ExecDAGWith(nil, chain, nil, nil, nil, pel.RunOptions{WorkBudget: tc.work, Limits: pel.Limits{MaxOutputBytes: tc.limit}})
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("err = %v", err)
+				}
+				if ok := res.Status == pel.StatusOK; ok != tc.wantStatusOK || (!ok && res.Summary.StatusCode != pel.StatusLimitOutputBytes) {
+					t.Fatalf("result %+v", res)
+				}
+				return
+			}
+			if !errors.Is(err, pel.ErrWorkBudget) || !errors.Is(err, pel.ErrInternal) || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("err = %v, want %q", err, tc.wantErr)
+			}
+			if outs != nil || res.PEL1Version != 0 {
+				t.Fatalf("a result past the work budget: %+v", res)
+			}
+		})
+	}
+	t.Run("doubling chain of 64", func(t *testing.T) {
+		nodes := []pel.Node{constNode(t, 1, "a")}
+		for id := pel.NodeID(2); id <= 64; id++ {
+			nodes = append(nodes, concatNode(id, pel.FromNode(id-1, 0), pel.FromNode(id-1, 0)))
+		}
+		prog := mustArtifact(t, pel.Program{Nodes: nodes, Roots: root(64)})
+		_, _, err := pel.ExecDAGWith(nil, prog, nil, nil, nil, pel.RunOptions{WorkBudget: 1 << 20})
+		// Totals 2^k - 1 after node k: node 21 would bring 2^21 - 1.
+		if !errors.Is(err, pel.ErrWorkBudget) || !strings.Contains(err.Error(), "node 21:") {
+			t.Fatalf("err = %v, want the work budget at node 21", err)
+		}
+	})
+}

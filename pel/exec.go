@@ -186,12 +186,26 @@ type RunOptions struct {
 	// decides everything, so outputs, result, observer events and error are
 	// those of the sequential evaluation. 0 or 1: sequential.
 	Workers int
+	// WorkBudget, if non-zero, bounds the total payload bytes of all node
+	// outputs of the evaluation: the bytes an evaluation on ropes must hash
+	// for the trace or store, even when it holds none of them. Like
+	// MemoryBudget it is an operational bound outside the model (SPECS.md
+	// §12.8): it is checked after the deterministic limits, before an
+	// operation whose size is declared runs and after any other operation
+	// returns, and exceeding it stops the evaluation with ErrWorkBudget and
+	// no result.
+	WorkBudget uint64
 }
 
 // ErrOutOfMemory is returned (wrapped in an *InternalError, so it also
 // matches ErrInternal) when a node's declared outputs do not fit
 // RunOptions.MemoryBudget.
 var ErrOutOfMemory = errors.New("out of memory")
+
+// ErrWorkBudget is returned (wrapped in an *InternalError, so it also
+// matches ErrInternal) when a node's outputs would bring the evaluation's
+// total output bytes above RunOptions.WorkBudget.
+var ErrWorkBudget = errors.New("work budget exceeded")
 
 // RunWith is Run with limits, a node memo and an interrupt. Its error is
 // non-nil only when Interrupt aborted the evaluation or on an internal
@@ -413,6 +427,11 @@ func (pl *Plan) run(inputs []*asl.Rope, params *asl.Rope, obs Observer, opts Run
 		if ierr := budgetCheck(node, opts.MemoryBudget, logical, op.RunRope != nil, hasDeclared, declared, readIn, held); ierr != nil {
 			return nil, ExecutionResultValue{}, ierr
 		}
+		if hasDeclared {
+			if ierr := workCheck(node, opts.WorkBudget, outputBytes, declared); ierr != nil {
+				return nil, ExecutionResultValue{}, ierr
+			}
+		}
 		var res []*asl.Rope
 		var oerr *opreg.OpError
 		memoHit := false
@@ -466,6 +485,9 @@ func (pl *Plan) run(inputs []*asl.Rope, params *asl.Rope, obs Observer, opts Run
 		if opts.Limits.MaxOutputBytes > 0 && outputBytes > opts.Limits.MaxOutputBytes {
 			return stop(node, StatusRuntimeFailed, StatusLimitOutputBytes, diag(DiagLimitOutputBytes,
 				"node %d: outputs total %d bytes, above the limit of %d", node.ID, outputBytes, opts.Limits.MaxOutputBytes))
+		}
+		if ierr := workCheck(node, opts.WorkBudget, outputBytes-produced, produced); ierr != nil {
+			return nil, ExecutionResultValue{}, ierr
 		}
 		if opts.RopeMemo != nil && !memoHit {
 			opts.RopeMemo.RecordRopes(node.Op, node.Params, scratch, call.Global, res)
@@ -574,6 +596,16 @@ func budgetCheck(node *Node, budget uint64, logical, lazy, hasDeclared bool, dec
 			Reason: fmt.Sprintf("out of memory: %d output bytes declared and %d input bytes read into memory with %d held, above the memory budget of %d", declared, readIn, held, budget)}
 	}
 	return nil
+}
+
+// workCheck applies RunOptions.WorkBudget (0: none) to a node adding more
+// output bytes to the total before it.
+func workCheck(node *Node, budget, total, more uint64) error {
+	if budget == 0 || !overLimit(total, more, budget) {
+		return nil
+	}
+	return &InternalError{NodeID: node.ID, Op: node.Op, Value: ErrWorkBudget,
+		Reason: fmt.Sprintf("work budget exceeded: outputs would total %d bytes, above the work budget of %d", satAdd(total, more), budget)}
 }
 
 // overLimit reports whether total + more exceeds max, without overflow.

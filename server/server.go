@@ -62,6 +62,10 @@ type Limits struct {
 	// (pel.RunOptions.MemoryBudget; 0: none). Exceeding it is an internal
 	// failure: 500 "internal", nothing stored (SPECS.md §12.8).
 	RunMemoryBudget uint64
+	// RunWorkBudget bounds the total node output bytes of one run
+	// (pel.RunOptions.WorkBudget; 0: none). Exceeding it is an internal
+	// failure: 500, nothing stored.
+	RunWorkBudget uint64
 }
 
 // DefaultLimits are the limits of a zero Limits field.
@@ -103,6 +107,7 @@ func (l Limits) withDefaults() Limits {
 		d.IdleTimeout = l.IdleTimeout
 	}
 	d.RunMemoryBudget = l.RunMemoryBudget
+	d.RunWorkBudget = l.RunWorkBudget
 	return d
 }
 

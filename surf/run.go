@@ -67,6 +67,10 @@ type Options struct {
 	// declared outputs do not fit fails with pel.ErrOutOfMemory and stores
 	// nothing (SPECS.md §12.8).
 	MemoryBudget uint64
+	// WorkBudget is pel.RunOptions.WorkBudget (0: none): a run whose node
+	// outputs would total more bytes fails with pel.ErrWorkBudget and stores
+	// nothing (SPECS.md §12.8).
+	WorkBudget uint64
 	// Progress, if set, is called from the goroutine of Run after each
 	// node and as output bytes are streamed into the store.
 	Progress func(Progress)
@@ -260,7 +264,7 @@ func (s *Surface) compute(ctx context.Context, req Request) (*computed, error) {
 			res.Value = failure(scheme, status, fail.Diagnostic())
 			res.StoreFailure, res.HasStoreFailure = *fail, true
 		} else {
-			opts := pel.RunOptions{Limits: req.Limits, Interrupt: obs.interrupt, MemoryBudget: s.opts.MemoryBudget,
+			opts := pel.RunOptions{Limits: req.Limits, Interrupt: obs.interrupt, MemoryBudget: s.opts.MemoryBudget, WorkBudget: s.opts.WorkBudget,
 				Context: ctx, MaxMaterialize: s.maxArtifact(), Workers: s.opts.Workers}
 			if s.opts.NodeMemo {
 				opts.RopeMemo = s.nodeMemo(ctx)

@@ -45,3 +45,44 @@ func physicalMemory() uint64 {
 	}
 	return 0
 }
+
+// defaultWorkBudget is the default --max-work of pel run and --max-run-work
+// of serve (SPECS.md §12.8): 64 GiB of node outputs, about a minute of
+// SHA-256 on one core. Runs over ropes hold almost none of those bytes, so
+// without it a doubling chain of concats would hash for ever.
+const defaultWorkBudget = 64 << 30
+
+// sizeValue is a flag holding a byte count written as parseSize accepts it.
+type sizeValue struct{ n *uint64 }
+
+func (v sizeValue) String() string {
+	if v.n == nil {
+		return "0"
+	}
+	return formatSize(*v.n)
+}
+
+func (v sizeValue) Set(s string) error {
+	n, err := parseSize(s)
+	if err != nil {
+		return err
+	}
+	*v.n = n
+	return nil
+}
+
+func (sizeValue) Type() string { return "size" }
+
+// formatSize writes n as parseSize reads it, in the largest unit that
+// divides it exactly.
+func formatSize(n uint64) string {
+	for _, u := range []struct {
+		suffix string
+		shift  uint
+	}{{"T", 40}, {"G", 30}, {"M", 20}, {"K", 10}} {
+		if n != 0 && n%(1<<u.shift) == 0 {
+			return strconv.FormatUint(n>>u.shift, 10) + u.suffix
+		}
+	}
+	return strconv.FormatUint(n, 10)
+}

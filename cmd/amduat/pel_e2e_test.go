@@ -661,6 +661,15 @@ func TestPELRunHostileConcat(t *testing.T) {
 	if !strings.Contains(r.stderr, "--timeout 1s exceeded") || c.must(0, "verify").stdout != before {
 		t.Fatalf("--timeout: stderr %q; store before %q after %q", r.stderr, before, c.must(0, "verify").stdout)
 	}
+
+	// The work budget (SPECS.md §12.8) stops it before the concat: 5,000
+	// MiB of outputs declared, above 64M; nothing stored, exit 8.
+	r = c.must(exitInternal, "pel", "run", "--program", prog, "--no-cache", "--max-work", "64M")
+	oneErrorLine(t, r, "pel run")
+	if !strings.Contains(r.stderr, "work budget exceeded: outputs would total 5243928576 bytes, above the work budget of 67108864") || c.must(0, "verify").stdout != before {
+		t.Fatalf("--max-work: stderr %q; store before %q after %q", r.stderr, before, c.must(0, "verify").stdout)
+	}
+	c.must(exitUsage, "pel", "run", "--program", prog, "--max-work", "1Q")
 }
 
 // TestPELRunJobs: --jobs changes no stored byte (SPECS.md §12.10): 8 hash

@@ -101,6 +101,7 @@ func newPELRunCmd(a *app) *cobra.Command {
 		limits                                     pel.Limits
 		timeout                                    time.Duration
 		maxMemory                                  uint64
+		maxWork                                    uint64 = defaultWorkBudget
 		jobs                                       int
 	)
 	c := &cobra.Command{
@@ -144,6 +145,12 @@ any other scheme gives SCHEME_UNSUPPORTED.
 §14.7): exceeding one is RUNTIME_FAILED (status_code 4 or 5), recorded in the
 result like any other run. --timeout D is a wall-time bound: exceeding it
 abandons the run between nodes with exit 6, and nothing is stored.
+--max-memory and --max-work are operational bounds of this machine, not
+part of the request (§12.8): --max-memory bounds the output bytes held in
+memory at once, --max-work (default 64G) the bytes of all node outputs
+together, which a run must hash or store even when it holds none of them
+(a concat refers to its inputs' bytes). Exceeding either stops the run
+before the node that would cross it, with exit 8, and nothing is stored.
 
 A repeated request is answered from the store's action cache (§14.6) without
 executing anything (--json reports "cache":"hit", else "miss", or "off"
@@ -246,7 +253,7 @@ for itself.
 				}
 				defer regDone()
 				progress, done := a.runProgress()
-				run, err = surf.New(s, surf.Options{Hash: id, Registry: reg, NoCache: noCache, NodeMemo: memoNodes, MemoryBudget: memoryBudget(maxMemory),
+				run, err = surf.New(s, surf.Options{Hash: id, Registry: reg, NoCache: noCache, NodeMemo: memoNodes, MemoryBudget: memoryBudget(maxMemory), WorkBudget: maxWork,
 					Progress: progress, Workers: jobs}).Run(ctx, req)
 				done()
 			}
@@ -271,6 +278,7 @@ for itself.
 	f.Uint64Var(&limits.MaxNodes, "max-nodes", 0, "deterministic bound on the nodes evaluated (0: none)")
 	f.Uint64Var(&limits.MaxOutputBytes, "max-output-bytes", 0, "deterministic bound on the total bytes of all node outputs (0: none)")
 	f.Uint64Var(&maxMemory, "max-memory", 0, "bytes of node outputs a run may hold at once; above it the run fails with exit 8 and stores nothing (0: the Go memory limit if GOMEMLIMIT is set, else 3/4 of physical memory)")
+	f.Var(sizeValue{&maxWork}, "max-work", "bytes all node outputs of a run may total (K, M, G, T suffixes; 0: none); above it the run fails with exit 8 and stores nothing")
 	f.IntVar(&jobs, "jobs", 0, "goroutines running independent nodes' operations (0: GOMAXPROCS; 1: sequential); changes no byte")
 	f.DurationVar(&timeout, "timeout", 0, "wall-time bound, e.g. 30s (0: none); exceeding it stores nothing")
 	f.BoolVar(&noCache, "no-cache", false, "neither consult nor record the action cache")

@@ -225,6 +225,8 @@ DIR.`,
 	f.IntVar(&limits.MaxBatchCount, "max-batch-count", d.MaxBatchCount, "most artifacts in one batch put (413 beyond)")
 	f.Int64Var(&limits.MaxJSONBytes, "max-json-bytes", d.MaxJSONBytes, "largest JSON request body (413 beyond)")
 	f.IntVar(&limits.MaxConcurrentRuns, "max-concurrent-runs", d.MaxConcurrentRuns, "runs and replays at once (429 beyond)")
+	limits.RunWorkBudget = defaultWorkBudget
+	f.Var(sizeValue{&limits.RunWorkBudget}, "max-run-work", "bytes all node outputs of one run may total (K, M, G, T suffixes; 0: none); above it the run fails with 500 and stores nothing (SPECS §12.8)")
 	f.DurationVar(&limits.RunTimeout, "run-timeout", d.RunTimeout, "wall-time bound of one run or replay (504 beyond)")
 	f.DurationVar(&limits.IdleTimeout, "idle-timeout", d.IdleTimeout, "longest a request body or response may make no progress")
 	f.DurationVar(&headerTimeout, "read-header-timeout", 10*time.Second, "longest a client may take to send request headers")
