@@ -65,10 +65,14 @@ target. The groups, in order:
                 and get of 1 KiB artifacts with 1, 16 and 64 clients, pel run
                 p50/p99, a 64-client load test checking every answer, and a
                 1 GiB put and get (server and client peak RSS)
+  wasm          amduat.wasm.run: per-call overhead of a trivial module against
+                a kernel operation, a Go-written word count over 64 MiB against
+                the same Go code native, first-call compile time of the examples
   s3            asl/s3store against a MinIO it starts on loopback (skipped
                 without minio): PutBatch and random get of up to 4,096
-                artifacts of 1 KiB, put and get of up to 256 MiB, each against
-                the raw minio-go client on the same server and bytes
+                artifacts of 1 KiB, put and get of 1 GiB, each against the raw
+                minio-go client on the same server and bytes; surface run
+                p50/p99, and an action-cache hit through a second server
 
 --quick shrinks the work (64 MiB, 10,000 artifacts, 2,000 files, 100,000
 nodes, 50 runs, a 256 MiB budget for the hostile runs) to run in well under
