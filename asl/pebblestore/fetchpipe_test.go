@@ -325,13 +325,7 @@ func TestFetchLastChunkWithheld(t *testing.T) {
 	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1, PackMin: -1})
 	data := genBytes(5, 10*pipeChunk+99, false)
 	ref := put(t, s, asl.HashSHA256, asl.Untagged(data))
-	rec := indexOf(t, s, ref)
-	last := rec.chunks() - 1
-	key, v := chunkValue(t, s, ref, last)
-	payload := bytes.Clone(v[headLen(t, v):])
-	payload[len(payload)-1] ^= 1
-	ch := chunkHeader{Codec: codecRaw, Raw: uint64(len(payload)), CRC: chunkCRC(rec.Blob, last, codecRaw, uint64(len(payload)), payload)}
-	rawSet(t, s, key, append(appendCBOR(nil, ch), payload...))
+	last := forgeLastChunk(t, s, ref, 98) // the last chunk's last byte
 	for _, step := range []int{1, 4096, 1 << 20} {
 		rc, _, err := s.Fetch(ctx, ref)
 		if err != nil {
@@ -523,35 +517,28 @@ func TestFetchWriteToDamage(t *testing.T) {
 		key, v := chunkValue(t, s, ref, bad)
 		rawSet(t, s, key, flip(v, headLen(t, v)+11, 0x04))
 		for range 5 {
-			rc, _, err := s.Fetch(ctx, ref)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got bytes.Buffer
-			_, err = io.Copy(&got, rc)
-			rc.Close()
-			if !errors.Is(err, asl.ErrIntegrity) || !bytes.Equal(got.Bytes(), data[:bad*pipeChunk]) {
-				t.Fatalf("chunk %d damaged: %d bytes written, then %v; want %d bytes, then ErrIntegrity", bad, got.Len(), err, bad*pipeChunk)
+			if got, err := copyFetched(ctx, s, ref); !errors.Is(err, asl.ErrIntegrity) || !bytes.Equal(got, data[:bad*pipeChunk]) {
+				t.Fatalf("chunk %d damaged: %d bytes written, then %v; want %d bytes, then ErrIntegrity", bad, len(got), err, bad*pipeChunk)
 			}
 		}
 		rawSet(t, s, key, v)
 	}
-	// The last chunk forged with a valid CRC: only the digest finds it.
-	last := rec.chunks() - 1
-	key, v := chunkValue(t, s, ref, last)
-	payload := bytes.Clone(v[headLen(t, v):])
-	payload[0] ^= 1
-	ch := chunkHeader{Codec: codecRaw, Raw: uint64(len(payload)), CRC: chunkCRC(rec.Blob, last, codecRaw, uint64(len(payload)), payload)}
-	rawSet(t, s, key, append(appendCBOR(nil, ch), payload...))
-	rc, _, err := s.Fetch(ctx, ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got bytes.Buffer
-	_, err = io.Copy(&got, rc)
-	rc.Close()
-	if !errors.Is(err, asl.ErrIntegrity) || !bytes.Equal(got.Bytes(), data[:last*pipeChunk]) {
-		t.Fatalf("forged last chunk: %d bytes written, then %v", got.Len(), err)
+	last := forgeLastChunk(t, s, ref, 0)
+	if got, err := copyFetched(ctx, s, ref); !errors.Is(err, asl.ErrIntegrity) || !bytes.Equal(got, data[:last*pipeChunk]) {
+		t.Fatalf("forged last chunk: %d bytes written, then %v", len(got), err)
 	}
 	checkNoReaderGoroutines(t)
+}
+
+// copyFetched fetches ref and copies it with io.Copy (thus WriteTo),
+// returning the bytes written and the copy's error.
+func copyFetched(ctx context.Context, s *Store, ref asl.Reference) ([]byte, error) {
+	rc, _, err := s.Fetch(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	var got bytes.Buffer
+	_, err = io.Copy(&got, rc)
+	return got.Bytes(), err
 }
