@@ -245,6 +245,10 @@ type fetchJob struct {
 //     token and hashes every ready chunk in order, so that the hash
 //     overlaps the consumer's own work; it hands the token back at the
 //     next chunk boundary once the consumer pulls again.
+//   - A record with compressed chunks is never pulled: decompression, not
+//     the hash, bounds its reads, and there the workers hashing what they
+//     just decompressed measured faster (large-text/get 0.557x and 0.576x
+//     against 0.524x and 0.543x pulled, BENCHMARKS.md "Fifth session").
 //
 // Jobs are reused most recently freed first, so a worker writes into a
 // buffer that is likely still in cache. The consumer wakes a waiting
@@ -289,6 +293,7 @@ type chunkReader struct {
 	idle     int         // workers waiting on freed
 	cwaiting bool        // the consumer waits on cwake
 	pulling  bool        // the consumer hashes (in WriteTo, or waiting in fill)
+	pull     bool        // the consumer may pull at all (raw chunks); fixed
 	stopped  bool        // Close was called
 	slots    []*fetchJob // claimed, unconsumed jobs by chunk index mod len
 	claimed  uint64      // chunks claimed
@@ -325,6 +330,7 @@ func (s *Store) newChunkReader(ctx context.Context, ref asl.Reference, rec index
 		jobs:  make([]*fetchJob, nbuf),
 		slots: make([]*fetchJob, nbuf),
 		pos:   rec.Offset,
+		pull:  rec.Compression == compNone,
 	}
 	for k := range r.jobs {
 		j := &fetchJob{buf: r.newBuf()}
@@ -477,7 +483,7 @@ func (r *chunkReader) wakeConsumer() {
 		return
 	}
 	k := r.slots[r.delivered%uint64(len(r.slots))]
-	if k != nil && k.i == r.delivered && (k.hashed || k.ready && !r.hashing) {
+	if k != nil && k.i == r.delivered && (k.hashed || r.pull && k.ready && !r.hashing) {
 		r.cwaiting = false
 		r.cwake.Signal()
 	}
@@ -539,7 +545,7 @@ func (r *chunkReader) fill() error {
 		return io.EOF
 	}
 	pulling := r.pulling
-	r.pulling = true
+	r.pulling = r.pull
 	defer func() { r.pulling = pulling }()
 	for {
 		if r.stopped {
@@ -559,7 +565,7 @@ func (r *chunkReader) fill() error {
 			r.cur, r.curJob = k.chunk.data, k
 			return nil
 		}
-		if r.hashInOrder(false) {
+		if r.pull && r.hashInOrder(false) {
 			continue
 		}
 		// Nothing to take or hash: the workers must be reading.
@@ -612,7 +618,7 @@ func (r *chunkReader) WriteTo(w io.Writer) (int64, error) {
 
 func (r *chunkReader) setPulling(on bool) {
 	r.mu.Lock()
-	r.pulling = on
+	r.pulling = on && r.pull
 	r.mu.Unlock()
 }
 
