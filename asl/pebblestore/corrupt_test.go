@@ -145,13 +145,7 @@ func testCorruption(t *testing.T, opts *Options) {
 		})},
 		{"last chunk forged with a valid crc", random, func(t *testing.T, s *Store, ref asl.Reference) {
 			// Beyond what a CRC can see: the full digest still refuses it.
-			rec := indexOf(t, s, ref)
-			last := rec.chunks() - 1
-			key, v := chunkValue(t, s, ref, last)
-			payload := bytes.Clone(v[headLen(t, v):])
-			payload[0] ^= 1
-			ch := chunkHeader{Codec: codecRaw, Raw: uint64(len(payload)), CRC: chunkCRC(rec.Blob, last, codecRaw, uint64(len(payload)), payload)}
-			rawSet(t, s, key, append(appendCBOR(nil, ch), payload...))
+			forgeLastChunk(t, s, ref, 0)
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -298,4 +292,19 @@ func TestCorruptHook(t *testing.T) {
 	if s.Corrupt(asl.MustDerive(asl.HashSHA256, asl.Untagged([]byte("absent"))), nil) {
 		t.Fatal("Corrupt of an absent artifact reported true")
 	}
+}
+
+// forgeLastChunk flips the low bit of byte at of the last chunk of ref (a
+// raw chunk in Pebble) and gives the chunk a valid CRC: only the digest of
+// the whole artifact can tell. It returns the chunk's index.
+func forgeLastChunk(t *testing.T, s *Store, ref asl.Reference, at int) uint64 {
+	t.Helper()
+	rec := indexOf(t, s, ref)
+	last := rec.chunks() - 1
+	key, v := chunkValue(t, s, ref, last)
+	payload := bytes.Clone(v[headLen(t, v):])
+	payload[at] ^= 1
+	ch := chunkHeader{Codec: codecRaw, Raw: uint64(len(payload)), CRC: chunkCRC(rec.Blob, last, codecRaw, uint64(len(payload)), payload)}
+	rawSet(t, s, key, append(appendCBOR(nil, ch), payload...))
+	return last
 }

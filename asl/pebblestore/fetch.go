@@ -195,10 +195,15 @@ const (
 	maxFetchWorkers = 4
 	// fetchSpare is how many chunk buffers a reader has beyond one per
 	// worker: the caller's current chunk and chunks read ahead, which
-	// absorb uneven chunk costs. On 2 cores (amduat bench --only large),
-	// 2 workers and 8 buffers measured as fast as 3 workers or 12
-	// buffers, and 1 worker far slower.
-	fetchSpare = 6
+	// absorb uneven chunk costs and let the workers read several chunks
+	// per wake-up (fetchWakeAt).
+	fetchSpare = 10
+	// fetchWakeAt is how many free buffers the consumer gathers before it
+	// wakes a worker that waits for one: each wake-up of a goroutine costs
+	// a few microseconds of the consumer's core, and the woken worker
+	// first waits to be taken over by an idle core, so a worker woken for
+	// one chunk at a time left the reads behind the hash (BENCHMARKS.md).
+	fetchWakeAt = 4
 )
 
 // fetchWorkers is the number of goroutines that read chunks for one
@@ -210,34 +215,51 @@ func fetchWorkers() int { return min(runtime.GOMAXPROCS(0), maxFetchWorkers) }
 type fetchJob struct {
 	buf *[]byte // the job's chunk buffer, fixed
 	// Set when the job is claimed, then by the worker that reads it; read
-	// by the worker that hashes it (after mu orders them) and, once the
-	// job is sent on hashed, by the consumer.
+	// by whoever hashes it (after mu orders them) and, once it is hashed,
+	// by the consumer.
 	i     uint64
 	loc   partLoc // where a packed part lies
 	chunk chunkData
 	err   error
-	ready bool // the chunk is read (or failed); guarded by mu
+	// Guarded by mu.
+	ready  bool // the chunk is read (or failed)
+	hashed bool // the chunk is hashed in order (or failed in order)
 }
 
-// chunkReader streams a chunked artifact (SPECS.md §6.2).
+// chunkReader streams a chunked artifact (SPECS.md §6.2, §6.4 "Reading a
+// large artifact").
 //
-// Several worker goroutines read, CRC-check and decompress chunks
-// concurrently, and hash them strictly in chunk order: a worker claims the
-// next chunk index together with a free job; once it has read the chunk
-// it marks the job ready and, unless another worker is already hashing
-// (the hashing token), hashes every ready chunk from the next one in
-// order, passing each on to the consumer through hashed. The consumer (the
-// caller's goroutine, in Read and WriteTo) hands out a chunk's bytes and
-// returns its job to free when it needs the next chunk. Hashing thus runs
-// on the workers and overlaps the caller's use of the bytes; on 2 cores
-// this measured faster than hashing on the consumer or on a goroutine of
-// its own. Jobs are reused most recently freed first, so a worker writes
-// into a buffer that is likely still in cache (faster than first in,
-// first out).
+// Worker goroutines read, CRC-check and decompress chunks concurrently,
+// each into a buffer of its own job; the chunks are hashed strictly in
+// chunk order by whoever holds the hashing token, and handed out by the
+// consumer (the caller's goroutine, in Read and WriteTo) once hashed:
 //
-// Only len(jobs) chunk buffers exist, whatever the artifact's size. Chunk
-// i uses slot i mod len(jobs): chunk i+len(jobs) can be claimed only once
-// a job is free again, that is after chunk i was hashed and consumed.
+//   - While the consumer is inside WriteTo, or inside Read waiting for its
+//     next chunk (pulling), it hashes the chunk it needs itself and the
+//     workers only read ahead: the hash runs on the consumer's core,
+//     reading, CRC and decompression on the others, and no goroutine
+//     wakes another per chunk. `amduat get` (io.Copy, thus WriteTo) reads
+//     this way.
+//   - While the consumer is away (between Read calls, busy with the
+//     bytes), a worker that completes the next chunk in order takes the
+//     token and hashes every ready chunk in order, so that the hash
+//     overlaps the consumer's own work; it hands the token back at the
+//     next chunk boundary once the consumer pulls again.
+//   - A record with compressed chunks is never pulled: decompression, not
+//     the hash, bounds its reads, and there the workers hashing what they
+//     just decompressed measured faster (large-text/get 0.557x and 0.576x
+//     against 0.524x and 0.543x pulled, BENCHMARKS.md "Fifth session").
+//
+// Jobs are reused most recently freed first, so a worker writes into a
+// buffer that is likely still in cache. The consumer wakes a waiting
+// worker only once fetchWakeAt buffers are free (or it has nothing left
+// to wait for), so each wake-up reads several chunks.
+//
+// Only len(jobs) chunk buffers exist, whatever the artifact's size. The
+// chunks claimed and not yet consumed are a contiguous run of at most
+// len(jobs): chunk i lives in slot i mod len(jobs) from its claim until the
+// consumer takes it, and chunk i+len(jobs) can be claimed only once a job
+// is free again, that is after chunk i was consumed.
 //
 // Invariants:
 //   - a chunk's bytes are handed out only after its CRC has been checked
@@ -248,8 +270,8 @@ type fetchJob struct {
 //     error wrapping asl.ErrIntegrity;
 //   - errors surface in chunk order: a failure of chunk k is reported after
 //     chunks 0..k-1 were delivered, even if a later chunk failed first.
-//     After a failure no chunk is claimed or hashed any more;
-//   - the send on hashed never blocks: it has room for every job;
+//     After a failure no chunk is claimed or hashed any more (the failed
+//     chunk keeps the hashing token);
 //   - Close stops every goroutine, then returns each job's buffer exactly
 //     once (to the store's pool when rec.Chunk is its chunk size).
 type chunkReader struct {
@@ -260,18 +282,23 @@ type chunkReader struct {
 	n    uint64 // chunks
 	read chunkReadFunc
 
-	jobs   []*fetchJob    // every job, for Close
-	hashed chan *fetchJob // hashed jobs, in chunk order, for the consumer
-	wg     sync.WaitGroup // the workers
+	jobs    []*fetchJob    // every job, for Close
+	wg      sync.WaitGroup // the workers
+	stopCtx func() bool    // unregisters the context's wake-up
 
 	mu       sync.Mutex
-	freed    sync.Cond   // signalled when free grows or the reader stops
+	freed    sync.Cond   // workers wait here for a free job
+	cwake    sync.Cond   // the consumer waits here for its next chunk
 	free     []*fetchJob // jobs the workers may claim, most recently freed last
+	idle     int         // workers waiting on freed
+	cwaiting bool        // the consumer waits on cwake
+	pulling  bool        // the consumer hashes (in WriteTo, or waiting in fill)
+	pull     bool        // the consumer may pull at all (raw chunks); fixed
 	stopped  bool        // Close was called
-	slots    []*fetchJob // claimed, unhashed jobs by chunk index mod len
+	slots    []*fetchJob // claimed, unconsumed jobs by chunk index mod len
 	claimed  uint64      // chunks claimed
 	nextHash uint64      // the next chunk to hash
-	hashing  bool        // a worker holds the hashing token
+	hashing  bool        // the hashing token is taken
 	failed   bool        // a chunk failed: claim and hash no more
 	pos      uint64      // packed record: the head of the next part to claim
 
@@ -280,6 +307,7 @@ type chunkReader struct {
 	absorbed uint64 // chunks hashed
 	stored   uint64 // stored payload bytes of the chunks hashed
 	codecs   [2]bool
+	touched  byte // the sum touchLines returns, kept so that its loads stay
 
 	// Consumer state.
 	delivered uint64 // chunks made current
@@ -299,10 +327,10 @@ func (s *Store) newChunkReader(ctx context.Context, ref asl.Reference, rec index
 	workers = min(workers, nbuf)
 	r := &chunkReader{
 		s: s, ctx: ctx, ref: ref, rec: rec, n: n, read: read, h: h,
-		jobs:   make([]*fetchJob, nbuf),
-		hashed: make(chan *fetchJob, nbuf),
-		slots:  make([]*fetchJob, nbuf),
-		pos:    rec.Offset,
+		jobs:  make([]*fetchJob, nbuf),
+		slots: make([]*fetchJob, nbuf),
+		pos:   rec.Offset,
+		pull:  rec.Compression == compNone,
 	}
 	for k := range r.jobs {
 		j := &fetchJob{buf: r.newBuf()}
@@ -310,6 +338,14 @@ func (s *Store) newChunkReader(ctx context.Context, ref asl.Reference, rec index
 		r.free = append(r.free, j)
 	}
 	r.freed.L = &r.mu
+	r.cwake.L = &r.mu
+	// A cancelled context wakes a waiting consumer (the workers look at
+	// the context before each chunk).
+	r.stopCtx = context.AfterFunc(ctx, func() {
+		r.mu.Lock()
+		r.cwake.Broadcast()
+		r.mu.Unlock()
+	})
 	r.wg.Add(workers)
 	for range workers {
 		go r.work()
@@ -336,8 +372,8 @@ func (r *chunkReader) newBuf() *[]byte {
 	return &b
 }
 
-// work reads and hashes claimed chunks until every chunk is claimed, one
-// failed, or the reader is closed.
+// work reads claimed chunks (and hashes them while the consumer is away)
+// until every chunk is claimed, one failed, or the reader is closed.
 func (r *chunkReader) work() {
 	defer r.wg.Done()
 	for {
@@ -369,11 +405,13 @@ func (r *chunkReader) claim() *fetchJob {
 		if len(r.free) > 0 {
 			break
 		}
+		r.idle++
 		r.freed.Wait()
+		r.idle--
 	}
 	j := r.free[len(r.free)-1]
 	r.free = r.free[:len(r.free)-1]
-	j.i, j.chunk, j.err, j.ready = r.claimed, chunkData{}, nil, false
+	j.i, j.chunk, j.err, j.ready, j.hashed = r.claimed, chunkData{}, nil, false, false
 	if r.rec.packed() {
 		// Parts follow each other in the pack: where part i lies is known
 		// once part i-1's head and chunk header are read. A damaged head
@@ -388,45 +426,66 @@ func (r *chunkReader) claim() *fetchJob {
 	return j
 }
 
-// advance marks j ready and, unless another worker holds the hashing
-// token, takes it and hashes the ready chunks in order from the next one,
-// sending each on hashed. A failed chunk is sent with its error and keeps
-// the token: nothing after it is hashed.
+// advance marks j ready. Unless the consumer pulls, the worker then hashes
+// the ready chunks in order (hashInOrder). A failed chunk stops the claims.
 func (r *chunkReader) advance(j *fetchJob) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	j.ready = true
 	if j.err != nil {
 		r.failed = true
 		r.freed.Broadcast() // the other workers may exit
 	}
-	if r.hashing {
-		r.mu.Unlock()
-		return
-	}
-	r.hashing = true
-	for {
-		slot := &r.slots[r.nextHash%uint64(len(r.slots))]
-		k := *slot
+	r.hashInOrder(true)
+	r.wakeConsumer()
+}
+
+// hashInOrder hashes ready chunks in order, from nextHash, if the hashing
+// token is free, and reports whether it hashed any. A worker hashes while
+// the consumer does not pull; the consumer hashes one chunk, the one it
+// waits for. It is called, and returns, with mu held; mu is released while
+// a chunk is hashed. A failed chunk is marked hashed with its error and
+// keeps the token: nothing after it is hashed.
+func (r *chunkReader) hashInOrder(worker bool) bool {
+	did := false
+	for !r.hashing && r.nextHash < r.n && !(worker && r.pulling) {
+		k := r.slots[r.nextHash%uint64(len(r.slots))]
 		if k == nil || k.i != r.nextHash || !k.ready {
-			r.hashing = false
-			r.mu.Unlock()
-			return
+			break
 		}
-		*slot = nil
-		r.nextHash++
+		r.hashing = true
 		r.mu.Unlock()
 		if k.err == nil {
 			k.err = r.absorb(k.chunk)
 		}
-		failed := k.err != nil // read before the send: then k is the consumer's
-		r.hashed <- k
 		r.mu.Lock()
-		if failed {
+		k.hashed = true
+		r.nextHash++
+		did = true
+		if k.err != nil {
 			r.failed = true
 			r.freed.Broadcast()
-			r.mu.Unlock()
-			return
+			break // the token stays taken
 		}
+		r.hashing = false
+		if !worker {
+			break
+		}
+		r.wakeConsumer()
+	}
+	return did
+}
+
+// wakeConsumer wakes the consumer if it waits and its next chunk can now be
+// taken, or hashed by it. Called with mu held.
+func (r *chunkReader) wakeConsumer() {
+	if !r.cwaiting {
+		return
+	}
+	k := r.slots[r.delivered%uint64(len(r.slots))]
+	if k != nil && k.i == r.delivered && (k.hashed || r.pull && k.ready && !r.hashing) {
+		r.cwaiting = false
+		r.cwake.Signal()
 	}
 }
 
@@ -434,6 +493,7 @@ func (r *chunkReader) advance(j *fetchJob) {
 // the record's summary fields and the whole digest; an error then means
 // the last chunk's bytes must not be handed out.
 func (r *chunkReader) absorb(c chunkData) error {
+	r.touched += touchLines(c.data)
 	r.h.Write(c.data)
 	r.absorbed++
 	r.stored += uint64(c.stored)
@@ -451,31 +511,71 @@ func (r *chunkReader) absorb(c chunkData) error {
 	return nil
 }
 
+// touchLines reads one byte of every 64-byte cache line of b, and returns
+// their sum (for the caller to keep, so that the loads are not optimised
+// away). The chunk to hash was just written by another core (the worker
+// that read it); these independent loads bring it into the hashing core's
+// cache many lines at a time, whereas SHA-256 alone waits for each line in
+// turn: on the 2-core test machine, touching a chunk first and then
+// hashing it took the hash from about 0.8x to about 0.93x the speed of
+// hashing bytes already in cache (BENCHMARKS.md, "Fifth session").
+func touchLines(b []byte) byte {
+	var x byte
+	for i := 0; i < len(b); i += 64 {
+		x += b[i]
+	}
+	return x
+}
+
 // fill makes the next chunk current, returning the previous one's job to
-// the workers first.
+// the workers first. It hashes the next chunk itself when that chunk is
+// read and nobody hashes; otherwise it waits.
 func (r *chunkReader) fill() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.curJob != nil {
-		r.mu.Lock()
 		r.free = append(r.free, r.curJob)
-		r.mu.Unlock()
-		r.freed.Signal()
 		r.curJob = nil
+		if r.idle > 0 && (len(r.free) >= fetchWakeAt || r.n-r.claimed <= uint64(len(r.free))) {
+			r.freed.Signal()
+		}
 	}
 	if r.delivered == r.n {
+		r.stopCtx()
 		return io.EOF
 	}
-	var j *fetchJob
-	select {
-	case j = <-r.hashed:
-	case <-r.ctx.Done():
-		return r.ctx.Err()
+	pulling := r.pulling
+	r.pulling = r.pull
+	defer func() { r.pulling = pulling }()
+	for {
+		if r.stopped {
+			return errors.New("read after Close")
+		}
+		if err := r.ctx.Err(); err != nil {
+			return err
+		}
+		slot := &r.slots[r.delivered%uint64(len(r.slots))]
+		if k := *slot; k != nil && k.i == r.delivered && k.hashed {
+			if k.err != nil {
+				r.stopCtx()
+				return fmt.Errorf("fetch %s: %w", r.ref, k.err)
+			}
+			*slot = nil
+			r.delivered++
+			r.cur, r.curJob = k.chunk.data, k
+			return nil
+		}
+		if r.pull && r.hashInOrder(false) {
+			continue
+		}
+		// Nothing to take or hash: the workers must be reading.
+		if r.idle > 0 && len(r.free) > 0 {
+			r.freed.Broadcast()
+		}
+		r.cwaiting = true
+		r.cwake.Wait()
+		r.cwaiting = false
 	}
-	if j.err != nil {
-		return fmt.Errorf("fetch %s: %w", r.ref, j.err)
-	}
-	r.delivered++
-	r.cur, r.curJob = j.chunk.data, j
-	return nil
 }
 
 func (r *chunkReader) Read(p []byte) (int, error) {
@@ -490,8 +590,11 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// WriteTo implements io.WriterTo, sparing io.Copy a buffer copy.
+// WriteTo implements io.WriterTo: it writes each chunk where it lies, with
+// no copy, and hashes the chunks itself (the consumer pulls throughout).
 func (r *chunkReader) WriteTo(w io.Writer) (int64, error) {
+	r.setPulling(true)
+	defer r.setPulling(false)
 	var total int64
 	for {
 		if len(r.cur) > 0 {
@@ -513,15 +616,23 @@ func (r *chunkReader) WriteTo(w io.Writer) (int64, error) {
 	}
 }
 
+func (r *chunkReader) setPulling(on bool) {
+	r.mu.Lock()
+	r.pulling = on && r.pull
+	r.mu.Unlock()
+}
+
 // Close stops the workers, waiting for chunk reads in flight (each holds
 // the store open), then returns every job's buffer exactly once. It may be
 // called at any point, repeatedly; later reads fail.
 func (r *chunkReader) Close() error {
 	r.once.Do(func() {
+		r.stopCtx()
 		r.mu.Lock()
 		r.stopped = true
-		r.mu.Unlock()
 		r.freed.Broadcast()
+		r.cwake.Broadcast()
+		r.mu.Unlock()
 		r.wg.Wait()
 		// No goroutine holds a job any more, wherever it was left.
 		pooled := r.rec.Chunk == uint64(r.s.chunkSize)

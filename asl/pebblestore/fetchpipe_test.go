@@ -325,13 +325,7 @@ func TestFetchLastChunkWithheld(t *testing.T) {
 	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1, PackMin: -1})
 	data := genBytes(5, 10*pipeChunk+99, false)
 	ref := put(t, s, asl.HashSHA256, asl.Untagged(data))
-	rec := indexOf(t, s, ref)
-	last := rec.chunks() - 1
-	key, v := chunkValue(t, s, ref, last)
-	payload := bytes.Clone(v[headLen(t, v):])
-	payload[len(payload)-1] ^= 1
-	ch := chunkHeader{Codec: codecRaw, Raw: uint64(len(payload)), CRC: chunkCRC(rec.Blob, last, codecRaw, uint64(len(payload)), payload)}
-	rawSet(t, s, key, append(appendCBOR(nil, ch), payload...))
+	last := forgeLastChunk(t, s, ref, 98) // the last chunk's last byte
 	for _, step := range []int{1, 4096, 1 << 20} {
 		rc, _, err := s.Fetch(ctx, ref)
 		if err != nil {
@@ -448,4 +442,103 @@ func TestFetchWorkersExitWithoutClose(t *testing.T) {
 	}
 	checkNoReaderGoroutines(t)
 	rc.Close()
+}
+
+// TestFetchPullAndPush reads artifacts alternating between a slow Read
+// consumer (away between calls, so the workers hash ahead) and WriteTo
+// (the consumer hashes itself), through pipelines of 1 to 9 workers: the
+// bytes do not depend on who hashed which chunk.
+func TestFetchPullAndPush(t *testing.T) {
+	ctx := context.Background()
+	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1})
+	for _, a := range putPipeArtifacts(t, s) {
+		rec := indexOf(t, s, a.ref)
+		for _, workers := range []int{1, 2, 9} {
+			r := s.newChunkReader(ctx, a.ref, rec, s.readChunk, workers)
+			var got bytes.Buffer
+			buf := make([]byte, 3*pipeChunk/2)
+			var err error
+			for err == nil {
+				// A Read, a pause that lets the workers hash ahead, then a
+				// WriteTo that stops after a chunk's worth.
+				var n int
+				n, err = r.Read(buf)
+				got.Write(buf[:n])
+				if err != nil {
+					break
+				}
+				time.Sleep(200 * time.Microsecond)
+				_, err = r.WriteTo(&limitWriter{w: &got, left: pipeChunk})
+				if errors.Is(err, errLimit) {
+					err = nil
+				}
+			}
+			r.Close()
+			if err != io.EOF || !bytes.Equal(got.Bytes(), a.data) {
+				t.Fatalf("%s, %d workers: %d of %d bytes, %v", a.name, workers, got.Len(), len(a.data), err)
+			}
+		}
+	}
+	checkNoReaderGoroutines(t)
+}
+
+var errLimit = errors.New("limit reached")
+
+// limitWriter passes on at most left bytes, then fails with errLimit.
+type limitWriter struct {
+	w    io.Writer
+	left int
+}
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	if l.left <= 0 {
+		return 0, errLimit
+	}
+	n := min(len(p), l.left)
+	n, err := l.w.Write(p[:n])
+	l.left -= n
+	if err == nil && n < len(p) {
+		err = errLimit
+	}
+	return n, err
+}
+
+// TestFetchWriteToDamage damages one chunk of an artifact (chunks in
+// Pebble, where the test can reach them), or forges its last chunk with a
+// valid CRC: WriteTo writes exactly the bytes before the damaged chunk,
+// then fails with ErrIntegrity.
+func TestFetchWriteToDamage(t *testing.T) {
+	ctx := context.Background()
+	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1, PackMin: -1})
+	data := genBytes(31, 12*pipeChunk+77, false)
+	ref := put(t, s, asl.HashSHA256, asl.Untagged(data))
+	rec := indexOf(t, s, ref)
+	for _, bad := range []uint64{0, 4, rec.chunks() - 1} {
+		key, v := chunkValue(t, s, ref, bad)
+		rawSet(t, s, key, flip(v, headLen(t, v)+11, 0x04))
+		for range 5 {
+			if got, err := copyFetched(ctx, s, ref); !errors.Is(err, asl.ErrIntegrity) || !bytes.Equal(got, data[:bad*pipeChunk]) {
+				t.Fatalf("chunk %d damaged: %d bytes written, then %v; want %d bytes, then ErrIntegrity", bad, len(got), err, bad*pipeChunk)
+			}
+		}
+		rawSet(t, s, key, v)
+	}
+	last := forgeLastChunk(t, s, ref, 0)
+	if got, err := copyFetched(ctx, s, ref); !errors.Is(err, asl.ErrIntegrity) || !bytes.Equal(got, data[:last*pipeChunk]) {
+		t.Fatalf("forged last chunk: %d bytes written, then %v", len(got), err)
+	}
+	checkNoReaderGoroutines(t)
+}
+
+// copyFetched fetches ref and copies it with io.Copy (thus WriteTo),
+// returning the bytes written and the copy's error.
+func copyFetched(ctx context.Context, s *Store, ref asl.Reference) ([]byte, error) {
+	rc, _, err := s.Fetch(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	var got bytes.Buffer
+	_, err = io.Copy(&got, rc)
+	return got.Bytes(), err
 }
