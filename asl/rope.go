@@ -52,6 +52,9 @@ type rnode struct {
 	mem  []byte
 	src  *source
 	kids []*rnode
+	// stored is true when the node reads a stored artifact (kindSrc, or
+	// a kindCat or kindWin over one).
+	stored bool
 }
 
 // source is one stored artifact a rope reads.
@@ -79,7 +82,7 @@ func memNode(b []byte) *rnode { return &rnode{kind: kindMem, size: uint64(len(b)
 // then reports another header or bytes that do not hash to ref.
 func StoredRope(f Fetcher, ref Reference, hdr Header) *Rope {
 	s := &source{f: f, ref: ref, hdr: hdr}
-	return &Rope{tag: hdr.Tag, hasTag: hdr.HasTag, body: &rnode{kind: kindSrc, size: hdr.Size, src: s}, refs: []Reference{ref}}
+	return &Rope{tag: hdr.Tag, hasTag: hdr.HasTag, body: &rnode{kind: kindSrc, size: hdr.Size, src: s, stored: true}, refs: []Reference{ref}}
 }
 
 // Header is the rope's artifact header.
@@ -112,7 +115,9 @@ func ConcatRopes(parts ...*Rope) (*Rope, error) {
 	}
 	var size uint64
 	n := 0
+	stored := false
 	for _, p := range parts {
+		stored = stored || p.body.stored
 		if size+p.body.size < size {
 			return nil, fmt.Errorf("concatenation of %d ropes: total length above 2^64-1 bytes: %w", len(parts), ErrTooLarge)
 		}
@@ -124,6 +129,9 @@ func ConcatRopes(parts ...*Rope) (*Rope, error) {
 		default:
 			n++
 		}
+	}
+	if !stored && size <= coalesceBytes {
+		return &Rope{body: memNode(appendMem(make([]byte, 0, size), parts))}, nil
 	}
 	flat := n <= maxFlatKids
 	kids := make([]*rnode, 0, len(parts))
@@ -147,7 +155,43 @@ func ConcatRopes(parts ...*Rope) (*Rope, error) {
 	case 1:
 		return &Rope{body: kids[0]}, nil
 	}
-	return &Rope{body: &rnode{kind: kindCat, size: size, kids: kids}}, nil
+	return &Rope{body: &rnode{kind: kindCat, size: size, kids: kids, stored: stored}}, nil
+}
+
+// coalesceBytes is the largest concatenation of in-memory ropes that
+// ConcatRopes copies into one slice instead of referring to its parts: a
+// rope never has leaves that are both tiny and numerous because of
+// concatenation (a doubling chain of one-byte consts would otherwise be
+// read one byte per leaf, at about 40 MB/s instead of SHA-256's speed),
+// and copying at most this many bytes costs no more than the hash of the
+// node's output that the trace needs anyway.
+const coalesceBytes = 64 << 10
+
+// appendMem appends the payloads of in-memory ropes (no stored node) to
+// dst.
+func appendMem(dst []byte, parts []*Rope) []byte {
+	var walk func(n *rnode, off, size uint64)
+	walk = func(n *rnode, off, size uint64) {
+		switch n.kind {
+		case kindMem:
+			dst = append(dst, n.mem[off:off+size]...)
+		case kindWin:
+			walk(n.kids[0], n.off+off, size)
+		case kindCat:
+			start := uint64(0)
+			for _, k := range n.kids {
+				end := start + k.size
+				if lo, hi := max(off, start), min(off+size, end); lo < hi {
+					walk(k, lo-start, hi-lo)
+				}
+				start = end
+			}
+		}
+	}
+	for _, p := range parts {
+		walk(p.body, 0, p.body.size)
+	}
+	return dst
 }
 
 // appendKid appends k, merging it into the last kid when both are
@@ -156,7 +200,7 @@ func appendKid(kids []*rnode, k *rnode) []*rnode {
 	if n := len(kids); n > 0 {
 		last := kids[n-1]
 		if last.kind == kindSrc && k.kind == kindSrc && last.src == k.src && last.off+last.size == k.off {
-			kids[n-1] = &rnode{kind: kindSrc, src: k.src, off: last.off, size: last.size + k.size}
+			kids[n-1] = &rnode{kind: kindSrc, src: k.src, off: last.off, size: last.size + k.size, stored: true}
 			return kids
 		}
 	}
@@ -182,7 +226,7 @@ func (r *Rope) Slice(off, n uint64) (*Rope, error) {
 		case kindMem:
 			return &Rope{body: memNode(b.mem[off : off+n : off+n])}, nil
 		case kindSrc:
-			return &Rope{body: &rnode{kind: kindSrc, src: b.src, off: b.off + off, size: n}}, nil
+			return &Rope{body: &rnode{kind: kindSrc, src: b.src, off: b.off + off, size: n, stored: true}}, nil
 		case kindWin:
 			off += b.off
 			b = b.kids[0]
@@ -200,7 +244,7 @@ func (r *Rope) Slice(off, n uint64) (*Rope, error) {
 			start += k.size
 		}
 		if !inner {
-			return &Rope{body: &rnode{kind: kindWin, off: off, size: n, kids: []*rnode{b}}}, nil
+			return &Rope{body: &rnode{kind: kindWin, off: off, size: n, kids: []*rnode{b}, stored: b.stored}}, nil
 		}
 	}
 }

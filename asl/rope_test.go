@@ -185,8 +185,8 @@ func TestRopeReadsVerifyWholeArtifact(t *testing.T) {
 }
 
 func TestRopeBounds(t *testing.T) {
-	big := asl.NewRope(asl.Untagged(make([]byte, 10)))
-	// Doubling 61 times gives 10 * 2^61 bytes, above 2^64-1.
+	big := asl.NewRope(asl.Untagged(make([]byte, 40<<10)))
+	// Doubling 49 times gives 40 KiB * 2^49 bytes, above 2^64-1.
 	cur := big
 	var err error
 	for i := 0; i < 63 && err == nil; i++ {
@@ -196,7 +196,7 @@ func TestRopeBounds(t *testing.T) {
 		t.Fatalf("doubling: %v, want ErrTooLarge", err)
 	}
 	huge, _ := asl.ConcatRopes(big, big)
-	if _, err := huge.Bytes(context.Background(), 15); !errors.Is(err, asl.ErrTooLarge) {
+	if _, err := huge.Bytes(context.Background(), 80<<10-1); !errors.Is(err, asl.ErrTooLarge) {
 		t.Fatalf("materialising above the limit: %v", err)
 	}
 	if _, err := huge.Bytes(context.Background(), math.MaxInt64); err != nil {
@@ -250,5 +250,50 @@ func TestRopeConcurrentReads(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestRopeCoalescesSmallConcatenations: a concatenation of in-memory ropes
+// of at most 64 KiB is one in-memory slice (so a doubling chain of one-byte
+// consts is not read one byte per leaf); a larger one, or one reading a
+// stored artifact, refers to its parts. The payload is the same either way.
+func TestRopeCoalescesSmallConcatenations(t *testing.T) {
+	ctx := context.Background()
+	cur := asl.NewRope(asl.Untagged([]byte("ab")))
+	want := []byte("ab")
+	for cur.Size() <= 64<<10 {
+		if !cur.InMemory() {
+			t.Fatalf("a %d-byte concatenation of in-memory ropes is not one slice", cur.Size())
+		}
+		slice, err := cur.Slice(1, cur.Size()-1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cur, err = asl.ConcatRopes(cur, slice); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, want[1:]...)
+	}
+	if cur.InMemory() {
+		t.Fatalf("a %d-byte concatenation was copied", cur.Size())
+	}
+	got, err := cur.Bytes(ctx, 0)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("payload differs (%v)", err)
+	}
+	st := memstore.New()
+	ref, err := asl.PutArtifact(ctx, st, asl.HashSHA256, asl.Untagged([]byte("stored")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mixed, err := asl.ConcatRopes(asl.StoredRope(st, ref, asl.Header{Size: 6}), asl.NewRope(asl.Untagged([]byte("!"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mixed.InMemory() {
+		t.Fatal("a concatenation reading a stored artifact was copied")
+	}
+	if got, err := mixed.Bytes(ctx, 0); err != nil || string(got) != "stored!" {
+		t.Fatalf("mixed payload %q, %v", got, err)
 	}
 }
