@@ -1,6 +1,7 @@
 package asl
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -131,7 +132,14 @@ func ConcatRopes(parts ...*Rope) (*Rope, error) {
 		}
 	}
 	if !stored && size <= coalesceBytes {
-		return &Rope{body: memNode(appendMem(make([]byte, 0, size), parts))}, nil
+		buf := bytes.NewBuffer(make([]byte, 0, size))
+		for _, p := range parts {
+			// In memory: no I/O, so no error.
+			if err := p.CopyTo(context.Background(), buf); err != nil {
+				return nil, err
+			}
+		}
+		return &Rope{body: memNode(buf.Bytes())}, nil
 	}
 	flat := n <= maxFlatKids
 	kids := make([]*rnode, 0, len(parts))
@@ -166,33 +174,6 @@ func ConcatRopes(parts ...*Rope) (*Rope, error) {
 // and copying at most this many bytes costs no more than the hash of the
 // node's output that the trace needs anyway.
 const coalesceBytes = 64 << 10
-
-// appendMem appends the payloads of in-memory ropes (no stored node) to
-// dst.
-func appendMem(dst []byte, parts []*Rope) []byte {
-	var walk func(n *rnode, off, size uint64)
-	walk = func(n *rnode, off, size uint64) {
-		switch n.kind {
-		case kindMem:
-			dst = append(dst, n.mem[off:off+size]...)
-		case kindWin:
-			walk(n.kids[0], n.off+off, size)
-		case kindCat:
-			start := uint64(0)
-			for _, k := range n.kids {
-				end := start + k.size
-				if lo, hi := max(off, start), min(off+size, end); lo < hi {
-					walk(k, lo-start, hi-lo)
-				}
-				start = end
-			}
-		}
-	}
-	for _, p := range parts {
-		walk(p.body, 0, p.body.size)
-	}
-	return dst
-}
 
 // appendKid appends k, merging it into the last kid when both are
 // contiguous ranges of one stored artifact.
