@@ -20,7 +20,7 @@ const cliReps = 2
 // procRun is one timed child process.
 type procRun struct {
 	d      time.Duration
-	maxRSS *int64 // the child's peak RSS (getrusage), when known
+	maxRSS *int64 // the child's own peak RSS (runMeasured), when known
 	stdout []byte
 }
 
@@ -28,13 +28,11 @@ type procRun struct {
 func timeCommand(cmd *exec.Cmd) (procRun, error) {
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	start := time.Now()
-	err := cmd.Run()
-	d := time.Since(start)
+	d, rss, err := runMeasured(cmd)
 	if err != nil {
 		return procRun{}, fmt.Errorf("%s: %w: %s", strings.Join(cmd.Args[:min(len(cmd.Args), 3)], " "), err, strings.TrimSpace(errb.String()))
 	}
-	return procRun{d: d, stdout: out.Bytes(), maxRSS: ChildMaxRSS(cmd.ProcessState)}, nil
+	return procRun{d: d, stdout: out.Bytes(), maxRSS: rss}, nil
 }
 
 // writeFiles writes n distinct random files of size bytes into dir and

@@ -77,15 +77,8 @@ func runHostileChild(ctx context.Context, bin, store string, memLimit int64, tim
 	cmd.Env = append(os.Environ(), "GOMEMLIMIT="+strconv.FormatInt(memLimit, 10))
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	floor := shrinkForChild()
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return hostileOutcome{}, fmt.Errorf("amduat pel run: %w", err)
-	}
-	w := watchHWM(cmd.Process.Pid)
-	err := cmd.Wait()
-	o := hostileOutcome{d: time.Since(start)}
-	sampled := w.stop(false)
+	d, rss, err := runMeasured(cmd)
+	o := hostileOutcome{d: d, rss: rss}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
@@ -97,7 +90,6 @@ func runHostileChild(ctx context.Context, bin, store string, memLimit int64, tim
 	if err := ctx.Err(); err != nil {
 		return o, err
 	}
-	o.rss = childPeak(cmd.ProcessState, floor, sampled)
 	stderr := strings.TrimSpace(errb.String())
 	if i := strings.IndexByte(stderr, '\n'); i >= 0 {
 		stderr = stderr[:i] + " ..."
@@ -154,6 +146,21 @@ func childPeak(ps *os.ProcessState, floor int64, sampled *int64) *int64 {
 		return ru
 	}
 	return sampled
+}
+
+// runMeasured runs cmd to its end and returns its wall time, its own peak
+// RSS (shrinkForChild, then childPeak of a watched run; nil when unknown)
+// and the error of starting or waiting for it.
+func runMeasured(cmd *exec.Cmd) (time.Duration, *int64, error) {
+	floor := shrinkForChild()
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return 0, nil, err
+	}
+	w := watchHWM(cmd.Process.Pid)
+	err := cmd.Wait()
+	d := time.Since(start)
+	return d, childPeak(cmd.ProcessState, floor, w.stop(false)), err
 }
 
 // runHostile runs the hostile programs of issue 13 item 2, each without

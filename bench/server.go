@@ -1074,19 +1074,9 @@ func runChild(cmd *exec.Cmd, keep bool) (procRun, error) {
 		cmd.Stdout = &out
 	}
 	cmd.Stderr = &errb
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return procRun{}, err
-	}
-	w := watchHWM(cmd.Process.Pid)
-	err := cmd.Wait()
-	d := time.Since(start)
-	peak := w.stop(false)
+	d, peak, err := runMeasured(cmd)
 	if err != nil {
 		return procRun{}, fmt.Errorf("%s: %w: %s", strings.Join(cmd.Args, " "), err, strings.TrimSpace(errb.String()))
-	}
-	if peak == nil {
-		peak = ChildMaxRSS(cmd.ProcessState)
 	}
 	return procRun{d: d, maxRSS: peak, stdout: out.Bytes()}, nil
 }
