@@ -121,28 +121,24 @@ func runHostileChild(ctx context.Context, bin, store string, memLimit int64, tim
 // is wanted. os/exec starts children with vfork, and Linux carries the
 // parent's peak RSS at exec into the child's ru_maxrss, so the child would
 // report at least this process's peak (the programs built here). It
-// returns memory to the system, resets this process's peak to its current
-// RSS (/proc/self/clear_refs) and returns that RSS: afterwards a child's
-// ru_maxrss above it is the child's own peak. It returns -1 when the peak
-// cannot be reset.
-func shrinkForChild() int64 {
+// returns memory to the system and resets this process's peak to its
+// current RSS (/proc/self/clear_refs), so that a child's ru_maxrss is most
+// often its own.
+func shrinkForChild() {
 	runtime.GC()
 	debug.FreeOSMemory()
-	rss, ok := procStatus("VmRSS")
-	if !ok || !resetPeak() {
-		return -1
-	}
-	if now, ok := procStatus("VmRSS"); ok && now > rss {
-		rss = now
-	}
-	return rss
+	resetPeak()
 }
 
-// childPeak is a child's peak RSS: its ru_maxrss when that is above the
-// floor shrinkForChild returned (then it is the child's own), else the
-// peak sampled from /proc/PID/status (which can miss the last 5 ms).
-func childPeak(ps *os.ProcessState, floor int64, sampled *int64) *int64 {
-	if ru := ChildMaxRSS(ps); ru != nil && floor >= 0 && *ru > floor {
+// childPeak is a child's peak RSS: its ru_maxrss when that is above
+// parentHWM, this process's VmHWM read after the child's exec (then the
+// ru_maxrss cannot be the peak carried from this process, which was at
+// most parentHWM at the exec), else the peak sampled from
+// /proc/PID/status (which can miss the last 5 ms). A kernel that ignores
+// the reset of shrinkForChild leaves parentHWM high and so falls back to
+// the sample rather than report this process's peak as the child's.
+func childPeak(ps *os.ProcessState, parentHWM int64, sampled *int64) *int64 {
+	if ru := ChildMaxRSS(ps); ru != nil && parentHWM > 0 && *ru > parentHWM {
 		return ru
 	}
 	return sampled
@@ -152,15 +148,19 @@ func childPeak(ps *os.ProcessState, floor int64, sampled *int64) *int64 {
 // RSS (shrinkForChild, then childPeak of a watched run; nil when unknown)
 // and the error of starting or waiting for it.
 func runMeasured(cmd *exec.Cmd) (time.Duration, *int64, error) {
-	floor := shrinkForChild()
+	shrinkForChild()
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return 0, nil, err
 	}
+	parentHWM, ok := procStatus("VmHWM")
+	if !ok {
+		parentHWM = -1
+	}
 	w := watchHWM(cmd.Process.Pid)
 	err := cmd.Wait()
 	d := time.Since(start)
-	return d, childPeak(cmd.ProcessState, floor, w.stop(false)), err
+	return d, childPeak(cmd.ProcessState, parentHWM, w.stop(false)), err
 }
 
 // runHostile runs the hostile programs of issue 13 item 2, each without
