@@ -16,7 +16,8 @@ import (
 const (
 	// RSSReset: the kernel's peak (VmHWM in /proc/self/status) is reset by
 	// writing "5" to /proc/self/clear_refs (Linux 4.0+) at the start of a
-	// window and read at its end. Exact, and it misses no short spike.
+	// window and read at its end (chosen only where a probe saw the reset
+	// lower VmHWM). Exact, and it misses no short spike.
 	RSSReset = "vmhwm-reset"
 	// RSSSampled: VmRSS is sampled every millisecond during the window; a
 	// spike shorter than that can be missed.
@@ -65,7 +66,7 @@ func RSSMethod() string {
 	rssOnce.Do(func() {
 		_, hwm := procStatus("VmHWM")
 		switch _, rss := procStatus("VmRSS"); {
-		case hwm && resetPeak():
+		case hwm && peakResetWorks():
 			rssMethod = RSSReset
 		case rss:
 			rssMethod = RSSSampled

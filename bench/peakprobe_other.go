@@ -1,0 +1,6 @@
+//go:build !linux
+
+package bench
+
+// peakResetWorks: only Linux resets VmHWM.
+func peakResetWorks() bool { return false }
