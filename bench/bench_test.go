@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/opreg"
@@ -366,5 +367,21 @@ func BenchmarkPlanRun(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/node")
 		})
+	}
+}
+
+// TestPidCPU: the CPU time read for this process from /proc/PID/stat
+// follows its own getrusage within a few ticks.
+func TestPidCPU(t *testing.T) {
+	if _, ok := pidCPU(os.Getpid()); !ok {
+		t.Skip("no /proc/PID/stat here")
+	}
+	x := 0
+	for deadline := time.Now().Add(200 * time.Millisecond); time.Now().Before(deadline); x++ {
+	}
+	got, _ := pidCPU(os.Getpid())
+	want := processCPU()
+	if d := want - got; d < -50*time.Millisecond || d > 50*time.Millisecond || got < 150*time.Millisecond {
+		t.Fatalf("/proc/PID/stat says %s of CPU, getrusage %s (after %d spins)", got, want, x)
 	}
 }

@@ -182,3 +182,29 @@ func (c IOCounters) Sub(before IOCounters) IOCounters {
 		SyscW: c.SyscW - before.SyscW, ReadBytes: c.ReadBytes - before.ReadBytes, WriteBytes: c.WriteBytes - before.WriteBytes,
 		OK: c.OK && before.OK}
 }
+
+// pidCPU is the CPU time (user and system) of process pid so far, from
+// /proc/PID/stat (utime and stime, in Linux's fixed USER_HZ of 100 ticks
+// per second); false where there is no such file.
+func pidCPU(pid int) (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// The command name, in parentheses, may hold spaces: the fields
+	// counted from the third start after its last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 13 {
+		return 0, false
+	}
+	utime, err1 := strconv.ParseInt(string(f[11]), 10, 64)
+	stime, err2 := strconv.ParseInt(string(f[12]), 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(utime+stime) * (time.Second / 100), true
+}

@@ -166,7 +166,7 @@ func runS3(ctx context.Context, e *Env) ([]Row, error) {
 	})
 
 	// Large.
-	large, err := s3Large(ctx, e, st)
+	large, err := s3Large(ctx, e, st, m.PID())
 	if err != nil {
 		return nil, err
 	}
@@ -218,32 +218,37 @@ func (b *blockReader) Read(p []byte) (int, error) {
 // s3Large: a large artifact put and read through the store against raw
 // PutObject/GetObject of the same bytes, alternating, s3LargeReps times,
 // the best of each reported with the peak RSS of its window.
-func s3Large(ctx context.Context, e *Env, st *s3store.Store) ([]Row, error) {
+func s3Large(ctx context.Context, e *Env, st *s3store.Store, minioPID int) ([]Row, error) {
 	cl := st.Client()
 	lsize := min(e.Sizes.LargeBytes, s3LargeMax)
 	block := make([]byte, 1<<20)
 	FillRandom(block, s3Seed, 3)
 	hdr := asl.Header{Size: uint64(lsize)}
-	best := func(d *time.Duration, rss **int64, f func() error) error {
+	// best keeps the fastest run of f, with the peak RSS of all runs and
+	// the CPU time that this process and MinIO spent in the fastest run.
+	best := func(d *time.Duration, rss **int64, cpu *s3CPU, f func() error) error {
 		w := StartWindow()
+		c0 := readS3CPU(minioPID)
 		t0 := time.Now()
 		err := f()
 		dt := time.Since(t0)
+		c := readS3CPU(minioPID).sub(c0)
 		r, _ := w.Stop()
 		if err == nil && (*d == 0 || dt < *d) {
-			*d = dt
+			*d, *cpu = dt, c
 		}
 		if r != nil && (*rss == nil || *r > **rss) {
 			*rss = r
 		}
 		return err
 	}
+	var cPut, cRawPut, cGet, cRawGet s3CPU
 	var dPut, dRawPut, dGet, dRawGet time.Duration
 	var rssPut, rssRawPut, rssGet, rssRawGet *int64
 	var ref asl.Reference
 	e.logf("s3: large put and get of %d MiB, %d times each, alternating with the raw client", lsize>>20, s3LargeReps)
 	for rep := range s3LargeReps {
-		err := best(&dPut, &rssPut, func() error {
+		err := best(&dPut, &rssPut, &cPut, func() error {
 			var err error
 			ref, err = st.Put(ctx, asl.HashSHA256, hdr, newBlockReader(block, lsize, uint64(rep)))
 			return err
@@ -251,7 +256,7 @@ func s3Large(ctx context.Context, e *Env, st *s3store.Store) ([]Row, error) {
 		if err != nil {
 			return nil, fmt.Errorf("s3/large-put: %w", err)
 		}
-		err = best(&dRawPut, &rssRawPut, func() error {
+		err = best(&dRawPut, &rssRawPut, &cRawPut, func() error {
 			_, err := cl.PutObject(ctx, "bench", "raw/large", newBlockReader(block, lsize, uint64(rep)), lsize,
 				minio.PutObjectOptions{PartSize: s3store.DefaultPartSize, NumThreads: 1})
 			return err
@@ -259,7 +264,7 @@ func s3Large(ctx context.Context, e *Env, st *s3store.Store) ([]Row, error) {
 		if err != nil {
 			return nil, fmt.Errorf("s3/large-put: raw: %w", err)
 		}
-		err = best(&dGet, &rssGet, func() error {
+		err = best(&dGet, &rssGet, &cGet, func() error {
 			rc, _, err := st.Fetch(ctx, ref)
 			if err != nil {
 				return err
@@ -274,7 +279,7 @@ func s3Large(ctx context.Context, e *Env, st *s3store.Store) ([]Row, error) {
 		if err != nil {
 			return nil, fmt.Errorf("s3/large-get: %w", err)
 		}
-		err = best(&dRawGet, &rssRawGet, func() error {
+		err = best(&dRawGet, &rssRawGet, &cRawGet, func() error {
 			obj, err := cl.GetObject(ctx, "bench", "raw/large", minio.GetObjectOptions{})
 			if err != nil {
 				return err
@@ -300,18 +305,52 @@ func s3Large(ctx context.Context, e *Env, st *s3store.Store) ([]Row, error) {
 			Figure:   Quantity{mibps(dPut), "MiB/s"},
 			Baseline: &Baseline{mibps(dRawPut), "MiB/s", "raw minio-go PutObject of the same bytes, same part size, streamed"},
 			PeakRSS:  rssPut,
-			Note: fmt.Sprintf("%d MiB streamed from a generator (no copy held), best of %d: %d MiB parts, each hashed and PUT (up to 3 in flight) under its digest, then the manifest; raw peak RSS %s",
-				lsize>>20, s3LargeReps, s3store.DefaultPartSize>>20, rssText(rssRawPut)),
+			Note: fmt.Sprintf("%d MiB streamed from a generator (no copy held), best of %d: %d MiB parts, each hashed and PUT (up to 3 in flight) under its digest, then the manifest; raw peak RSS %s; %s",
+				lsize>>20, s3LargeReps, s3store.DefaultPartSize>>20, rssText(rssRawPut), cpuText(cPut, cRawPut, lsize)),
 		},
 		{
 			Name:     "s3/large-get",
 			Figure:   Quantity{mibps(dGet), "MiB/s"},
 			Baseline: &Baseline{mibps(dRawGet), "MiB/s", "raw minio-go GetObject of the same bytes, read to EOF"},
 			PeakRSS:  rssGet,
-			Note: fmt.Sprintf("%d MiB, best of %d: the parts' GETs opened 3 ahead, received on one goroutine, every byte SHA-256 verified on the reading one; raw peak RSS %s",
-				lsize>>20, s3LargeReps, rssText(rssRawGet)),
+			Note: fmt.Sprintf("%d MiB, best of %d: the parts' GETs opened 3 ahead, received on one goroutine, every byte SHA-256 verified on the reading one; raw peak RSS %s; %s",
+				lsize>>20, s3LargeReps, rssText(rssRawGet), cpuText(cGet, cRawGet, lsize)),
 		},
 	}, nil
+}
+
+// s3CPU is CPU time spent by this process (the client) and by MinIO.
+type s3CPU struct {
+	client, server time.Duration
+	serverOK       bool
+}
+
+func readS3CPU(minioPID int) s3CPU {
+	c := s3CPU{client: processCPU()}
+	if minioPID > 0 {
+		c.server, c.serverOK = pidCPU(minioPID)
+	}
+	return c
+}
+
+func (c s3CPU) sub(o s3CPU) s3CPU {
+	return s3CPU{client: c.client - o.client, server: c.server - o.server, serverOK: c.serverOK && o.serverOK}
+}
+
+// cpuText compares the CPU per MiB of the store's and the raw client's
+// fastest runs over n bytes: on a machine whose cores are all busy (MinIO
+// runs on the same ones), what each side spends per MiB, not the
+// store's code alone, sets the ratio of the rates.
+func cpuText(store, raw s3CPU, n int64) string {
+	perMiB := func(d time.Duration) string { return formatValue(d.Seconds()*1e3/(float64(n)/mib)) + " ms" }
+	side := func(c s3CPU) string {
+		t := "client " + perMiB(c.client)
+		if c.serverOK {
+			t += ", MinIO " + perMiB(c.server)
+		}
+		return t
+	}
+	return "CPU per MiB: store " + side(store) + "; raw " + side(raw)
 }
 
 // s3Runs times fresh surface runs (NoCache) on the S3 store against the

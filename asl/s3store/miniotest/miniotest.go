@@ -180,5 +180,15 @@ func (s *Server) Restart() {
 	}
 }
 
+// PID is the running server's process id, 0 when it is stopped.
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 // DataDir is the server's data directory.
 func (s *Server) DataDir() string { return filepath.Join(s.dir, "data") }
