@@ -66,6 +66,10 @@ type Limits struct {
 	// (pel.RunOptions.WorkBudget; 0: none). Exceeding it is an internal
 	// failure: 500, nothing stored.
 	RunWorkBudget uint64
+	// RunWorkers is pel.RunOptions.Workers of each run (SPECS.md §12.10):
+	// the goroutines that may run independent nodes' operations at once;
+	// it changes no stored byte. 0 means GOMAXPROCS; 1 is sequential.
+	RunWorkers int
 }
 
 // DefaultLimits are the limits of a zero Limits field.
@@ -108,6 +112,10 @@ func (l Limits) withDefaults() Limits {
 	}
 	d.RunMemoryBudget = l.RunMemoryBudget
 	d.RunWorkBudget = l.RunWorkBudget
+	d.RunWorkers = l.RunWorkers
+	if d.RunWorkers <= 0 {
+		d.RunWorkers = runtime.GOMAXPROCS(0)
+	}
 	return d
 }
 

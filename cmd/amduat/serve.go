@@ -85,6 +85,9 @@ DIR.`,
 			if (tlsCert == "") != (tlsKey == "") {
 				return usagef("--tls-cert and --tls-key go together")
 			}
+			if limits.RunWorkers < 0 {
+				return usagef("--run-jobs %d: want 0 (the usable CPUs) or more", limits.RunWorkers)
+			}
 			if (cacheDir != "" || cacheSize != "") && !isS3(a.storeDir) {
 				return usagef("--cache-dir and --cache-size apply to a bucket (--store s3://…) only")
 			}
@@ -227,6 +230,7 @@ DIR.`,
 	f.IntVar(&limits.MaxConcurrentRuns, "max-concurrent-runs", d.MaxConcurrentRuns, "runs and replays at once (429 beyond)")
 	limits.RunWorkBudget = defaultWorkBudget
 	f.Var(sizeValue{&limits.RunWorkBudget}, "max-run-work", "bytes all node outputs of one run may total (K, M, G, T suffixes; 0: none); above it the run fails with 500 and stores nothing (SPECS §12.8)")
+	f.IntVar(&limits.RunWorkers, "run-jobs", 0, "goroutines running independent nodes' operations within one run (0: GOMAXPROCS; 1: sequential); changes no byte (SPECS §12.10)")
 	f.DurationVar(&limits.RunTimeout, "run-timeout", d.RunTimeout, "wall-time bound of one run or replay (504 beyond)")
 	f.DurationVar(&limits.IdleTimeout, "idle-timeout", d.IdleTimeout, "longest a request body or response may make no progress")
 	f.DurationVar(&headerTimeout, "read-header-timeout", 10*time.Second, "longest a client may take to send request headers")
