@@ -899,3 +899,54 @@ func TestStreamingMemory(t *testing.T) {
 		return err
 	})
 }
+
+// TestTamperedBatch: a batch whose last frame is changed on the way to the
+// server is caught from the acknowledged references, on each of
+// PutBatch's paths: a small batch (every reference asked about), a fresh
+// one (sampled, then uploaded while it is hashed) and one whose sample
+// finds stored artifacts. The error names the artifact and both
+// references.
+func TestTamperedBatch(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		n       int
+		present bool // every other artifact is stored beforehand
+		asks    int  // POST missing requests
+	}{{"small", 10, false, 1}, {"fresh", 100, false, 1}, {"half present", 100, true, 2}} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, httpstore.Options{})
+			arts := make([]asl.Artifact, c.n)
+			for i := range arts {
+				arts[i] = asl.Untagged(fmt.Appendf(nil, "%s artifact %d", c.name, i))
+				if c.present && i%2 == 0 {
+					if _, err := asl.PutArtifact(t.Context(), f.st, asl.HashSHA256, arts[i]); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			last := c.n - 1
+			if c.present && last%2 == 0 {
+				last-- // the last artifact sent
+			}
+			f.setHook(func(w http.ResponseWriter, r *http.Request) bool {
+				if r.Method == http.MethodPost && r.URL.Path == httpstore.PathBatch {
+					b, _ := io.ReadAll(r.Body)
+					b[len(b)-1] ^= 1
+					r.Body = io.NopCloser(bytes.NewReader(b))
+				}
+				return false
+			})
+			_, err := f.c.PutBatch(t.Context(), asl.HashSHA256, arts)
+			want := asl.MustDerive(asl.HashSHA256, arts[last])
+			if !errors.Is(err, asl.ErrIntegrity) || !strings.Contains(err.Error(), fmt.Sprintf("artifact %d:", last)) || !strings.Contains(err.Error(), want.String()) {
+				t.Fatalf("PutBatch through a tampering proxy = %v, want ErrIntegrity naming artifact %d (%s)", err, last, want)
+			}
+			f.mu.Lock()
+			asks := f.hits["POST "+httpstore.PathMissing]
+			f.mu.Unlock()
+			if asks != c.asks {
+				t.Errorf("%d missing requests, want %d", asks, c.asks)
+			}
+		})
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/amduat/amduat/asl"
 )
@@ -399,28 +400,43 @@ func (c *Client) Missing(ctx context.Context, refs []asl.Reference) ([]asl.Refer
 	return out, nil
 }
 
-// PutBatch implements asl.BatchReceiver. It hashes every artifact, asks
-// Missing which ones the server lacks, and uploads only those (each once,
-// however often it appears) with POST /v1/artifacts/batch, in frames
-// (SPECS.md §18.4) split by Options.BatchBytes and BatchCount and the
-// server's limits; an artifact too large for a batch alone goes through
-// Put. Each request is one durable commit on the server, so when PutBatch
-// returns nil every artifact is durable; on an error, the requests that
-// succeeded stay stored (a put is idempotent: call again). Every reference
-// the server acknowledges must be the one computed here (asl.ErrIntegrity
+// PutBatch implements asl.BatchReceiver. It asks Missing which artifacts
+// the server lacks and uploads only those (each once, however often it
+// appears) with POST /v1/artifacts/batch, in frames (SPECS.md §18.4) split
+// by Options.BatchBytes and BatchCount and the server's limits; an
+// artifact too large for a batch alone goes through Put. A batch of more
+// than twice presenceSample artifacts is first sampled (freshBatch): a
+// fresh one is uploaded whole while it is hashed, so that the client's
+// hash overlaps the upload and the server's work. Each request is one
+// durable commit on the server, so when PutBatch returns nil every
+// artifact is durable; on an error, the requests that succeeded stay
+// stored (a put is idempotent: call again). Every reference the server
+// acknowledges must be the one computed here (asl.ErrIntegrity
 // otherwise). References are returned in input order.
 func (c *Client) PutBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact) ([]asl.Reference, error) {
 	alg, ok := asl.LookupHash(id)
 	if !ok {
 		return nil, fmt.Errorf("put batch: hash id 0x%04x: %w", uint16(id), asl.ErrUnsupported)
 	}
-	refs := make([]asl.Reference, len(arts))
-	var uniq []int // index of the first occurrence of each reference
-	seen := make(map[asl.Reference]bool, len(arts))
 	for i, a := range arts {
 		if err := c.checkSize(uint64(len(a.Bytes))); err != nil {
 			return nil, fmt.Errorf("put batch: artifact %d: %w", i, err)
 		}
+	}
+	if len(arts) == 0 {
+		return []asl.Reference{}, ctx.Err()
+	}
+	fresh, err := c.freshBatch(ctx, id, arts)
+	if err != nil {
+		return nil, fmt.Errorf("put batch: %w", err)
+	}
+	if fresh {
+		return c.putFresh(ctx, id, alg, arts)
+	}
+	refs := make([]asl.Reference, len(arts))
+	var uniq []int // index of the first occurrence of each reference
+	seen := make(map[asl.Reference]bool, len(arts))
+	for i, a := range arts {
 		ref, err := asl.Derive(id, a)
 		if err != nil {
 			return nil, fmt.Errorf("put batch: artifact %d: %w", i, err)
@@ -431,14 +447,11 @@ func (c *Client) PutBatch(ctx context.Context, id asl.HashID, arts []asl.Artifac
 			uniq = append(uniq, i)
 		}
 	}
-	if len(arts) == 0 {
-		return refs, ctx.Err()
-	}
 	ask := make([]asl.Reference, len(uniq))
 	for k, i := range uniq {
 		ask[k] = refs[i]
 	}
-	missing, err := c.absent(ctx, ask)
+	missing, err := c.Missing(ctx, ask)
 	if err != nil {
 		return nil, fmt.Errorf("put batch: %w", err)
 	}
@@ -446,6 +459,54 @@ func (c *Client) PutBatch(ctx context.Context, id asl.HashID, arts []asl.Artifac
 	for _, m := range missing {
 		absent[m] = true
 	}
+	send := uniq[:0:0]
+	for _, i := range uniq {
+		if absent[refs[i]] {
+			send = append(send, i)
+		}
+	}
+	if err := c.putGroups(ctx, id, alg, arts, refs, send, nil); err != nil {
+		return nil, err
+	}
+	return refs, nil
+}
+
+// putFresh uploads every artifact of a fresh batch (freshBatch) while a
+// goroutine hashes them; each request's acknowledgement is checked once
+// the hashes are known.
+func (c *Client) putFresh(ctx context.Context, id asl.HashID, alg asl.HashAlgorithm, arts []asl.Artifact) ([]asl.Reference, error) {
+	refs := make([]asl.Reference, len(arts))
+	hashed := make(chan error, 1)
+	go func() {
+		for i, a := range arts {
+			ref, err := asl.Derive(id, a)
+			if err != nil {
+				hashed <- fmt.Errorf("put batch: artifact %d: %w", i, err)
+				return
+			}
+			refs[i] = ref
+		}
+		hashed <- nil
+	}()
+	wait := sync.OnceValue(func() error { return <-hashed })
+	all := make([]int, len(arts))
+	for i := range all {
+		all[i] = i
+	}
+	err := c.putGroups(ctx, id, alg, arts, refs, all, wait)
+	if werr := wait(); werr != nil {
+		return nil, werr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return refs, nil
+}
+
+// putGroups uploads arts[send...] in frames within the batch limits; an
+// artifact too large for a batch alone goes through Put. wait, when not
+// nil, must return before refs may be read (putFresh's hashing).
+func (c *Client) putGroups(ctx context.Context, id asl.HashID, alg asl.HashAlgorithm, arts []asl.Artifact, refs []asl.Reference, send []int, wait func() error) error {
 	var (
 		group []int
 		size  int64
@@ -454,38 +515,32 @@ func (c *Client) PutBatch(ctx context.Context, id asl.HashID, arts []asl.Artifac
 		if len(group) == 0 {
 			return nil
 		}
-		err := c.putFrames(ctx, alg, arts, refs, group)
+		err := c.putFrames(ctx, alg, arts, refs, group, wait)
 		group, size = group[:0], 0
 		return err
 	}
-	for _, i := range uniq {
-		if !absent[refs[i]] {
-			continue
-		}
+	for _, i := range send {
 		fl := FrameLen(arts[i])
 		if fl-4 > c.batchBytes {
 			if _, err := asl.PutArtifact(ctx, c, id, arts[i]); err != nil {
-				return nil, fmt.Errorf("put batch: artifact %d: %w", i, err)
+				return fmt.Errorf("put batch: artifact %d: %w", i, err)
 			}
 			continue
 		}
 		if len(group) == c.batchCount || size+fl-4 > c.batchBytes {
 			if err := flush(); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		group = append(group, i)
 		size += fl - 4
 	}
-	if err := flush(); err != nil {
-		return nil, err
-	}
-	return refs, nil
+	return flush()
 }
 
 // putFrames sends arts[group...] as one POST /v1/artifacts/batch and checks
-// the references it acknowledges against refs.
-func (c *Client) putFrames(ctx context.Context, alg asl.HashAlgorithm, arts []asl.Artifact, refs []asl.Reference, group []int) error {
+// the references it acknowledges against refs (after wait, when not nil).
+func (c *Client) putFrames(ctx context.Context, alg asl.HashAlgorithm, arts []asl.Artifact, refs []asl.Reference, group []int, wait func() error) error {
 	sel := make([]asl.Artifact, len(group))
 	var length int64
 	for k, i := range group {
@@ -495,7 +550,7 @@ func (c *Client) putFrames(ctx context.Context, alg asl.HashAlgorithm, arts []as
 	rq := &request{method: http.MethodPost, path: PathBatch, query: url.Values{"hash": {alg.Short}}, idempotent: true,
 		header: http.Header{"Content-Type": {ContentTypeBatch}, "Accept": {ContentTypeJSON}},
 		replay: func() io.Reader { return &frameReader{arts: sel} }, length: length}
-	if len(group) == 1 {
+	if len(group) == 1 && wait == nil {
 		rq.ref = refs[group[0]]
 	}
 	var rb RefsBody
@@ -505,6 +560,11 @@ func (c *Client) putFrames(ctx context.Context, alg asl.HashAlgorithm, arts []as
 	if len(rb.Refs) != len(group) {
 		return fmt.Errorf("put batch: POST %s: server acknowledged %d references for %d artifacts: %w",
 			c.redact(rq.path, rq.query), len(rb.Refs), len(group), ErrProtocol)
+	}
+	if wait != nil {
+		if err := wait(); err != nil {
+			return err
+		}
 	}
 	for k, i := range group {
 		if rb.Refs[k] != refs[i] {
@@ -559,27 +619,31 @@ func (f *frameReader) Read(p []byte) (int, error) {
 // batch put asks about before it asks about all of them.
 const presenceSample = 16
 
-// absent returns which of refs the server lacks, as PutBatch uploads them.
-// A batch of more than twice presenceSample references asks first about a
-// sample spread over it: when the server lacks every sampled one, the
-// batch is taken as new and all of it is uploaded (the server stores an
-// artifact it has once, as any put; at worst a few present ones travel
-// again); otherwise the whole batch is asked about. This is the embedded
-// store's own presence sample (SPECS.md §6.4), and it spares a fresh batch
-// a lookup per artifact on the server (SPECS.md §18.9).
-func (c *Client) absent(ctx context.Context, refs []asl.Reference) ([]asl.Reference, error) {
-	if len(refs) > 2*presenceSample {
-		sample := make([]asl.Reference, presenceSample)
-		for k := range sample {
-			sample[k] = refs[k*(len(refs)-1)/(presenceSample-1)]
-		}
-		m, err := c.Missing(ctx, sample)
-		if err != nil {
-			return nil, err
-		}
-		if len(m) == len(sample) {
-			return refs, nil
-		}
+// freshBatch reports whether arts is taken as new. A batch of more than
+// twice presenceSample artifacts asks about a sample spread over it (only
+// the sample is hashed first): when the server lacks every sampled one,
+// the batch is taken as new and all of it is uploaded (the server stores
+// an artifact it has once, as any put; at worst a few present ones, or
+// repeats within the batch, travel again); otherwise every reference is
+// asked about. This is the embedded store's own presence sample (SPECS.md
+// §6.4), and it spares a fresh batch a lookup per artifact on the server
+// (SPECS.md §18.9).
+func (c *Client) freshBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact) (bool, error) {
+	if len(arts) <= 2*presenceSample {
+		return false, nil
 	}
-	return c.Missing(ctx, refs)
+	sample := make([]asl.Reference, presenceSample)
+	for k := range sample {
+		i := k * (len(arts) - 1) / (presenceSample - 1)
+		ref, err := asl.Derive(id, arts[i])
+		if err != nil {
+			return false, fmt.Errorf("artifact %d: %w", i, err)
+		}
+		sample[k] = ref
+	}
+	m, err := c.Missing(ctx, sample)
+	if err != nil {
+		return false, err
+	}
+	return len(m) == len(sample), nil
 }
