@@ -272,14 +272,7 @@ func (s *Server) putBatch(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.metrics.puts.Add(float64(len(arts)))
 	s.metrics.putBytes.Add(float64(n))
-	return writeJSON(w, httpstore.RefsBody{Refs: asRefList(refs)})
-}
-
-func asRefList(refs []asl.Reference) []asl.Reference {
-	if refs == nil {
-		return []asl.Reference{}
-	}
-	return refs
+	return writeJSONBytes(w, append(httpstore.AppendRefsJSON(nil, "refs", refs), '\n'))
 }
 
 // decodeJSON reads a bounded JSON body strictly into v: unknown fields,
@@ -326,7 +319,7 @@ func (s *Server) missing(w http.ResponseWriter, r *http.Request) error {
 			out.Missing = append(out.Missing, ref)
 		}
 	}
-	return writeJSON(w, out)
+	return writeJSONBytes(w, append(httpstore.AppendRefsJSON(nil, "missing", out.Missing), '\n'))
 }
 
 // listArtifacts is GET /v1/artifacts?after=REF&limit=N.

@@ -286,8 +286,34 @@ func (c *Client) doJSON(ctx context.Context, rq *request, out any) error {
 
 // decodeJSON decodes one JSON value (at most maxJSONResponse bytes) and
 // nothing after it.
+//
+// A RefsBody or MissingResponse (a batch put's acknowledgement: thousands
+// of references) is read whole and parsed without encoding/json when it
+// has exactly the server's form (parseRefsJSON); anything else goes
+// through encoding/json as every other answer.
 func decodeJSON(r io.Reader, out any) error {
 	lr := &io.LimitedReader{R: r, N: maxJSONResponse + 1}
+	var key string
+	var dst *[]asl.Reference
+	switch v := out.(type) {
+	case *RefsBody:
+		key, dst = "refs", &v.Refs
+	case *MissingResponse:
+		key, dst = "missing", &v.Missing
+	}
+	if dst != nil {
+		b, err := io.ReadAll(lr)
+		if err != nil {
+			return fmt.Errorf("reading the JSON response: %w", err)
+		}
+		if lr.N > 0 {
+			if refs, ok := parseRefsJSON(b, key); ok {
+				*dst = refs
+				return nil
+			}
+		}
+		lr = &io.LimitedReader{R: bytes.NewReader(b), N: lr.N}
+	}
 	dec := json.NewDecoder(lr)
 	if err := dec.Decode(out); err != nil {
 		if lr.N <= 0 {

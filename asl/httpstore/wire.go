@@ -1,6 +1,7 @@
 package httpstore
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -349,3 +350,70 @@ const (
 	ReadDamaged     byte = 3 // the store found it damaged (ERR_INTEGRITY)
 	ReadUnsupported byte = 4 // an unregistered hash id (ERR_UNSUPPORTED)
 )
+
+// AppendRefsJSON appends {"KEY":["REF",…]}, the bytes encoding/json gives
+// for RefsBody (key "refs") or MissingResponse (key "missing"), written
+// without reflection; a nil refs is [] (the server never answers null).
+// key must need no JSON escaping.
+func AppendRefsJSON(dst []byte, key string, refs []asl.Reference) []byte {
+	dst = append(dst, `{"`...)
+	dst = append(dst, key...)
+	dst = append(dst, `":[`...)
+	for i, r := range refs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, '"')
+		dst = hex.AppendEncode(dst, r.Bytes())
+		dst = append(dst, '"')
+	}
+	return append(dst, "]}"...)
+}
+
+// parseRefsJSON reads b when it is exactly AppendRefsJSON's form for key,
+// followed by nothing but JSON whitespace, with every reference valid;
+// ok is false for anything else, which the caller then decodes with
+// encoding/json (whose answer, error or value, stands). On the form it
+// accepts it gives what encoding/json gives, without its per-byte scan.
+func parseRefsJSON(b []byte, key string) (refs []asl.Reference, ok bool) {
+	head := `{"` + key + `":[`
+	if !bytes.HasPrefix(b, []byte(head)) {
+		return nil, false
+	}
+	b = b[len(head):]
+	refs = []asl.Reference{}
+	for len(b) > 0 && b[0] != ']' {
+		if len(refs) > 0 {
+			if b[0] != ',' {
+				return nil, false
+			}
+			b = b[1:]
+		}
+		if len(b) == 0 || b[0] != '"' {
+			return nil, false
+		}
+		end := bytes.IndexByte(b[1:], '"')
+		if end < 0 {
+			return nil, false
+		}
+		text := b[1 : 1+end]
+		if bytes.IndexByte(text, '\\') >= 0 {
+			return nil, false
+		}
+		r, err := asl.ParseReference(string(text))
+		if err != nil {
+			return nil, false
+		}
+		refs = append(refs, r)
+		b = b[2+end:]
+	}
+	if !bytes.HasPrefix(b, []byte("]}")) {
+		return nil, false
+	}
+	for _, c := range b[2:] {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return nil, false
+		}
+	}
+	return refs, true
+}
