@@ -24,11 +24,18 @@ type Links struct {
 // as the Observer of pel.ExecDAG, then call Finish. It derives each node
 // output's Reference under the hash the surface stores artifacts with, so
 // the output refs of root nodes equal the surface's output refs. A Builder
-// is for one run and one goroutine.
+// is for one run and one goroutine, and Finish is called once: the trace
+// takes the Builder's records without a copy (a run of a million nodes
+// holds a million of them).
 type Builder struct {
 	hash    asl.HashID
 	records []NodeRecord
+	// refs holds the records' output references, refsChunk at a time,
+	// rather than one small allocation per node.
+	refs []asl.Reference
 }
+
+const refsChunk = 4096
 
 var _ pel.Observer = (*Builder)(nil)
 
@@ -77,7 +84,12 @@ func (b *Builder) ObserveRefs(ev pel.NodeEvent, refs []asl.Reference) {
 		Diagnostics: slices.Clone(ev.Diagnostics),
 	}
 	if len(refs) > 0 {
-		rec.OutputRefs = slices.Clone(refs)
+		if cap(b.refs)-len(b.refs) < len(refs) {
+			b.refs = make([]asl.Reference, 0, max(refsChunk, len(refs)))
+		}
+		at := len(b.refs)
+		b.refs = append(b.refs, refs...)
+		rec.OutputRefs = b.refs[at:len(b.refs):len(b.refs)]
 	}
 	b.records = append(b.records, rec)
 }
@@ -85,7 +97,8 @@ func (b *Builder) ObserveRefs(ev pel.NodeEvent, refs []asl.Reference) {
 // Hash is the hash id the Builder derives output references with.
 func (b *Builder) Hash() asl.HashID { return b.hash }
 
-// Finish returns the trace of the run whose result is res. It fails if the
+// Finish returns the trace of the run whose result is res, handing it the
+// records observed (the Builder is spent afterwards). It fails if the
 // observed events and res are inconsistent (see Trace.Validate) or a link is
 // the zero Reference.
 func (b *Builder) Finish(l Links, res pel.ExecutionResultValue) (Trace, error) {
@@ -98,8 +111,9 @@ func (b *Builder) Finish(l Links, res pel.ExecutionResultValue) (Trace, error) {
 		ExecResultRef: l.ExecResultRef,
 		Status:        res.Status,
 		StatusCode:    res.Summary.StatusCode,
-		Nodes:         slices.Clone(b.records),
+		Nodes:         b.records,
 	}
+	b.records, b.refs = nil, nil
 	if !l.HasParams {
 		t.ParamsRef = asl.Reference{}
 	}

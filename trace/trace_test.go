@@ -358,3 +358,43 @@ func FuzzDecodeTrace(f *testing.F) {
 		}
 	})
 }
+
+// TestBuilderKeepsEachNodesRefs: output references observed for more
+// nodes than one chunk of the Builder's reference store are each kept as
+// observed, even when the caller reuses its slice, and a record's slice
+// cannot grow into the next record's.
+func TestBuilderKeepsEachNodesRefs(t *testing.T) {
+	b, err := trace.NewBuilder(asl.HashSHA256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 10000
+	want := make([][]asl.Reference, n)
+	scratch := make([]asl.Reference, 3)
+	for i := range n {
+		k := i % 3 // 0, 1 or 2 outputs
+		for j := range k {
+			scratch[j] = ref(strings.Repeat("x", i) + string(rune('a'+j)))
+		}
+		want[i] = append([]asl.Reference(nil), scratch[:k]...)
+		b.ObserveRefs(pel.NodeEvent{NodeID: pel.NodeID(i + 1), Op: opreg.OpConst, Status: pel.StatusOK}, scratch[:k])
+		clear(scratch)
+	}
+	tr, err := b.Finish(trace.Links{ProgramRef: ref("p"), ExecResultRef: ref("r")}, pel.ExecutionResultValue{Status: pel.StatusOK, SchemeRef: pel.SchemeRefDAG1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Nodes) != n {
+		t.Fatalf("%d records, want %d", len(tr.Nodes), n)
+	}
+	for i, rec := range tr.Nodes {
+		if len(rec.OutputRefs) != len(want[i]) || cap(rec.OutputRefs) != len(rec.OutputRefs) {
+			t.Fatalf("node %d: %d refs (capacity %d), want %d", i+1, len(rec.OutputRefs), cap(rec.OutputRefs), len(want[i]))
+		}
+		for j := range rec.OutputRefs {
+			if rec.OutputRefs[j] != want[i][j] {
+				t.Fatalf("node %d output %d: %s, want %s", i+1, j, rec.OutputRefs[j], want[i][j])
+			}
+		}
+	}
+}
