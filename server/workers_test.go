@@ -26,7 +26,7 @@ func TestRunWorkers(t *testing.T) {
 			n := inFlight.Add(1)
 			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 			}
-			time.Sleep(30 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond) // long enough for a worker to be scheduled under -race on a loaded machine
 			inFlight.Add(-1)
 			return []asl.Artifact{asl.Untagged(append([]byte("gated "), c.Inputs[0].Bytes...))}, nil
 		},
