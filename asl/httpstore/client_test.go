@@ -950,3 +950,26 @@ func TestTamperedBatch(t *testing.T) {
 		})
 	}
 }
+
+// TestFreshBatchWithRepeats: a fresh batch (sampled, uploaded whole) that
+// repeats artifacts stores each once and returns every reference in input
+// order.
+func TestFreshBatchWithRepeats(t *testing.T) {
+	f := newFixture(t, httpstore.Options{})
+	arts := make([]asl.Artifact, 100)
+	for i := range arts {
+		arts[i] = asl.Untagged(fmt.Appendf(nil, "repeat %d", i%7))
+	}
+	refs, err := f.c.PutBatch(t.Context(), asl.HashSHA256, arts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range arts {
+		if want := asl.MustDerive(asl.HashSHA256, a); refs[i] != want {
+			t.Fatalf("ref %d: %s, want %s", i, refs[i], want)
+		}
+	}
+	if n := f.st.Len(); n != 7 {
+		t.Fatalf("the server holds %d artifacts, want 7", n)
+	}
+}
