@@ -31,7 +31,8 @@ const (
 
 const exitCodeHelp = `Exit codes:
   0    success
-  1    negative answer: has found a missing reference; conformance vectors failed
+  1    negative answer: has found a missing reference; conformance vectors
+       failed; rm refused; pel verify found a difference
   2    usage error: bad flag or argument, malformed reference text
   3    not found (ERR_NOT_FOUND)
   4    integrity error (ERR_INTEGRITY): damaged data or store files; verify found corruption
@@ -41,7 +42,8 @@ const exitCodeHelp = `Exit codes:
   7    no store at --store (run amduat init), or init: a store exists already
   8    internal failure (an operation panicked, an allocation failed); nothing was stored
   10-19  reserved for program execution statuses (pel run)
-  130  interrupted`
+  130  interrupted
+  141  (shown by shells) stdout is a pipe whose reader has gone, e.g. | head`
 
 // cliError is a command failure with its exit code and the reference or
 // file it concerns.

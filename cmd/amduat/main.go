@@ -127,7 +127,7 @@ goes to stderr).
 	if def == "" {
 		def = defaultStoreDir
 	}
-	root.PersistentFlags().StringVar(&a.storeDir, "store", def, "store directory, or http(s)://HOST:PORT of an `amduat serve` (env AMDUAT_STORE; token in AMDUAT_TOKEN)")
+	root.PersistentFlags().StringVar(&a.storeDir, "store", def, "the store: a directory, http(s)://HOST:PORT of an amduat serve, or s3://BUCKET/PREFIX?… (env AMDUAT_STORE; token in AMDUAT_TOKEN)")
 	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "print one JSON object on stdout")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
 	root.CompletionOptions.DisableDefaultCmd = true // completion.go defines it
@@ -135,6 +135,7 @@ goes to stderr).
 	for _, f := range commandFactories {
 		root.AddCommand(f(a))
 	}
+	completeHelp(root)
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
