@@ -163,3 +163,31 @@ func TestClosedStdoutPipe(t *testing.T) {
 	}
 	c.must(0, "verify")
 }
+
+// TestPelBuildOutputIndexCheckedAtRun: pel build cannot know how many
+// outputs a node has, so a root naming an output the node lacks builds as
+// valid (as its help and SPECS.md §16.4 say) and the run ends
+// INVALID_PROGRAM with diagnostic 0x000F, exit 12.
+func TestPelBuildOutputIndexCheckedAtRun(t *testing.T) {
+	c := newCLI(t)
+	c.must(0, "init")
+	src := c.write("p.json", []byte(`{"nodes":[{"id":1,"op":"pel.bytes.const","version":1,"params":{"text":"x"}}],"roots":[{"node":1,"output":5}]}`))
+	var b struct {
+		Ref     string `json:"ref"`
+		Size    int    `json:"size"`
+		TypeTag int    `json:"type_tag"`
+		Nodes   int    `json:"nodes"`
+		Roots   int    `json:"roots"`
+		Valid   bool   `json:"valid"`
+	}
+	r := c.must(0, "--json", "pel", "build", "--strict", src)
+	oneJSON(t, r.stdout, &b)
+	if !b.Valid || r.stderr != "" {
+		t.Fatalf("build: %+v, stderr %q; want valid, no warning", b, r.stderr)
+	}
+	r = c.must(12, "pel", "run", "--program", b.Ref)
+	if !strings.Contains(r.stdout, "code 0x0000000f root 0: node 1 has 1 outputs, output index 5 out of range") {
+		t.Errorf("run stdout %q lacks the 0x000F diagnostic", r.stdout)
+	}
+	oneErrorLine(t, r, "pel run")
+}
