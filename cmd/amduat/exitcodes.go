@@ -33,7 +33,8 @@ const exitCodeHelp = `Exit codes:
   0    success
   1    negative answer: has found a missing reference; conformance vectors
        failed; rm refused; pel verify found a difference
-  2    usage error: bad flag or argument, malformed reference text
+  2    usage error: bad flag or argument, malformed reference text, a
+       --store URL of an unknown scheme or without a host
   3    not found (ERR_NOT_FOUND)
   4    integrity error (ERR_INTEGRITY): damaged data or store files; verify found corruption
   5    unsupported (ERR_UNSUPPORTED): unregistered hash id

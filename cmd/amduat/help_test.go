@@ -191,3 +191,40 @@ func TestPelBuildOutputIndexCheckedAtRun(t *testing.T) {
 	}
 	oneErrorLine(t, r, "pel run")
 }
+
+// TestStoreURLUsage: a --store (or --from/--to) value that looks like a URL
+// but names no store amduat can open is a usage error (exit 2, SPECS.md
+// §16.2), one line naming the value, and a JSON error object under --json;
+// nothing is created.
+func TestStoreURLUsage(t *testing.T) {
+	c := newCLI(t)
+	for _, store := range []string{"http://", "https:///x", "ftp://host/dir", "s3://"} {
+		for _, args := range [][]string{{"ls"}, {"init"}, {"put", "-"}, {"--json", "has", "00011f1d4ea728bc"}} {
+			t.Run(store+"_"+args[len(args)-1], func(t *testing.T) {
+				r := c.must(exitUsage, append([]string{"--store", store}, args...)...)
+				cmd := args[0]
+				if cmd == "--json" {
+					cmd = args[1]
+					var e struct {
+						Error   string `json:"error"`
+						Code    int    `json:"code"`
+						Command string `json:"command"`
+					}
+					oneJSON(t, r.stdout, &e)
+					if e.Code != exitUsage || e.Command != cmd {
+						t.Errorf("JSON error %+v", e)
+					}
+				}
+				oneErrorLine(t, r, cmd)
+				if !strings.Contains(r.stderr, `store "`+store) && !strings.Contains(r.stderr, "store "+store) {
+					t.Errorf("stderr %q does not name the store %s", r.stderr, store)
+				}
+			})
+		}
+	}
+	r := c.must(exitUsage, "copy", "--from", "ftp://host/dir", "--to", c.store, "--all")
+	oneErrorLine(t, r, "copy")
+	if entries, err := os.ReadDir(c.cwd); err != nil || len(entries) != 0 {
+		t.Errorf("the working directory holds %v (%v), want nothing created", entries, err)
+	}
+}

@@ -39,6 +39,9 @@ be empty). --hash chooses the hash new artifacts are put under by default
 for large artifacts). Fails with exit code 7 if a store exists there already.`,
 		Args: rangeArgs(0, 0),
 		RunE: func(c *cobra.Command, _ []string) error {
+			if err := checkStoreValue(a.storeDir); err != nil {
+				return err
+			}
 			if isRemote(a.storeDir) {
 				return usagef("--store %s is a server: a served store is created where it lives (amduat init --store DIR, then amduat serve --store DIR)", a.storeDir)
 			}

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -266,9 +267,36 @@ func isRemote(store string) bool {
 // s3://BUCKET[/PREFIX][?endpoint=…&region=…&insecure=1&path-style=1].
 func isS3(store string) bool { return strings.HasPrefix(store, "s3://") }
 
+// checkStoreValue rejects a --store value that looks like a URL but names
+// no store amduat can open: an unknown scheme, an http(s) URL without a
+// host, a malformed s3 URL. Each is a usage error (exit 2), not an I/O
+// failure or a missing directory.
+func checkStoreValue(s string) error {
+	scheme, _, ok := strings.Cut(s, "://")
+	if !ok || scheme == "" || strings.ContainsAny(scheme, "/\\.") {
+		return nil // a directory
+	}
+	switch scheme {
+	case "http", "https":
+		if u, err := url.Parse(s); err != nil || u.Host == "" {
+			return usagef("store %s: want %s://HOST:PORT of an amduat serve", s, scheme)
+		}
+	case "s3":
+		if _, _, _, err := s3store.ParseURL(s); err != nil {
+			return usageErr(err)
+		}
+	default:
+		return usagef("store %s: unknown scheme %q: want a directory, http://, https:// or s3://", s, scheme)
+	}
+	return nil
+}
+
 // openS3 opens (or, for init, creates) the S3 store a --store URL names;
 // credentials come from the standard AWS environment variables and files.
 func (a *app) openS3(create bool, hash asl.HashID) (*s3store.Store, error) {
+	if err := checkStoreValue(a.storeDir); err != nil {
+		return nil, err
+	}
 	s, err := s3store.OpenURL(a.context(), a.storeDir, create, s3store.Options{Hash: hash, CacheDir: a.s3Cache.CacheDir, CacheSize: a.s3Cache.CacheSize})
 	if errors.Is(err, s3store.ErrNoStore) {
 		return nil, fail(exitStore, a.storeDir, fmt.Errorf("no store here (create one with `amduat init --store %s`): %w", a.storeDir, err))
@@ -309,6 +337,9 @@ func (a *app) open(opts *pebblestore.Options) (backend, error) {
 			return s, nil
 		}
 		s.Close()
+	}
+	if err := checkStoreValue(a.storeDir); err != nil {
+		return nil, err
 	}
 	if isRemote(a.storeDir) {
 		c, err := httpstore.Open(a.context(), a.storeDir, httpstore.Options{Token: os.Getenv("AMDUAT_TOKEN")})
