@@ -67,6 +67,17 @@ func withSubject(subject string, err error) string {
 	return subject + ": " + msg
 }
 
+// explained is an error whose message says all there is to say while it
+// still matches a sentinel with errors.Is (for exit code classification):
+// "no store here (…)" rather than "no store here (…): no store".
+type explained struct {
+	msg string
+	err error
+}
+
+func (e *explained) Error() string { return e.msg }
+func (e *explained) Unwrap() error { return e.err }
+
 // exitStatus ends a command with a code and no error line: the command has
 // already printed its result (has with missing refs, verify with failures,
 // conformance with failing vectors).

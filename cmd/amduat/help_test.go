@@ -228,3 +228,26 @@ func TestStoreURLUsage(t *testing.T) {
 		t.Errorf("the working directory holds %v (%v), want nothing created", entries, err)
 	}
 }
+
+// TestStoreErrorsSayItOnce: the no-store and store-exists errors are one
+// plain sentence with exit 7, not the sentence followed by the sentinel's
+// own words ("…: no store", "…: store exists").
+func TestStoreErrorsSayItOnce(t *testing.T) {
+	c := newCLI(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ls"}, "amduat: ls: " + c.store + ": no store here (create one with `amduat init`, or point --store or AMDUAT_STORE at one)\n"},
+		{[]string{"init"}, ""},
+		{[]string{"init"}, "amduat: init: " + c.store + ": a store exists here already\n"},
+	} {
+		want := exitStore
+		if tc.want == "" {
+			want = exitOK
+		}
+		if r := c.must(want, tc.args...); want != exitOK && r.stderr != tc.want {
+			t.Errorf("amduat %v: stderr %q, want %q", tc.args, r.stderr, tc.want)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -55,7 +54,7 @@ for large artifacts). Fails with exit code 7 if a store exists there already.`,
 				// hash, so that concurrent inits are safe.
 				if s, err := a.openS3(false, 0); err == nil {
 					s.Close()
-					return fail(exitStore, a.storeDir, fmt.Errorf("a store exists here already: %w", s3store.ErrExists))
+					return fail(exitStore, a.storeDir, &explained{"a store exists here already", s3store.ErrExists})
 				} else if !errors.Is(err, s3store.ErrNoStore) {
 					return err
 				}
@@ -72,7 +71,7 @@ for large artifacts). Fails with exit code 7 if a store exists there already.`,
 			}
 			s, err := pebblestore.Create(a.storeDir, &pebblestore.Options{DefaultHash: alg.ID})
 			if errors.Is(err, pebblestore.ErrExists) {
-				return fail(exitStore, a.storeDir, fmt.Errorf("a store exists here already: %w", pebblestore.ErrExists))
+				return fail(exitStore, a.storeDir, &explained{"a store exists here already", pebblestore.ErrExists})
 			}
 			if err != nil {
 				return failAuto(a.storeDir, err)

@@ -356,7 +356,7 @@ func (a *app) open(opts *pebblestore.Options) (backend, error) {
 	}
 	s, err := pebblestore.Open(a.storeDir, opts)
 	if errors.Is(err, pebblestore.ErrNoStore) {
-		return nil, fail(exitStore, a.storeDir, fmt.Errorf("no store here (create one with `amduat init`, or point --store or AMDUAT_STORE at one): %w", pebblestore.ErrNoStore))
+		return nil, fail(exitStore, a.storeDir, &explained{"no store here (create one with `amduat init`, or point --store or AMDUAT_STORE at one)", pebblestore.ErrNoStore})
 	}
 	if err != nil {
 		return nil, failAuto(a.storeDir, err)
