@@ -158,26 +158,47 @@ func parseRefs(args []string) ([]asl.Reference, error) {
 	return refs, nil
 }
 
-// minArgs and exactArgs are cobra argument checks that fail as usage errors.
+// minArgs and rangeArgs are cobra argument checks that fail as usage
+// errors naming the count wanted and the command's usage line.
 func minArgs(n int) func(*cobra.Command, []string) error {
-	return func(_ *cobra.Command, args []string) error {
+	return func(c *cobra.Command, args []string) error {
 		if len(args) < n {
-			return usagef("needs at least %d argument(s), got %d", n, len(args))
+			return argCountErr(c, fmt.Sprintf("at least %s", plural(n, "argument")), args)
 		}
 		return nil
 	}
 }
 
 func rangeArgs(lo, hi int) func(*cobra.Command, []string) error {
-	return func(_ *cobra.Command, args []string) error {
-		if len(args) < lo || len(args) > hi {
-			if lo == hi {
-				return usagef("needs %d argument(s), got %d", lo, len(args))
-			}
-			return usagef("needs %d to %d arguments, got %d", lo, hi, len(args))
+	return func(c *cobra.Command, args []string) error {
+		if len(args) >= lo && len(args) <= hi {
+			return nil
 		}
-		return nil
+		want := fmt.Sprintf("%d to %d arguments", lo, hi)
+		switch {
+		case hi == 0:
+			return argCountErr(c, "no arguments", args)
+		case lo == hi:
+			want = plural(lo, "argument")
+		}
+		return argCountErr(c, want, args)
 	}
+}
+
+// argCountErr: "takes no arguments, got 1 ("x"); usage: amduat init [--hash …]".
+func argCountErr(c *cobra.Command, want string, args []string) error {
+	got := fmt.Sprint(len(args))
+	if len(args) > 0 {
+		got += fmt.Sprintf(" (%q)", strings.Join(args, " "))
+	}
+	return usagef("takes %s, got %s; usage: %s", want, got, c.UseLine())
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }
 
 // isRemoteInternal reports a server's internal failure of a run (HTTP 500

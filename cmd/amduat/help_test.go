@@ -251,3 +251,32 @@ func TestStoreErrorsSayItOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestArgCountErrors: a wrong number of arguments is exit 2 with one line
+// saying what was wanted, what was given and the command's usage line.
+func TestArgCountErrors(t *testing.T) {
+	c := newCLI(t)
+	for _, tc := range []struct {
+		args []string
+		cmd  string
+		want string
+	}{
+		{[]string{"get"}, "get", "takes 1 argument, got 0; usage: amduat get REF"},
+		{[]string{"get", "a", "b"}, "get", `takes 1 argument, got 2 ("a b"); usage: amduat get REF`},
+		{[]string{"init", "x"}, "init", `takes no arguments, got 1 ("x"); usage: amduat init [--hash`},
+		{[]string{"import"}, "import", "takes at least 1 argument, got 0; usage: amduat import FILE..."},
+		{[]string{"pin", "add", "x"}, "pin add", `takes 2 arguments, got 1 ("x"); usage: amduat pin add NAME REF`},
+		{[]string{"--json", "version", "1"}, "version", `takes no arguments, got 1 ("1")`},
+	} {
+		t.Run(strings.Join(tc.args, "_"), func(t *testing.T) {
+			r := c.must(exitUsage, tc.args...)
+			oneErrorLine(t, r, tc.cmd)
+			if !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("stderr %q lacks %q", r.stderr, tc.want)
+			}
+			if tc.args[0] == "--json" && !strings.Contains(r.stdout, `"code":2,"command":"version"`) {
+				t.Errorf("stdout %q is not the JSON error object", r.stdout)
+			}
+		})
+	}
+}
