@@ -40,7 +40,8 @@ const exitCodeHelp = `Exit codes:
   5    unsupported (ERR_UNSUPPORTED): unregistered hash id
   6    I/O or other operational error; the store is in use by another
        process, or out of space
-  7    no store at --store (run amduat init), or init: a store exists already
+  7    no store at --store (run amduat init), or --store is a file, or init:
+       a store (or anything else) is there already
   8    internal failure (an operation panicked, an allocation failed); nothing was stored
   10-19  reserved for program execution statuses (pel run)
   130  interrupted

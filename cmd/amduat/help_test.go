@@ -280,3 +280,28 @@ func TestArgCountErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestInitPlaceTaken: init where a file or a non-empty directory is gives
+// exit 7 (SPECS.md §16.2) and leaves what is there alone.
+func TestInitPlaceTaken(t *testing.T) {
+	c := newCLI(t)
+	file := c.write("file", []byte("x"))
+	full := filepath.Join(c.cwd, "full")
+	if err := os.Mkdir(full, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c.write(filepath.Join("full", "keep"), []byte("y"))
+	for _, dir := range []string{file, full} {
+		r := c.must(exitStore, "--json", "--store", dir, "init")
+		oneErrorLine(t, r, "init")
+		if !strings.Contains(r.stdout, `"code":7,"command":"init"`) {
+			t.Errorf("stdout %q is not the JSON error object", r.stdout)
+		}
+	}
+	if ents, err := os.ReadDir(full); err != nil || len(ents) != 1 {
+		t.Errorf("init changed %s: %v %v", full, ents, err)
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != "x" {
+		t.Errorf("init changed %s: %q %v", file, b, err)
+	}
+}

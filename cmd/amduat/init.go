@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -35,7 +36,8 @@ func newInitCmd(a *app) *cobra.Command {
 		Long: `Create an empty store in the --store directory (created if missing; it must
 be empty). --hash chooses the hash new artifacts are put under by default
 (sha256 = HASH-ASL1-256, the mandatory default; blake3 = BLAKE3-256, faster
-for large artifacts). Fails with exit code 7 if a store exists there already.`,
+for large artifacts). Fails with exit code 7 if a store exists there already,
+or --store is a file or a non-empty directory.`,
 		Args: rangeArgs(0, 0),
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := checkStoreValue(a.storeDir); err != nil {
@@ -69,9 +71,24 @@ for large artifacts). Fails with exit code 7 if a store exists there already.`,
 				a.printf("initialized store %s (hash %s)\n", a.storeDir, alg.Short)
 				return nil
 			}
+			// A file, or a directory holding something other than a
+			// store, is not a place for one: exit 7, as --store naming a
+			// file is for every other command (SPECS.md §16.2).
+			st, serr := os.Stat(a.storeDir)
+			if serr == nil && !st.IsDir() {
+				return fail(exitStore, a.storeDir, errors.New("is a file, not a directory (init needs a new or empty directory)"))
+			}
+			nonEmpty := false
+			if serr == nil {
+				ents, _ := os.ReadDir(a.storeDir)
+				nonEmpty = len(ents) > 0
+			}
 			s, err := pebblestore.Create(a.storeDir, &pebblestore.Options{DefaultHash: alg.ID})
 			if errors.Is(err, pebblestore.ErrExists) {
 				return fail(exitStore, a.storeDir, &explained{"a store exists here already", pebblestore.ErrExists})
+			}
+			if err != nil && nonEmpty {
+				return fail(exitStore, a.storeDir, err)
 			}
 			if err != nil {
 				return failAuto(a.storeDir, err)
