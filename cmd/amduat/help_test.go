@@ -281,8 +281,8 @@ func TestArgCountErrors(t *testing.T) {
 	}
 }
 
-// TestInitPlaceTaken: init where a file or a non-empty directory is gives
-// exit 7 (SPECS.md §16.2) and leaves what is there alone.
+// TestInitPlaceTaken: init, or salvage --to, where a file or a non-empty
+// directory is gives exit 7 (SPECS.md §16.2) and leaves what is there alone.
 func TestInitPlaceTaken(t *testing.T) {
 	c := newCLI(t)
 	file := c.write("file", []byte("x"))
@@ -291,11 +291,18 @@ func TestInitPlaceTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.write(filepath.Join("full", "keep"), []byte("y"))
+	c.must(0, "init")
 	for _, dir := range []string{file, full} {
-		r := c.must(exitStore, "--json", "--store", dir, "init")
-		oneErrorLine(t, r, "init")
-		if !strings.Contains(r.stdout, `"code":7,"command":"init"`) {
-			t.Errorf("stdout %q is not the JSON error object", r.stdout)
+		for _, args := range [][]string{{"--store", dir, "init"}, {"salvage", "--to", dir}} {
+			r := c.must(exitStore, append([]string{"--json"}, args...)...)
+			cmd := args[len(args)-1]
+			if args[0] == "salvage" {
+				cmd = "salvage"
+			}
+			oneErrorLine(t, r, cmd)
+			if !strings.Contains(r.stdout, `"code":7,"command":"`+cmd+`"`) || !strings.Contains(r.stderr, "new or empty directory") {
+				t.Errorf("stdout %q, stderr %q: want the JSON error object, exit 7, and what is wanted", r.stdout, r.stderr)
+			}
 		}
 	}
 	if ents, err := os.ReadDir(full); err != nil || len(ents) != 1 {

@@ -88,7 +88,7 @@ or --store is a file or a non-empty directory.`,
 				return fail(exitStore, a.storeDir, &explained{"a store exists here already", pebblestore.ErrExists})
 			}
 			if err != nil && nonEmpty {
-				return fail(exitStore, a.storeDir, err)
+				return fail(exitStore, a.storeDir, &explained{"not empty and holds no store (init needs a new or empty directory)", err})
 			}
 			if err != nil {
 				return failAuto(a.storeDir, err)
