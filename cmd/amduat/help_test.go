@@ -312,3 +312,37 @@ func TestInitPlaceTaken(t *testing.T) {
 		t.Errorf("init changed %s: %q %v", file, b, err)
 	}
 }
+
+// TestStdoutWriteError: a command whose standard output cannot be written
+// (a full disk: /dev/full) fails with exit 6 and one line naming the
+// cause, in text and JSON mode, instead of succeeding silently.
+func TestStdoutWriteError(t *testing.T) {
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip("no /dev/full:", err)
+	}
+	defer full.Close()
+	c := newCLI(t)
+	c.must(0, "init")
+	file := c.write("f", []byte("x"))
+	c.must(0, "pin", "add", "p", strings.TrimSpace(c.must(0, "put", file).stdout))
+	for _, args := range [][]string{
+		{"version"}, {"du"}, {"pin", "ls"}, {"hash", file}, {"pel", "seed", "--list"}, {"--json", "du"}, {"put", "--help"},
+	} {
+		t.Run(strings.Join(args, "_"), func(t *testing.T) {
+			cmd := exec.Command(amduatBin, args...)
+			cmd.Dir = c.cwd
+			cmd.Env = append(os.Environ(), "AMDUAT_STORE="+c.store, "GORACE=atexit_sleep_ms=20")
+			var errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = full, &errb
+			err := cmd.Run()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != exitIO {
+				t.Fatalf("amduat %v > /dev/full: %v, want exit %d; stderr %q", args, err, exitIO, errb.String())
+			}
+			if lines := strings.Split(strings.TrimSuffix(errb.String(), "\n"), "\n"); len(lines) != 1 || !strings.Contains(lines[0], "no space left on device") {
+				t.Errorf("stderr %q: want one line naming the cause", errb.String())
+			}
+		})
+	}
+}

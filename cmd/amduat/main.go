@@ -153,10 +153,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			code = exitInternal
 		}
 	}()
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	out := &stdoutWriter{w: stdout}
+	a := &app{stdin: stdin, stdout: out, stderr: stderr}
 	root := newRoot(a)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	if err == nil && out.err != nil {
+		// A command that ignored a failed write (a full disk, say) has
+		// not done its job: exit 6, as for any I/O error.
+		err = fail(exitIO, "", fmt.Errorf("write standard output: %w", out.err))
+	}
 	if s := a.takeEarlyStore(); s != nil {
 		s.Close()
 	}
@@ -196,6 +202,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}{msg, code, a.cmdName})
 	}
 	return code
+}
+
+// stdoutWriter remembers the first error a write to standard output met.
+type stdoutWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *stdoutWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	return n, err
 }
 
 func jsonRequested(args []string) bool {
