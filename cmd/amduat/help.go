@@ -50,17 +50,43 @@ const exitCodeFooter = `{{if .HasParent}}
 
 // completeHelp gives every command of the tree under root an example (from
 // helpExamples when its definition has none) and the exit code table in its
-// help (SPECS.md §16.2).
-func completeHelp(root *cobra.Command) {
+// help (SPECS.md §16.2), and makes every command group (pel, pin, …)
+// refuse an unknown subcommand.
+func completeHelp(a *app, root *cobra.Command) {
 	root.SetUsageTemplate(root.UsageTemplate() + exitCodeFooter)
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		if c.Example == "" {
 			c.Example = helpExamples[strings.TrimPrefix(c.CommandPath(), root.Name()+" ")]
 		}
+		if c.HasSubCommands() && c.Run == nil && c.RunE == nil {
+			c.RunE = groupRun(a)
+		}
 		for _, sub := range c.Commands() {
 			walk(sub)
 		}
 	}
 	walk(root)
+}
+
+// groupRun runs a command group (the root, pel, pin, …) given no known
+// subcommand: an unknown one is a usage error (exit 2) naming it; none
+// prints the group's help (exit 0), except under --json, where stdout
+// holds only JSON: there it is a usage error too.
+func groupRun(a *app) func(*cobra.Command, []string) error {
+	return func(c *cobra.Command, args []string) error {
+		var names []string
+		for _, sub := range c.Commands() {
+			if sub.IsAvailableCommand() {
+				names = append(names, sub.Name())
+			}
+		}
+		if len(args) > 0 {
+			return usagef("unknown command %q for %q (want one of: %s)", args[0], c.CommandPath(), strings.Join(names, ", "))
+		}
+		if a.jsonOut {
+			return usagef("a command is needed: one of %s", strings.Join(names, ", "))
+		}
+		return c.Help()
+	}
 }

@@ -346,3 +346,54 @@ func TestStdoutWriteError(t *testing.T) {
 		})
 	}
 }
+
+// TestCommandGroups: a command group (the root, pel, pin, pel cache, …)
+// given an unknown subcommand is a usage error naming it and the known
+// ones; given none it prints its help (exit 0), but under --json, where
+// stdout holds only JSON, it is a usage error object.
+func TestCommandGroups(t *testing.T) {
+	c := newCLI(t)
+	for _, tc := range []struct {
+		args []string
+		code int
+		cmd  string // the error line's command ("-": no error line)
+		want string
+	}{
+		{[]string{"pel", "bogus"}, exitUsage, "pel", `unknown command "bogus" for "amduat pel" (want one of: build, cache, run, seed, show, verify)`},
+		{[]string{"pel", "cache", "bogus"}, exitUsage, "pel cache", `unknown command "bogus" for "amduat pel cache" (want one of: salt)`},
+		{[]string{"conformance", "nope"}, exitUsage, "conformance", `unknown command "nope"`},
+		{[]string{"--json", "pel"}, exitUsage, "pel", `a command is needed: one of build, cache, run, seed, show, verify`},
+		{[]string{"--json"}, exitUsage, "", `a command is needed: one of bench,`},
+		{[]string{"pel"}, exitOK, "-", ""},
+		{[]string{}, exitOK, "-", ""},
+	} {
+		t.Run(strings.Join(tc.args, "_"), func(t *testing.T) {
+			r := c.must(tc.code, tc.args...)
+			if tc.cmd == "-" {
+				if r.stderr != "" || !strings.Contains(r.stdout, "Usage:") {
+					t.Errorf("stdout %q, stderr %q: want the help", r.stdout, r.stderr)
+				}
+				return
+			}
+			if tc.cmd != "" {
+				oneErrorLine(t, r, tc.cmd)
+			}
+			if !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("stderr %q lacks %q", r.stderr, tc.want)
+			}
+			if tc.args[0] == "--json" {
+				var e struct {
+					Error   string `json:"error"`
+					Code    int    `json:"code"`
+					Command string `json:"command"`
+				}
+				oneJSON(t, r.stdout, &e)
+				if e.Code != exitUsage || e.Command != tc.cmd {
+					t.Errorf("JSON %+v", e)
+				}
+			} else if r.stdout != "" {
+				t.Errorf("stdout %q, want nothing", r.stdout)
+			}
+		})
+	}
+}

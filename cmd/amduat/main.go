@@ -120,7 +120,9 @@ goes to stderr).
 		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
 			a.started = true
 			a.ctx = c.Context()
-			a.cmdName = strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")
+			if c.HasParent() {
+				a.cmdName = strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")
+			}
 			return nil
 		},
 	}
@@ -136,7 +138,7 @@ goes to stderr).
 	for _, f := range commandFactories {
 		root.AddCommand(f(a))
 	}
-	completeHelp(root)
+	completeHelp(a, root)
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
