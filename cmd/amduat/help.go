@@ -54,6 +54,25 @@ const exitCodeFooter = `{{if .HasParent}}
 // refuse an unknown subcommand.
 func completeHelp(a *app, root *cobra.Command) {
 	root.SetUsageTemplate(root.UsageTemplate() + exitCodeFooter)
+	// `amduat help TOPIC` of an unknown topic is a usage error, as
+	// `amduat TOPIC` is, not cobra's "Unknown help topic" with exit 0.
+	root.InitDefaultHelpCmd()
+	for _, h := range root.Commands() {
+		if h.Name() != "help" || h.Run == nil {
+			continue
+		}
+		show := h.Run
+		h.Run = nil
+		h.RunE = func(c *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				if _, _, err := root.Find(args); err != nil {
+					return usagef("no help topic %q: %v", strings.Join(args, " "), err)
+				}
+			}
+			show(c, args)
+			return nil
+		}
+	}
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		if c.Example == "" {

@@ -364,6 +364,8 @@ func TestCommandGroups(t *testing.T) {
 		{[]string{"conformance", "nope"}, exitUsage, "conformance", `unknown command "nope"`},
 		{[]string{"--json", "pel"}, exitUsage, "pel", `a command is needed: one of build, cache, run, seed, show, verify`},
 		{[]string{"--json"}, exitUsage, "", `a command is needed: one of bench,`},
+		{[]string{"help", "nosuch"}, exitUsage, "help", `no help topic "nosuch"`},
+		{[]string{"help", "pel", "run"}, exitOK, "-", ""},
 		{[]string{"pel"}, exitOK, "-", ""},
 		{[]string{}, exitOK, "-", ""},
 	} {
