@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/httpstore"
@@ -103,6 +105,37 @@ func refErr(arg string, err error) error {
 		return fail(exitNotFound, arg, fmt.Errorf("not stored: %w", asl.ErrNotFound))
 	}
 	return failAuto(arg, err)
+}
+
+// flagValueErr rewrites a bad numeric or duration flag value's error in
+// the user's terms ("--max-nodes "-1": want a whole number >= 0") rather
+// than the parser's ("strconv.ParseUint: parsing "-1": invalid syntax").
+func flagValueErr(err error) error {
+	var ive *pflag.InvalidValueError
+	if !errors.As(err, &ive) || ive.GetFlag() == nil {
+		return err
+	}
+	f := ive.GetFlag()
+	var want string
+	var ne *strconv.NumError
+	switch typ := f.Value.Type(); {
+	case typ == "duration":
+		want = "a duration such as 30s, 5m or 168h"
+	case !errors.As(err, &ne):
+		return err
+	case strings.HasPrefix(typ, "uint"):
+		want = "a whole number >= 0"
+	case strings.HasPrefix(typ, "int"):
+		want = "a whole number"
+	case strings.HasPrefix(typ, "float"):
+		want = "a number"
+	default:
+		return err
+	}
+	if ne != nil && errors.Is(ne.Err, strconv.ErrRange) {
+		want += " that fits a " + f.Value.Type()
+	}
+	return fmt.Errorf("--%s %q: want %s", f.Name, ive.GetValue(), want)
 }
 
 // usagef reports a usage error (exit 2).

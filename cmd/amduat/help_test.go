@@ -399,3 +399,27 @@ func TestCommandGroups(t *testing.T) {
 		})
 	}
 }
+
+// TestFlagValueErrors: a bad numeric or duration flag value is exit 2 with
+// one line in the user's terms, never the parser's (strconv.ParseUint…).
+func TestFlagValueErrors(t *testing.T) {
+	c := newCLI(t)
+	for _, tc := range []struct {
+		args []string
+		cmd  string
+		want string
+	}{
+		{[]string{"pel", "run", "--program", "00011f1d4ea728bc", "--max-nodes", "-1"}, "pel run", `--max-nodes "-1": want a whole number >= 0`},
+		{[]string{"pel", "run", "--program", "00011f1d4ea728bc", "--max-output-bytes", "99999999999999999999999"}, "pel run", `want a whole number >= 0 that fits a uint64`},
+		{[]string{"pel", "run", "--program", "00011f1d4ea728bc", "--jobs", "x"}, "pel run", `--jobs "x": want a whole number`},
+		{[]string{"gc", "--keep-within", "bogus"}, "gc", `--keep-within "bogus": want a duration such as 30s, 5m or 168h`},
+	} {
+		t.Run(strings.Join(tc.args[:2], "_")+"_"+tc.args[len(tc.args)-2], func(t *testing.T) {
+			r := c.must(exitUsage, tc.args...)
+			oneErrorLine(t, r, tc.cmd)
+			if !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, "strconv") {
+				t.Errorf("stderr %q: want %q and no parser detail", r.stderr, tc.want)
+			}
+		})
+	}
+}

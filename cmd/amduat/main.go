@@ -132,7 +132,7 @@ goes to stderr).
 	}
 	root.PersistentFlags().StringVar(&a.storeDir, "store", def, "the store: a directory, http(s)://HOST:PORT of an amduat serve, or s3://BUCKET/PREFIX?… (env AMDUAT_STORE; token in AMDUAT_TOKEN)")
 	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "print one JSON object on stdout")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(flagValueErr(err)) })
 	root.CompletionOptions.DisableDefaultCmd = true // completion.go defines it
 	setVersionFlag(root)
 	for _, f := range commandFactories {
