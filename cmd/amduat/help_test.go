@@ -315,7 +315,8 @@ func TestInitPlaceTaken(t *testing.T) {
 
 // TestStdoutWriteError: a command whose standard output cannot be written
 // (a full disk: /dev/full) fails with exit 6 and one line naming the
-// cause, in text and JSON mode, instead of succeeding silently.
+// cause, in text and JSON mode, instead of succeeding silently (or, for
+// has with a missing reference, answering 1 with the answer lost).
 func TestStdoutWriteError(t *testing.T) {
 	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
 	if err != nil {
@@ -327,7 +328,7 @@ func TestStdoutWriteError(t *testing.T) {
 	file := c.write("f", []byte("x"))
 	c.must(0, "pin", "add", "p", strings.TrimSpace(c.must(0, "put", file).stdout))
 	for _, args := range [][]string{
-		{"version"}, {"du"}, {"pin", "ls"}, {"hash", file}, {"pel", "seed", "--list"}, {"--json", "du"}, {"put", "--help"},
+		{"version"}, {"du"}, {"pin", "ls"}, {"has", "0001aaaa000000000000000000000000000000000000000000000000000000000000"}, {"hash", file}, {"pel", "seed", "--list"}, {"--json", "du"}, {"put", "--help"},
 	} {
 		t.Run(strings.Join(args, "_"), func(t *testing.T) {
 			cmd := exec.Command(amduatBin, args...)

@@ -160,7 +160,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root := newRoot(a)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
-	if err == nil && out.err != nil {
+	var st exitStatus
+	if (err == nil || errors.As(err, &st)) && out.err != nil {
 		// A command that ignored a failed write (a full disk, say) has
 		// not done its job: exit 6, as for any I/O error.
 		err = fail(exitIO, "", fmt.Errorf("write standard output: %w", out.err))
@@ -171,7 +172,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		return exitOK
 	}
-	var st exitStatus
 	if errors.As(err, &st) {
 		return int(st)
 	}
