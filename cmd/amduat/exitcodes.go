@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/httpstore"
@@ -31,17 +33,21 @@ const (
 
 const exitCodeHelp = `Exit codes:
   0    success
-  1    negative answer: has found a missing reference; conformance vectors failed
-  2    usage error: bad flag or argument, malformed reference text
+  1    negative answer: has found a missing reference; conformance vectors
+       failed; rm refused; pel verify found a difference
+  2    usage error: bad flag or argument, malformed reference text, a
+       --store URL of an unknown scheme or without a host
   3    not found (ERR_NOT_FOUND)
   4    integrity error (ERR_INTEGRITY): damaged data or store files; verify found corruption
   5    unsupported (ERR_UNSUPPORTED): unregistered hash id
   6    I/O or other operational error; the store is in use by another
        process, or out of space
-  7    no store at --store (run amduat init), or init: a store exists already
+  7    no store at --store (run amduat init), or --store is a file, or init:
+       a store (or anything else) is there already
   8    internal failure (an operation panicked, an allocation failed); nothing was stored
   10-19  reserved for program execution statuses (pel run)
-  130  interrupted`
+  130  interrupted
+  141  (shown by shells) stdout is a pipe whose reader has gone, e.g. | head`
 
 // cliError is a command failure with its exit code and the reference or
 // file it concerns.
@@ -63,6 +69,17 @@ func withSubject(subject string, err error) string {
 	}
 	return subject + ": " + msg
 }
+
+// explained is an error whose message says all there is to say while it
+// still matches a sentinel with errors.Is (for exit code classification):
+// "no store here (…)" rather than "no store here (…): no store".
+type explained struct {
+	msg string
+	err error
+}
+
+func (e *explained) Error() string { return e.msg }
+func (e *explained) Unwrap() error { return e.err }
 
 // exitStatus ends a command with a code and no error line: the command has
 // already printed its result (has with missing refs, verify with failures,
@@ -88,6 +105,37 @@ func refErr(arg string, err error) error {
 		return fail(exitNotFound, arg, fmt.Errorf("not stored: %w", asl.ErrNotFound))
 	}
 	return failAuto(arg, err)
+}
+
+// flagValueErr rewrites a bad numeric or duration flag value's error in
+// the user's terms ("--max-nodes "-1": want a whole number >= 0") rather
+// than the parser's ("strconv.ParseUint: parsing "-1": invalid syntax").
+func flagValueErr(err error) error {
+	var ive *pflag.InvalidValueError
+	if !errors.As(err, &ive) || ive.GetFlag() == nil {
+		return err
+	}
+	f := ive.GetFlag()
+	var want string
+	var ne *strconv.NumError
+	switch typ := f.Value.Type(); {
+	case typ == "duration":
+		want = "a duration such as 30s, 5m or 168h"
+	case !errors.As(err, &ne):
+		return err
+	case strings.HasPrefix(typ, "uint"):
+		want = "a whole number >= 0"
+	case strings.HasPrefix(typ, "int"):
+		want = "a whole number"
+	case strings.HasPrefix(typ, "float"):
+		want = "a number"
+	default:
+		return err
+	}
+	if ne != nil && errors.Is(ne.Err, strconv.ErrRange) {
+		want += " that fits a " + f.Value.Type()
+	}
+	return fmt.Errorf("--%s %q: want %s", f.Name, ive.GetValue(), want)
 }
 
 // usagef reports a usage error (exit 2).
@@ -144,26 +192,47 @@ func parseRefs(args []string) ([]asl.Reference, error) {
 	return refs, nil
 }
 
-// minArgs and exactArgs are cobra argument checks that fail as usage errors.
+// minArgs and rangeArgs are cobra argument checks that fail as usage
+// errors naming the count wanted and the command's usage line.
 func minArgs(n int) func(*cobra.Command, []string) error {
-	return func(_ *cobra.Command, args []string) error {
+	return func(c *cobra.Command, args []string) error {
 		if len(args) < n {
-			return usagef("needs at least %d argument(s), got %d", n, len(args))
+			return argCountErr(c, fmt.Sprintf("at least %s", plural(n, "argument")), args)
 		}
 		return nil
 	}
 }
 
 func rangeArgs(lo, hi int) func(*cobra.Command, []string) error {
-	return func(_ *cobra.Command, args []string) error {
-		if len(args) < lo || len(args) > hi {
-			if lo == hi {
-				return usagef("needs %d argument(s), got %d", lo, len(args))
-			}
-			return usagef("needs %d to %d arguments, got %d", lo, hi, len(args))
+	return func(c *cobra.Command, args []string) error {
+		if len(args) >= lo && len(args) <= hi {
+			return nil
 		}
-		return nil
+		want := fmt.Sprintf("%d to %d arguments", lo, hi)
+		switch {
+		case hi == 0:
+			return argCountErr(c, "no arguments", args)
+		case lo == hi:
+			want = plural(lo, "argument")
+		}
+		return argCountErr(c, want, args)
 	}
+}
+
+// argCountErr: "takes no arguments, got 1 ("x"); usage: amduat init [--hash …]".
+func argCountErr(c *cobra.Command, want string, args []string) error {
+	got := fmt.Sprint(len(args))
+	if len(args) > 0 {
+		got += fmt.Sprintf(" (%q)", strings.Join(args, " "))
+	}
+	return usagef("takes %s, got %s; usage: %s", want, got, c.UseLine())
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }
 
 // isRemoteInternal reports a server's internal failure of a run (HTTP 500

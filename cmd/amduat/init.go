@@ -2,7 +2,7 @@ package main
 
 import (
 	"errors"
-	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -36,9 +36,13 @@ func newInitCmd(a *app) *cobra.Command {
 		Long: `Create an empty store in the --store directory (created if missing; it must
 be empty). --hash chooses the hash new artifacts are put under by default
 (sha256 = HASH-ASL1-256, the mandatory default; blake3 = BLAKE3-256, faster
-for large artifacts). Fails with exit code 7 if a store exists there already.`,
+for large artifacts). Fails with exit code 7 if a store exists there already,
+or --store is a file or a non-empty directory.`,
 		Args: rangeArgs(0, 0),
 		RunE: func(c *cobra.Command, _ []string) error {
+			if err := checkStoreValue(a.storeDir); err != nil {
+				return err
+			}
 			if isRemote(a.storeDir) {
 				return usagef("--store %s is a server: a served store is created where it lives (amduat init --store DIR, then amduat serve --store DIR)", a.storeDir)
 			}
@@ -52,7 +56,7 @@ for large artifacts). Fails with exit code 7 if a store exists there already.`,
 				// hash, so that concurrent inits are safe.
 				if s, err := a.openS3(false, 0); err == nil {
 					s.Close()
-					return fail(exitStore, a.storeDir, fmt.Errorf("a store exists here already: %w", s3store.ErrExists))
+					return fail(exitStore, a.storeDir, &explained{"a store exists here already", s3store.ErrExists})
 				} else if !errors.Is(err, s3store.ErrNoStore) {
 					return err
 				}
@@ -67,9 +71,24 @@ for large artifacts). Fails with exit code 7 if a store exists there already.`,
 				a.printf("initialized store %s (hash %s)\n", a.storeDir, alg.Short)
 				return nil
 			}
+			// A file, or a directory holding something other than a
+			// store, is not a place for one: exit 7, as --store naming a
+			// file is for every other command (SPECS.md §16.2).
+			st, serr := os.Stat(a.storeDir)
+			if serr == nil && !st.IsDir() {
+				return fail(exitStore, a.storeDir, errors.New("is a file, not a directory (init needs a new or empty directory)"))
+			}
+			nonEmpty := false
+			if serr == nil {
+				ents, _ := os.ReadDir(a.storeDir)
+				nonEmpty = len(ents) > 0
+			}
 			s, err := pebblestore.Create(a.storeDir, &pebblestore.Options{DefaultHash: alg.ID})
 			if errors.Is(err, pebblestore.ErrExists) {
-				return fail(exitStore, a.storeDir, fmt.Errorf("a store exists here already: %w", pebblestore.ErrExists))
+				return fail(exitStore, a.storeDir, &explained{"a store exists here already", pebblestore.ErrExists})
+			}
+			if err != nil && nonEmpty {
+				return fail(exitStore, a.storeDir, &explained{"not empty and holds no store (init needs a new or empty directory)", err})
 			}
 			if err != nil {
 				return failAuto(a.storeDir, err)

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -119,7 +120,9 @@ goes to stderr).
 		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
 			a.started = true
 			a.ctx = c.Context()
-			a.cmdName = strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")
+			if c.HasParent() {
+				a.cmdName = strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")
+			}
 			return nil
 		},
 	}
@@ -127,14 +130,15 @@ goes to stderr).
 	if def == "" {
 		def = defaultStoreDir
 	}
-	root.PersistentFlags().StringVar(&a.storeDir, "store", def, "store directory, or http(s)://HOST:PORT of an `amduat serve` (env AMDUAT_STORE; token in AMDUAT_TOKEN)")
+	root.PersistentFlags().StringVar(&a.storeDir, "store", def, "the store: a directory, http(s)://HOST:PORT of an amduat serve, or s3://BUCKET/PREFIX?… (env AMDUAT_STORE; token in AMDUAT_TOKEN)")
 	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "print one JSON object on stdout")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(flagValueErr(err)) })
 	root.CompletionOptions.DisableDefaultCmd = true // completion.go defines it
 	setVersionFlag(root)
 	for _, f := range commandFactories {
 		root.AddCommand(f(a))
 	}
+	completeHelp(a, root)
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
@@ -151,17 +155,23 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			code = exitInternal
 		}
 	}()
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	out := &stdoutWriter{w: stdout}
+	a := &app{stdin: stdin, stdout: out, stderr: stderr}
 	root := newRoot(a)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	var st exitStatus
+	if (err == nil || errors.As(err, &st)) && out.err != nil {
+		// A command that ignored a failed write (a full disk, say) has
+		// not done its job: exit 6, as for any I/O error.
+		err = fail(exitIO, "", fmt.Errorf("write standard output: %w", out.err))
+	}
 	if s := a.takeEarlyStore(); s != nil {
 		s.Close()
 	}
 	if err == nil {
 		return exitOK
 	}
-	var st exitStatus
 	if errors.As(err, &st) {
 		return int(st)
 	}
@@ -194,6 +204,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}{msg, code, a.cmdName})
 	}
 	return code
+}
+
+// stdoutWriter remembers the first error a write to standard output met.
+type stdoutWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *stdoutWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	return n, err
 }
 
 func jsonRequested(args []string) bool {
@@ -265,9 +289,36 @@ func isRemote(store string) bool {
 // s3://BUCKET[/PREFIX][?endpoint=…&region=…&insecure=1&path-style=1].
 func isS3(store string) bool { return strings.HasPrefix(store, "s3://") }
 
+// checkStoreValue rejects a --store value that looks like a URL but names
+// no store amduat can open: an unknown scheme, an http(s) URL without a
+// host, a malformed s3 URL. Each is a usage error (exit 2), not an I/O
+// failure or a missing directory.
+func checkStoreValue(s string) error {
+	scheme, _, ok := strings.Cut(s, "://")
+	if !ok || scheme == "" || strings.ContainsAny(scheme, "/\\.") {
+		return nil // a directory
+	}
+	switch scheme {
+	case "http", "https":
+		if u, err := url.Parse(s); err != nil || u.Host == "" {
+			return usagef("store %s: want %s://HOST:PORT of an amduat serve", s, scheme)
+		}
+	case "s3":
+		if _, _, _, err := s3store.ParseURL(s); err != nil {
+			return usageErr(err)
+		}
+	default:
+		return usagef("store %s: unknown scheme %q: want a directory, http://, https:// or s3://", s, scheme)
+	}
+	return nil
+}
+
 // openS3 opens (or, for init, creates) the S3 store a --store URL names;
 // credentials come from the standard AWS environment variables and files.
 func (a *app) openS3(create bool, hash asl.HashID) (*s3store.Store, error) {
+	if err := checkStoreValue(a.storeDir); err != nil {
+		return nil, err
+	}
 	s, err := s3store.OpenURL(a.context(), a.storeDir, create, s3store.Options{Hash: hash, CacheDir: a.s3Cache.CacheDir, CacheSize: a.s3Cache.CacheSize})
 	if errors.Is(err, s3store.ErrNoStore) {
 		return nil, fail(exitStore, a.storeDir, fmt.Errorf("no store here (create one with `amduat init --store %s`): %w", a.storeDir, err))
@@ -309,6 +360,9 @@ func (a *app) open(opts *pebblestore.Options) (backend, error) {
 		}
 		s.Close()
 	}
+	if err := checkStoreValue(a.storeDir); err != nil {
+		return nil, err
+	}
 	if isRemote(a.storeDir) {
 		c, err := httpstore.Open(a.context(), a.storeDir, httpstore.Options{Token: os.Getenv("AMDUAT_TOKEN")})
 		if err != nil {
@@ -324,7 +378,7 @@ func (a *app) open(opts *pebblestore.Options) (backend, error) {
 	}
 	s, err := pebblestore.Open(a.storeDir, opts)
 	if errors.Is(err, pebblestore.ErrNoStore) {
-		return nil, fail(exitStore, a.storeDir, fmt.Errorf("no store here (create one with `amduat init`, or point --store or AMDUAT_STORE at one): %w", pebblestore.ErrNoStore))
+		return nil, fail(exitStore, a.storeDir, &explained{"no store here (create one with `amduat init`, or point --store or AMDUAT_STORE at one)", pebblestore.ErrNoStore})
 	}
 	if err != nil {
 		return nil, failAuto(a.storeDir, err)

@@ -48,7 +48,10 @@ references) are stored anyway, so that
 invalid programs can be run and inspected; build then prints one warning line
 on stderr, and --json reports "valid":false and the "problem". With
 --strict such a program, which can never run OK, is refused instead: nothing
-is stored and the exit code is 2.
+is stored and the exit code is 2. Output indexes (of node inputs and roots)
+are not checked: how many outputs a node has is known only when it runs, so a
+program naming an output a node lacks builds as valid and ends INVALID_PROGRAM
+(exit 12) when run.
 
 Errors in the JSON name FILE:LINE:COLUMN and the member, in JSON terms
 ("member \"nodes.id\": want an integer in [0, 4294967295], got a string").`,

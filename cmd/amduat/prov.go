@@ -34,9 +34,6 @@ indexes edges by both ends, so these questions are answered without scanning.`,
 				if err != nil {
 					return err
 				}
-				if dot && a.jsonOut {
-					return usagef("--dot and --json are exclusive")
-				}
 				s, err := a.openStoreReadOnly()
 				if err != nil {
 					return err
@@ -54,6 +51,14 @@ indexes edges by both ends, so these questions are answered without scanning.`,
 					a.warnf(e.String(), fmt.Errorf("provenance edge cannot be read (missing or damaged); skipped"))
 				}
 				switch {
+				case dot && a.jsonOut:
+					// As pel show --dot --json: the DOT text in a JSON string.
+					var b strings.Builder
+					writeGraphDOT(&b, g, use == "why")
+					return a.printJSON(struct {
+						Ref asl.Reference `json:"ref"`
+						Dot string        `json:"dot"`
+					}{ref, b.String()})
 				case a.jsonOut:
 					return a.printJSON(report.NewGraph(g))
 				case dot:
@@ -65,7 +70,7 @@ indexes edges by both ends, so these questions are answered without scanning.`,
 			},
 		}
 		c.Flags().IntVar(&depth, "depth", 0, "stop after this many edges (0: no bound)")
-		c.Flags().BoolVar(&dot, "dot", false, "print the graph as Graphviz DOT")
+		c.Flags().BoolVar(&dot, "dot", false, "print the graph as Graphviz DOT (with --json: {\"ref\",\"dot\"})")
 		return c
 	}
 	cmd.AddCommand(

@@ -43,6 +43,15 @@ func TestProvWhyAndUses(t *testing.T) {
 	if again := c.must(0, "prov", "why", "--dot", second).stdout; again != dot {
 		t.Fatal("prov why --dot is not deterministic")
 	}
+	// --dot with --json: the same DOT text in {"ref","dot"}, as pel show.
+	var dj struct {
+		Ref string `json:"ref"`
+		Dot string `json:"dot"`
+	}
+	oneJSON(t, c.must(0, "--json", "prov", "why", "--dot", second).stdout, &dj)
+	if dj.Ref != second || dj.Dot != dot {
+		t.Fatalf("why --dot --json = %+v, want ref %s and the DOT text", dj, second)
+	}
 
 	var uses report.Graph
 	oneJSON(t, c.must(0, "--json", "prov", "uses", a).stdout, &uses)

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -72,6 +73,9 @@ artifact was lost or damage found (DIR holds everything that could be read),
 					return usagef("--to %s is the store being salvaged", to)
 				}
 			}
+			if st, err := os.Stat(to); err == nil && !st.IsDir() {
+				return fail(exitStore, to, errors.New("is a file, not a directory (salvage needs a new or empty directory)"))
+			}
 			var bar *progressbar.ProgressBar
 			var progress func(pebblestore.SalvageProgress)
 			if a.stderrIsTerminal() {
@@ -96,7 +100,7 @@ artifact was lost or damage found (DIR holds everything that could be read),
 			case errors.Is(err, pebblestore.ErrNoStore):
 				return fail(exitStore, a.storeDir, fmt.Errorf("nothing of a store here: %w", err))
 			case errors.Is(err, pebblestore.ErrExists):
-				return fail(exitStore, to, fmt.Errorf("a store exists here already: %w", err))
+				return fail(exitStore, to, &explained{"not empty (salvage needs a new or empty directory)", err})
 			case err != nil:
 				return failAuto(to, err)
 			}
