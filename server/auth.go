@@ -196,12 +196,13 @@ func writeTokenFile(path string, f tokenFile) error {
 	return nil
 }
 
-// ListTokens returns the entries of the token file at path; a missing file
-// has none.
+// ListTokens returns the entries of the token file at path. A missing file
+// is an error wrapping os.ErrNotExist (a mistyped path must not read as a
+// file without tokens).
 func ListTokens(path string) ([]TokenEntry, error) {
 	f, err := readTokenFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return []TokenEntry{}, nil
+	if err != nil {
+		return nil, err
 	}
 	if f.Tokens == nil {
 		f.Tokens = []TokenEntry{}

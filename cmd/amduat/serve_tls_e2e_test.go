@@ -61,6 +61,7 @@ func TestServeTLSAndTokens(t *testing.T) {
 	if strings.Contains(list, reader) || !strings.Contains(list, "writer\tread,write,run\tsha256:") {
 		t.Fatalf("token list %q", list)
 	}
+	oneErrorLine(t, c.must(exitIO, "token", "list", "--auth-file", tokens+".typo"), "token list")
 	url := startServe(t, filepath.Join(dir, "served"), "--auth-file", tokens, "--tls-cert", cert, "--tls-key", key)
 	if !strings.HasPrefix(url, "https://") {
 		t.Fatalf("serve with TLS prints %s", url)
