@@ -208,3 +208,19 @@ func FuzzProgramFromJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestJSONMemberNamesFoldCase pins what SPECS §15 says of member names:
+// matched as encoding/json matches them (case folded), except params' raw.
+func TestJSONMemberNamesFoldCase(t *testing.T) {
+	want, err := pel.ProgramFromJSON([]byte(`{"nodes":[{"id":1,"op":"pel.bytes.const","version":1,"params":{"text":"a"}}],"roots":[{"node":1}]}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pel.ProgramFromJSON([]byte(`{"Nodes":[{"ID":1,"OP":"pel.bytes.const","Version":1,"params":{"TEXT":"a"}}],"rootſ":[{"NODE":1}]}`), nil)
+	if err != nil || !got.Equal(want) {
+		t.Fatalf("case-folded names: %+v, %v", got, err)
+	}
+	if p, err := pel.ProgramFromJSON([]byte(`{"nodes":[{"id":1,"op":"acme.x","version":1,"params":{"RAW":"00"}}]}`), nil); err == nil {
+		t.Fatalf("params RAW taken for raw: %+v", p)
+	}
+}
