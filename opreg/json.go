@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -20,15 +22,19 @@ import (
 //	others            omitted (null and {} are accepted on input)
 
 // StrictUnmarshal decodes raw into v rejecting unknown fields and trailing
-// data: the rule for every readable params form.
+// data (anything but white space after the value, a stray ']' or '}'
+// included): the rule for every readable params form and for the JSON
+// program format.
 func StrictUnmarshal(raw []byte, v any) error {
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.DisallowUnknownFields()
 	if err := d.Decode(v); err != nil {
 		return err
 	}
-	if d.More() {
-		return fmt.Errorf("trailing data after params")
+	// More reports false before a closing bracket, so a stray one would
+	// pass it; only the end of the input may follow.
+	if _, err := d.Token(); err != io.EOF {
+		return errors.New("trailing data after the JSON value")
 	}
 	return nil
 }

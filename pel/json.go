@@ -55,14 +55,9 @@ func ProgramFromJSON(data []byte, reg *opreg.Registry) (Program, error) {
 	if reg == nil {
 		reg = opreg.Kernel()
 	}
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.DisallowUnknownFields()
 	var jp jsonProgram
-	if err := d.Decode(&jp); err != nil {
+	if err := opreg.StrictUnmarshal(data, &jp); err != nil {
 		return Program{}, fmt.Errorf("json program: %w", err)
-	}
-	if d.More() {
-		return Program{}, fmt.Errorf("json program: trailing data after the program object")
 	}
 	var p Program
 	for k, jn := range jp.Nodes {

@@ -147,6 +147,9 @@ func TestJSONRejects(t *testing.T) {
 	tests := []struct{ name, src string }{
 		{"not json", `{`},
 		{"trailing", `{"nodes":[],"roots":[]} {}`},
+		{"trailing brace", `{"nodes":[],"roots":[]}}`},
+		{"trailing bracket", `{"nodes":[],"roots":[]}]`},
+		{"trailing brace after white space", "{\"nodes\":[]}\n}"},
 		{"unknown member", `{"nodes":[],"roots":[],"x":1}`},
 		{"unknown node member", `{"nodes":[{"id":1,"op":"pel.bytes.const","version":1,"params":{"text":"a"},"extra":0}]}`},
 		{"missing id", `{"nodes":[{"op":"pel.bytes.const","version":1,"params":{"text":"a"}}]}`},
@@ -186,6 +189,9 @@ func FuzzProgramFromJSON(f *testing.F) {
 		if err != nil {
 			return
 		}
+		if !json.Valid(b) {
+			t.Fatalf("accepted %q, which is not one JSON value", b)
+		}
 		j, err := pel.ProgramToJSON(p, nil)
 		if err != nil {
 			t.Fatalf("accepted program does not render: %v", err)
@@ -194,8 +200,27 @@ func FuzzProgramFromJSON(f *testing.F) {
 		if err != nil || !q.Equal(p) {
 			t.Fatalf("round trip via %s: %v", j, err)
 		}
+		if again, err := pel.ProgramToJSON(q, nil); err != nil || !bytes.Equal(again, j) {
+			t.Fatalf("rendering is not stable: %s, then %s (%v)", j, again, err)
+		}
 		if _, err := pel.EncodeProgram(p); err != nil {
 			t.Fatalf("accepted program does not encode: %v", err)
 		}
 	})
+}
+
+// TestJSONMemberNamesFoldCase pins what SPECS §15 says of member names:
+// matched as encoding/json matches them (case folded), except params' raw.
+func TestJSONMemberNamesFoldCase(t *testing.T) {
+	want, err := pel.ProgramFromJSON([]byte(`{"nodes":[{"id":1,"op":"pel.bytes.const","version":1,"params":{"text":"a"}}],"roots":[{"node":1}]}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pel.ProgramFromJSON([]byte(`{"Nodes":[{"ID":1,"OP":"pel.bytes.const","Version":1,"params":{"TEXT":"a"}}],"rootſ":[{"NODE":1}]}`), nil)
+	if err != nil || !got.Equal(want) {
+		t.Fatalf("case-folded names: %+v, %v", got, err)
+	}
+	if p, err := pel.ProgramFromJSON([]byte(`{"nodes":[{"id":1,"op":"acme.x","version":1,"params":{"RAW":"00"}}]}`), nil); err == nil {
+		t.Fatalf("params RAW taken for raw: %+v", p)
+	}
 }

@@ -234,6 +234,15 @@ func FuzzDecodeProgram(f *testing.F) {
 		if err != nil || !bytes.Equal(back, b) {
 			t.Fatalf("encode(decode(b)) = %x, %v; want %x", back, err, b)
 		}
+		// Every decoded program is encodable, so its JSON form parses
+		// back to it.
+		j, err := pel.ProgramToJSON(p, nil)
+		if err != nil {
+			t.Fatalf("decoded program does not render as JSON: %v", err)
+		}
+		if q, err := pel.ProgramFromJSON(j, nil); err != nil || !q.Equal(p) {
+			t.Fatalf("JSON round trip via %s: %v", j, err)
+		}
 		// Structure checking and ordering never panic on decoded programs.
 		if order, err := pel.CanonicalOrder(p); err == nil && len(order) != len(p.Nodes) {
 			t.Fatalf("order has %d nodes, program %d", len(order), len(p.Nodes))

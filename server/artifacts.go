@@ -495,7 +495,7 @@ func parseRange(v string, size uint64) (start, n int64, partial bool, err error)
 		if err != nil || k < 0 {
 			return 0, whole, false, nil
 		}
-		if k == 0 {
+		if k == 0 || whole == 0 { // an empty artifact has no last bytes: bytes 0--1/0 is no Content-Range
 			return 0, 0, false, unsat
 		}
 		k = min(k, whole)

@@ -336,6 +336,7 @@ func TestFaultMalformedRequests(t *testing.T) {
 		{"program duplicate ids", "POST", "/v1/pel/programs", nil, j(`{"nodes":[{"id":1,"op":"pel.bytes.const","version":1},{"id":1,"op":"pel.bytes.const","version":1}],"roots":[]}`), false, 400, httpstore.CodeBadRequest},
 		{"program nodes not a list", "POST", "/v1/pel/programs", nil, j(`{"nodes":{},"roots":[]}`), false, 400, httpstore.CodeBadRequest},
 		{"program cut", "POST", "/v1/pel/programs", nil, j(`{"nodes":[`), false, 400, httpstore.CodeBadRequest},
+		{"program stray brace", "POST", "/v1/pel/programs", nil, j(`{"nodes":[],"roots":[]}}`), false, 400, httpstore.CodeBadRequest},
 		{"program hash unknown", "POST", "/v1/pel/programs?hash=md5", nil, j(`{"nodes":[],"roots":[]}`), false, 400, httpstore.CodeUnsupported},
 		{"program too large", "POST", "/v1/pel/programs", nil, j(big), false, 413, httpstore.CodeTooLarge},
 		{"run not JSON", "POST", "/v1/pel/run", nil, j("run it"), false, 400, httpstore.CodeBadRequest},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/amduat/amduat/asl"
@@ -307,4 +308,29 @@ func forgeLastChunk(t *testing.T, s *Store, ref asl.Reference, at int) uint64 {
 	ch := chunkHeader{Codec: codecRaw, Raw: uint64(len(payload)), CRC: chunkCRC(rec.Blob, last, codecRaw, uint64(len(payload)), payload)}
 	rawSet(t, s, key, append(appendCBOR(nil, ch), payload...))
 	return last
+}
+
+// TestDamagedSizeNearMax: an index record whose size was damaged to near
+// 2^64 (so that ⌈size/chunk⌉ computed as (size+chunk-1)/chunk would wrap
+// to no chunks at all) makes a read fail with ERR_INTEGRITY after a prefix
+// of the stored bytes, rather than end at once with io.EOF and nothing
+// verified. chunks() serves chunked and packed-parts records alike.
+func TestDamagedSizeNearMax(t *testing.T) {
+	if got := (indexRecord{Size: 1<<64 - 1, Chunk: MinChunkSize}).chunks(); got != 1<<52 {
+		t.Fatalf("chunks of 2^64-1 bytes in %d = %d, want 2^52", MinChunkSize, got)
+	}
+	data := genBytes(1, 3*MinChunkSize+100, false)
+	for _, size := range []uint64{1<<64 - 1, 1<<64 - MinChunkSize + 1, 1<<64 - MinChunkSize} {
+		t.Run(fmt.Sprintf("size=%#x", size), func(t *testing.T) {
+			s := newMemStore(t, &Options{ChunkSize: MinChunkSize, InlineMax: -1})
+			ref := put(t, s, asl.HashSHA256, asl.Untagged(data))
+			rec := indexOf(t, s, ref)
+			if !rec.packed() || rec.Chunk != MinChunkSize {
+				t.Fatalf("record %+v: want packed parts", rec)
+			}
+			rec.Size = size
+			rawSet(t, s, appendIndexKey(nil, ref), appendIndexRecord(nil, rec))
+			readDamaged(t, s, ref, data)
+		})
+	}
 }

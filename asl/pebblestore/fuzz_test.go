@@ -3,6 +3,7 @@ package pebblestore
 import (
 	"bytes"
 	"context"
+	"math/bits"
 	"testing"
 
 	"github.com/amduat/amduat/asl"
@@ -51,6 +52,14 @@ func FuzzDecodeIndex(f *testing.F) {
 		}
 		if !bytes.Equal(enc, b) {
 			t.Fatalf("decoded record re-encodes to %x, input %x", enc, b)
+		}
+		if rec.Chunk != 0 {
+			// The chunks cover the size exactly, however near 2^64.
+			n := rec.chunks()
+			hi, lo := bits.Mul64(n, rec.Chunk)
+			if n == 0 || hi == 0 && lo < rec.Size || (n-1)*rec.Chunk >= rec.Size {
+				t.Fatalf("%d chunks of %d bytes for a record of %d", n, rec.Chunk, rec.Size)
+			}
 		}
 		if rec.inline() && ch.Codec == codecZstd {
 			out, err := decompress(payload, ch.Raw, nil)

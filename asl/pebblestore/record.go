@@ -121,8 +121,17 @@ func (r indexRecord) packedSingle() bool { return r.Pack != 0 && r.Chunk == 0 }
 
 func (r indexRecord) chunked() bool { return r.Blob != 0 }
 
-// chunks is the number of chunks of a chunked record.
-func (r indexRecord) chunks() uint64 { return (r.Size + r.Chunk - 1) / r.Chunk }
+// chunks is the number of chunks of a chunked record: ⌈Size/Chunk⌉,
+// computed without (Size+Chunk-1)/Chunk, whose sum wraps for a (damaged)
+// size near 2^64 and would count no chunks, so that a read ended with
+// nothing read, nothing verified and no error.
+func (r indexRecord) chunks() uint64 {
+	n := r.Size / r.Chunk
+	if r.Size%r.Chunk != 0 {
+		n++
+	}
+	return n
+}
 
 // rawLen is the raw size chunk i of a chunked record must have.
 func (r indexRecord) rawLen(i uint64) uint64 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"math/bits"
 	"strings"
 	"testing"
 
@@ -59,6 +60,10 @@ func TestManifestRejects(t *testing.T) {
 		{"Short", good[:len(good)-1]},
 		{"Long", append(bytes.Clone(good), 0)},
 		{"HeaderCut", good[:12]},
+		// ⌈(2^64-1)/2⌉ is 2^63 parts (too many), not the 0 that
+		// (size+part_size-1)/part_size gives when the sum wraps.
+		{"CountWraps", unhex(t, "616d6473336d6601"+"00ffffffffffffffff"+"0000000000000002"+"00000000")},
+		{"CountWrapsLargeParts", unhex(t, "616d6473336d6601"+"00ffffffffffffffff"+"8000000000000001"+"00000000")},
 	} {
 		if _, err := decodeManifest(c.b); !errors.Is(err, asl.ErrIntegrity) {
 			t.Errorf("%s: decode = %v, want ErrIntegrity", c.name, err)
@@ -83,5 +88,22 @@ func FuzzManifest(f *testing.F) {
 		if !bytes.Equal(m.encode(), b) {
 			t.Fatalf("re-encoding differs")
 		}
+		// The parts cover the payload exactly: (count-1) × part_size <
+		// bytes_len <= count × part_size, computed without wrapping.
+		n := uint64(len(m.digests))
+		hi, lo := bits.Mul64(n, m.partSize)
+		phi, plo := bits.Mul64(n-1, m.partSize)
+		if n == 0 || hi == 0 && lo < m.hdr.Size || phi != 0 || plo >= m.hdr.Size {
+			t.Fatalf("%d parts of %d bytes accepted for a payload of %d bytes", n, m.partSize, m.hdr.Size)
+		}
 	})
+}
+
+func unhex(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

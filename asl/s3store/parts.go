@@ -75,7 +75,13 @@ func (m *manifest) partLen(i int) int {
 
 // partCount is the number of parts of a payload of size bytes.
 func partCount(size, partSize uint64) uint64 {
-	return (size + partSize - 1) / partSize
+	// Not (size+partSize-1)/partSize: that sum wraps for sizes near 2^64,
+	// and a manifest claiming 2^64-1 bytes in no parts would decode.
+	n := size / partSize
+	if size%partSize != 0 {
+		n++
+	}
+	return n
 }
 
 // isManifest says whether an object beginning with b is a manifest.

@@ -159,20 +159,23 @@ func (s *Store) namedParts(ctx context.Context, rep *SweepReport) (map[string]bo
 // loadManifest reads the object at key: nil when it holds ArtifactBytes,
 // else its decoded manifest.
 func (s *Store) loadManifest(ctx context.Context, key string) (*manifest, error) {
-	body, info, _, err := s.core.GetObject(ctx, s.bucket, key, minio.GetObjectOptions{})
+	body, _, _, err := s.core.GetObject(ctx, s.bucket, key, minio.GetObjectOptions{})
 	if err != nil {
 		return nil, s.errorf("sweep (read manifest)", key, asl.Reference{}, err)
 	}
 	defer body.Close()
-	// The first byte tells: ArtifactBytes are not read further.
-	b := make([]byte, 1, info.Size+1)
+	// The first byte tells: ArtifactBytes are not read further (and
+	// nothing is allocated for them). A manifest is read up to the
+	// longest one there can be, whatever size the listing claims (it may
+	// be -1, unknown); a longer object fails decodeManifest.
+	b := make([]byte, 1)
 	if _, err := io.ReadFull(body, b); err != nil {
 		return nil, s.errorf("sweep (read manifest)", key, asl.Reference{}, err)
 	}
 	if !isManifest(b) {
 		return nil, nil
 	}
-	rest, err := io.ReadAll(io.LimitReader(body, info.Size))
+	rest, err := io.ReadAll(io.LimitReader(body, int64(manifestLen(asl.Header{HasTag: true}, maxParts))))
 	if err != nil {
 		return nil, s.errorf("sweep (read manifest)", key, asl.Reference{}, err)
 	}
