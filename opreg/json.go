@@ -24,8 +24,12 @@ import (
 // StrictUnmarshal decodes raw into v rejecting unknown fields and trailing
 // data (anything but white space after the value, a stray ']' or '}'
 // included): the rule for every readable params form and for the JSON
-// program format.
+// program format. Member names must be written exactly (checkMemberNames),
+// not matched as encoding/json matches them.
 func StrictUnmarshal(raw []byte, v any) error {
+	if err := checkMemberNames(raw); err != nil {
+		return err
+	}
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.DisallowUnknownFields()
 	if err := d.Decode(v); err != nil {
@@ -37,6 +41,64 @@ func StrictUnmarshal(raw []byte, v any) error {
 		return errors.New("trailing data after the JSON value")
 	}
 	return nil
+}
+
+// checkMemberNames rejects an object that names a member twice, or a
+// member name with a character outside a-z, 0-9 and _ (SPECS.md §15).
+// Every member name of the JSON program format and of the readable params
+// is of that form, so with unknown names rejected by the decoder, a name
+// must match exactly: encoding/json alone would take "Nodes", "ID" or
+// "nodeſ" (Unicode case folding) for a member, and the last of duplicate
+// names. Malformed JSON is left to the decoder, which reports it.
+func checkMemberNames(raw []byte) error {
+	type frame struct {
+		object, wantKey bool
+		keys            map[string]bool
+	}
+	var stack []frame
+	valueDone := func() {
+		if n := len(stack); n > 0 && stack[n-1].object {
+			stack[n-1].wantKey = true
+		}
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return nil // the end, or an error the decoder reports
+		}
+		if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].wantKey {
+			if tok == json.Delim('}') {
+				stack = stack[:n-1]
+				valueDone()
+				continue
+			}
+			name, _ := tok.(string)
+			for i := 0; i < len(name); i++ {
+				if c := name[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+					return fmt.Errorf("member name %q: names are written exactly as specified (a-z, 0-9 and _)", name)
+				}
+			}
+			if stack[n-1].keys[name] {
+				return fmt.Errorf("member name %q appears twice in one object", name)
+			}
+			stack[n-1].keys[name] = true
+			stack[n-1].wantKey = false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, frame{object: true, wantKey: true, keys: map[string]bool{}})
+		case json.Delim('['):
+			stack = append(stack, frame{})
+		case json.Delim(']'), json.Delim('}'):
+			stack = stack[:len(stack)-1]
+			valueDone()
+		default:
+			valueDone()
+		}
+	}
 }
 
 // MarshalJSONCompact encodes v as compact JSON without HTML escaping, the
