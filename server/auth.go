@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -161,6 +162,9 @@ func readTokenFile(path string) (tokenFile, error) {
 	d.DisallowUnknownFields()
 	if err := d.Decode(&f); err != nil {
 		return f, fmt.Errorf("token file %s: %w", path, err)
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return f, fmt.Errorf("token file %s: data after the JSON object", path)
 	}
 	return f, nil
 }

@@ -345,3 +345,28 @@ func TestLayoutVersion1(t *testing.T) {
 		t.Fatalf("Get after the re-put = %v", err)
 	}
 }
+
+// TestConfigRejects: a config object that is not exactly one config (a
+// second value or a stray bracket after it, an unknown member, another
+// format) opens as no store of this kind, ERR_INTEGRITY.
+func TestConfigRejects(t *testing.T) {
+	m := miniotest.Start(t)
+	o := options(m)
+	st := create(t, m, "config-rejects", o)
+	good := `{"format":"amduat-s3store","version":2,"hash":1}`
+	for _, c := range []string{good + `}`, good + ` {}`, good + `]`, `{"format":"amduat-s3store","version":2,"hash":1,"x":0}`, `{"format":"other","version":2,"hash":1}`} {
+		putObject(t, st, st.Prefix()+"config", []byte(c))
+		if st2, err := s3store.Open(t.Context(), st.Bucket(), st.Prefix(), o); !errors.Is(err, asl.ErrIntegrity) {
+			if err == nil {
+				st2.Close()
+			}
+			t.Errorf("config %s: open = %v, want ErrIntegrity", c, err)
+		}
+	}
+	putObject(t, st, st.Prefix()+"config", []byte(good+"\n"))
+	st2, err := s3store.Open(t.Context(), st.Bucket(), st.Prefix(), o)
+	if err != nil {
+		t.Fatalf("config %s: %v", good, err)
+	}
+	st2.Close()
+}

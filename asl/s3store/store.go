@@ -308,6 +308,12 @@ func OpenURL(ctx context.Context, u string, create bool, o Options) (*Store, err
 	return Open(ctx, bucket, prefix, uo)
 }
 
+// atEOF reports whether nothing but white space follows d's last value.
+func atEOF(d *json.Decoder) bool {
+	_, err := d.Token()
+	return err == io.EOF
+}
+
 func (s *Store) readConfig(ctx context.Context) error {
 	key := s.prefix + "config"
 	rc, info, _, err := s.core.GetObject(ctx, s.bucket, key, minio.GetObjectOptions{})
@@ -326,7 +332,7 @@ func (s *Store) readConfig(ctx context.Context) error {
 	var c config
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
-	if err := d.Decode(&c); err != nil || c.Format != Format {
+	if err := d.Decode(&c); err != nil || c.Format != Format || !atEOF(d) {
 		return fmt.Errorf("s3store: s3://%s/%s is no %s config object: %w", s.bucket, key, Format, asl.ErrIntegrity)
 	}
 	if c.Version != Version && c.Version != 1 {
