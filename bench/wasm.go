@@ -118,15 +118,11 @@ func medianOf(ctx context.Context, label string, reps int, f func() error) (time
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
 func runWasm(ctx context.Context, e *Env) ([]Row, error) {
-	eng, err := wasmop.New(ctx, wasmop.Options{})
+	reg, done, err := wasmop.KernelRegistry(ctx, wasmop.Options{})
 	if err != nil {
 		return nil, err
 	}
-	defer eng.Close(ctx)
-	reg, err := wasmop.Extend(opreg.Kernel(), eng)
-	if err != nil {
-		return nil, err
-	}
+	defer done()
 	var rows []Row
 
 	// Per-call overhead: the trivial module against pel.bytes.concat, each
@@ -313,15 +309,11 @@ func runWasm(ctx context.Context, e *Env) ([]Row, error) {
 // what is measured is loading the module, not its work), and returns both
 // durations.
 func firstCall(ctx context.Context, opts wasmop.Options, ex examples.Example) (first, next time.Duration, err error) {
-	eng, err := wasmop.New(ctx, opts)
+	reg, done, err := wasmop.KernelRegistry(ctx, opts)
 	if err != nil {
 		return 0, 0, err
 	}
-	defer eng.Close(ctx)
-	reg, err := wasmop.Extend(opreg.Kernel(), eng)
-	if err != nil {
-		return 0, 0, err
-	}
+	defer done()
 	prog, err := wasmProgram(wasmop.Params{Export: ex.Export, Outputs: ex.Outputs, MaxMemoryPages: 1024, MaxOutputBytes: 1 << 20}, 2)
 	if err != nil {
 		return 0, 0, err

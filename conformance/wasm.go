@@ -31,12 +31,8 @@ var (
 func wasmRegistries() ([2]*opreg.Registry, error) {
 	wasmOnce.Do(func() {
 		for i, interp := range []bool{false, true} {
-			e, err := wasmop.New(context.Background(), wasmop.Options{Interpreter: interp})
-			if err != nil {
-				wasmErr = err
-				return
-			}
-			if wasmRegs[i], err = wasmop.Extend(nil, e); err != nil {
+			var err error
+			if wasmRegs[i], _, err = wasmop.KernelRegistry(context.Background(), wasmop.Options{Interpreter: interp}); err != nil {
 				wasmErr = err
 				return
 			}

@@ -165,6 +165,22 @@ func Extend(reg *opreg.Registry, e *Engine) (*opreg.Registry, error) {
 	return reg.Extend(e.Operation())
 }
 
+// KernelRegistry starts an Engine with opts and returns the kernel
+// registry extended with its operation, and the function that closes the
+// engine once the registry's runs are done.
+func KernelRegistry(ctx context.Context, opts Options) (*opreg.Registry, func(), error) {
+	e, err := New(ctx, opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("starting the WebAssembly engine: %w", err)
+	}
+	reg, err := Extend(nil, e)
+	if err != nil {
+		e.Close(ctx)
+		return nil, nil, fmt.Errorf("registering %s: %w", Name, err)
+	}
+	return reg, func() { e.Close(context.WithoutCancel(ctx)) }, nil
+}
+
 // acquire returns the cache entry of module under the page limit, compiling
 // it if needed. The caller releases it. An operational failure panics.
 func (e *Engine) acquire(module []byte, pages uint32) *entry {

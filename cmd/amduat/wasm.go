@@ -69,16 +69,11 @@ func staticOps(ctx context.Context) (*opreg.Registry, func(), error) {
 // too what only parses or renders programs: nothing is compiled until a
 // module runs.
 func newRegistry(ctx context.Context, opts wasmop.Options) (*opreg.Registry, func(), error) {
-	e, err := wasmop.New(ctx, opts)
+	reg, done, err := wasmop.KernelRegistry(ctx, opts)
 	if err != nil {
-		return nil, nil, fail(exitInternal, "", fmt.Errorf("starting the WebAssembly engine: %w", err))
+		return nil, nil, fail(exitInternal, "", err)
 	}
-	reg, err := wasmop.Extend(opreg.Kernel(), e)
-	if err != nil {
-		e.Close(ctx)
-		return nil, nil, fail(exitInternal, "", fmt.Errorf("registering %s: %w", wasmop.Name, err))
-	}
-	return reg, func() { e.Close(context.WithoutCancel(ctx)) }, nil
+	return reg, done, nil
 }
 
 func newWasmCmd(a *app) *cobra.Command {

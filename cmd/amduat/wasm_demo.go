@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 
 	"github.com/amduat/amduat/asl"
-	"github.com/amduat/amduat/opreg"
 	"github.com/amduat/amduat/pel"
 	"github.com/amduat/amduat/surf"
 	"github.com/amduat/amduat/wasmop"
@@ -50,15 +49,11 @@ func demoWasmRun(ctx context.Context, e *demoEnv) ([]string, error) {
 	if err != nil {
 		return nil, failAuto("wordcount program", err)
 	}
-	eng, err := wasmop.New(ctx, wasmop.Options{CacheDir: filepath.Join(e.storeDir, wasmCacheName)})
-	if err != nil {
-		return nil, fail(exitInternal, "", fmt.Errorf("starting the WebAssembly engine: %w", err))
-	}
-	defer eng.Close(context.WithoutCancel(ctx))
-	reg, err := wasmop.Extend(opreg.Kernel(), eng)
+	reg, done, err := newRegistry(ctx, wasmop.Options{CacheDir: filepath.Join(e.storeDir, wasmCacheName)})
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	sf := surf.New(e.store, surf.Options{Hash: id, Registry: reg})
 	req := surf.Request{ProgramRef: progRef, InputRefs: []asl.Reference{mod, hello}}
 	run, err := sf.Run(ctx, req)

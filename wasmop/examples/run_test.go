@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/amduat/amduat/asl"
-	"github.com/amduat/amduat/opreg"
 	"github.com/amduat/amduat/pel"
 	"github.com/amduat/amduat/wasmop"
 	"github.com/amduat/amduat/wasmop/examples"
@@ -119,15 +118,11 @@ func TestExamplesInterpreter(t *testing.T) {
 
 func testExamples(t *testing.T, interpreter bool) {
 	ctx := context.Background()
-	eng, err := wasmop.New(ctx, wasmop.Options{Interpreter: interpreter})
+	reg, done, err := wasmop.KernelRegistry(ctx, wasmop.Options{Interpreter: interpreter})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer eng.Close(ctx)
-	reg, err := wasmop.Extend(opreg.Kernel(), eng)
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer done()
 	for _, tc := range runCases {
 		t.Run(tc.name, func(t *testing.T) {
 			ex := example(t, tc.example)

@@ -37,15 +37,11 @@ func buildProbe(t *testing.T) []byte {
 func TestGuestThroughHost(t *testing.T) {
 	module := buildProbe(t)
 	ctx := context.Background()
-	eng, err := wasmop.New(ctx, wasmop.Options{})
+	reg, done, err := wasmop.KernelRegistry(ctx, wasmop.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer eng.Close(ctx)
-	reg, err := wasmop.Extend(opreg.Kernel(), eng)
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer done()
 	info, err := wasmop.Inspect(module)
 	if err != nil || !info.HasInitialize {
 		t.Fatalf("probe module: %v, _initialize exported %t", err, info.HasInitialize)
