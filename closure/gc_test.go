@@ -48,7 +48,7 @@ func TestGcDuringRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Pin(ctx, "kept", kept.ResultRef); err != nil {
+	if err := s.Pin(ctx, "kept", kept.ResultRef, asl.PinOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var (

@@ -237,10 +237,11 @@ func CheckPinName(name string) error {
 	return nil
 }
 
-// Pin names ref as a root (SPECS.md §19.8), replacing what name named
-// before. The artifact must be stored (ErrNotFound otherwise). Durable when
-// Pin returns.
-func (s *Store) Pin(ctx context.Context, name string, ref asl.Reference) error {
+// Pin names ref as a root (SPECS.md §19.8). A name that names another
+// reference is re-pointed only with opts.Force (asl.ErrPinExists
+// otherwise). The artifact must be stored (ErrNotFound otherwise). Durable
+// when Pin returns.
+func (s *Store) Pin(ctx context.Context, name string, ref asl.Reference, opts asl.PinOptions) error {
 	if err := CheckPinName(name); err != nil {
 		return err
 	}
@@ -251,6 +252,13 @@ func (s *Store) Pin(ctx context.Context, name string, ref asl.Reference) error {
 		return fmt.Errorf("pin %s: %w", name, err)
 	}
 	defer s.release()
+	old, found, err := s.LookupIndex(ctx, PinSpace, []byte(name))
+	if err != nil {
+		return fmt.Errorf("pin %s: %w", name, err)
+	}
+	if found && !opts.Force && string(old) != string(ref.Bytes()) {
+		return fmt.Errorf("pin %s: names %x already (re-point it with --force): %w", name, old, asl.ErrPinExists)
+	}
 	b := s.db.NewBatch()
 	defer b.Close()
 	_ = b.Set(indexEntryKey(nil, PinSpace, []byte(name)), ref.Bytes(), nil)
@@ -283,10 +291,7 @@ func (s *Store) Unpin(ctx context.Context, name string) (bool, error) {
 }
 
 // Pin is one named root.
-type Pin struct {
-	Name string        `json:"name"`
-	Ref  asl.Reference `json:"ref"`
-}
+type Pin = asl.Pin
 
 // Pins returns every pin in name order. A pin whose value is not a
 // reference is damaged: ErrIntegrity naming it.
@@ -427,3 +432,5 @@ func (s *Store) rewrite(ctx context.Context, id asl.HashID, arts []asl.Artifact)
 	defer s.keepPut(refs...)
 	return s.commit(ctx, items, nil)
 }
+var _ asl.Pinner = (*Store)(nil)
+var _ asl.Deleter = (*Store)(nil)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -25,7 +26,9 @@ func TestPinAddLsRm(t *testing.T) {
 	}{
 		{"first", "release/1", a, nil},
 		{"second", "keep", b, nil},
-		{"replace", "keep", a, nil},
+		{"re-point without force", "keep", a, asl.ErrPinExists},
+		{"same reference again", "keep", b, nil},
+		{"re-point with force", "keep!", a, nil},
 		{"missing artifact", "x", missing, asl.ErrNotFound},
 		{"empty name", "", a, nil},
 		{"not UTF-8", "\xff", a, nil},
@@ -33,7 +36,8 @@ func TestPinAddLsRm(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := s.Pin(ctx, tc.pin, tc.ref)
+			name, force := strings.CutSuffix(tc.pin, "!")
+			err := s.Pin(ctx, name, tc.ref, asl.PinOptions{Force: force})
 			switch {
 			case tc.pin == "" || tc.pin == "a\nb" || tc.pin == "\xff":
 				if err == nil {
@@ -52,7 +56,7 @@ func TestPinAddLsRm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Pin{{"keep", a}, {"release/1", a}}
+	want := []Pin{{Name: "keep", Ref: a}, {Name: "release/1", Ref: a}}
 	if len(pins) != len(want) || pins[0] != want[0] || pins[1] != want[1] {
 		t.Fatalf("pins %v, want %v", pins, want)
 	}

@@ -42,7 +42,7 @@ func TestGcBig(t *testing.T) {
 		}
 		for k := 0; k+100 <= len(refs); k += 1000 {
 			l := put(t, s, asl.HashSHA256, listArt(refs[k:k+100]...))
-			if err := s.Pin(ctx, fmt.Sprintf("list/%07d", lists), l); err != nil {
+			if err := s.Pin(ctx, fmt.Sprintf("list/%07d", lists), l, asl.PinOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			lists++

@@ -111,7 +111,7 @@ func buildWorld(t testing.TB, s *Store, n int, large bool) *gcWorld {
 		top := listArt(append(liveRefs[:len(liveRefs)/2], midRef)...)
 		topRef := put(t, s, asl.HashSHA256, top)
 		w.reach[topRef] = top
-		if err := s.Pin(ctx, fmt.Sprintf("group/%03d", g), topRef); err != nil {
+		if err := s.Pin(ctx, fmt.Sprintf("group/%03d", g), topRef, asl.PinOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		deadTop := listArt(append(refs[len(live):], sharedRef)...)

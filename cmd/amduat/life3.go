@@ -62,8 +62,9 @@ func newPinCmd(a *app) *cobra.Command {
 		Long: `Pins are named roots (SPECS.md §19.8): gc keeps everything a pin reaches
 (SPECS.md §19.6), and rm refuses to delete it without --force.
 
-  pin add NAME REF   names REF (which must be stored) NAME, replacing what
-                     NAME named before
+  pin add NAME REF   names REF (which must be stored) NAME; re-pointing a
+                     NAME that names another reference needs --force
+                     (exit 1 without it)
   pin ls             lists the pins, "NAME REF" in name order
   pin rm NAME...     removes pins (a NAME that is not a pin: exit 3)`,
 		Args: minArgs(1),
@@ -71,7 +72,8 @@ func newPinCmd(a *app) *cobra.Command {
 			return usagef("unknown pin subcommand %q (add, ls, rm)", args[0])
 		},
 	}
-	c.AddCommand(&cobra.Command{
+	var force bool
+	add := &cobra.Command{
 		Use:   "add NAME REF",
 		Short: "Pin REF under NAME",
 		Args:  rangeArgs(2, 2),
@@ -88,9 +90,12 @@ func newPinCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := s.Pin(c.Context(), args[0], ref); err != nil {
+			if err := s.Pin(asl.WithActor(c.Context(), "local"), args[0], ref, asl.PinOptions{Force: force}); err != nil {
 				if errors.Is(err, asl.ErrNotFound) && !errors.Is(err, asl.ErrIntegrity) {
 					return refErr(args[1], err)
+				}
+				if errors.Is(err, asl.ErrPinExists) {
+					return fail(exitNegative, args[0], err)
 				}
 				return failAuto(args[0], err)
 			}
@@ -100,7 +105,9 @@ func newPinCmd(a *app) *cobra.Command {
 			a.printf("%s %s\n", args[0], ref)
 			return nil
 		},
-	})
+	}
+	add.Flags().BoolVar(&force, "force", false, "re-point NAME when it already names another reference (exit 1 without it)")
+	c.AddCommand(add)
 	c.AddCommand(&cobra.Command{
 		Use:   "ls",
 		Short: "List the pins",
