@@ -1,12 +1,7 @@
 package main
 
 import (
-	"errors"
-	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -91,7 +86,7 @@ so a reader sees it is incomplete.`,
 				}
 				return nil
 			}
-			if err := writeAtomic(out, rc); err != nil {
+			if err := writeOutput(c.Context(), out, rc); err != nil {
 				return err
 			}
 			if a.jsonOut {
@@ -100,60 +95,7 @@ so a reader sees it is incomplete.`,
 			return nil
 		},
 	}
-	c.Flags().StringVarP(&out, "output", "o", "", "write to FILE (atomically) instead of stdout")
+	c.Flags().StringVarP(&out, "output", "o", "", "write to FILE instead of stdout: a regular file is replaced atomically, a symlink is written through, a device or FIFO is written in place")
 	c.Flags().BoolVar(&stdin, "stdin", false, "read references from standard input and write them as one bundle")
 	return c
-}
-
-// checkOutputPath fails, before anything is read, when path cannot be
-// written as a file: it names a directory (or ends in a slash), or its
-// directory does not exist.
-func checkOutputPath(path string) error {
-	if strings.HasSuffix(path, "/") || strings.HasSuffix(path, string(filepath.Separator)) {
-		return fail(exitUsage, path, errors.New("is a directory path; -o needs a file name"))
-	}
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return fail(exitUsage, path, errors.New("is a directory; -o needs a file name"))
-	}
-	dir := filepath.Dir(path)
-	st, err := os.Stat(dir)
-	if err != nil {
-		return fail(exitIO, path, fmt.Errorf("directory %s: %w", dir, unwrapPathError(err)))
-	}
-	if !st.IsDir() {
-		return fail(exitIO, path, fmt.Errorf("%s is not a directory", dir))
-	}
-	return nil
-}
-
-// writeAtomic copies r into path through a temporary file in the same
-// directory, synced and renamed into place; on any error the temporary file
-// is removed and path is untouched.
-func writeAtomic(path string, r io.Reader) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".amduat-*")
-	if err != nil {
-		return fail(exitIO, path, unwrapPathError(err))
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := io.Copy(tmp, r); err != nil {
-		return failAuto(path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return fail(exitIO, path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fail(exitIO, path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fail(exitIO, path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fail(exitIO, path, unwrapPathError(err))
-	}
-	return nil
 }

@@ -79,6 +79,7 @@ func main() {
 		default:
 		}
 		time.Sleep(interruptGrace)
+		removeTemps()
 		fmt.Fprintln(os.Stderr, "amduat: interrupted")
 		os.Exit(exitInterrupted)
 	}()

@@ -219,17 +219,20 @@ func (p *putter) addReader(ctx context.Context, src string, r io.Reader, size in
 	}
 	// Size unknown and large: spool to a temporary file to learn the size
 	// that Put needs up front.
-	tmp, err := os.CreateTemp("", "amduat-put-*")
+	tmp, release, err := createTemp("", "amduat-put-*")
 	if err != nil {
 		return fail(exitIO, src, fmt.Errorf("spooling: %w", err))
 	}
-	defer os.Remove(tmp.Name())
+	defer release()
 	defer tmp.Close()
 	if _, err := tmp.Write(head); err != nil {
 		return fail(exitIO, src, fmt.Errorf("spooling: %w", err))
 	}
-	n, err := io.Copy(tmp, r)
+	n, err := io.Copy(tmp, ctxReader{ctx, r})
 	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return fail(exitIO, src, fmt.Errorf("spooling: %w", err))
 	}
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
