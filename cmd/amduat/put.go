@@ -152,6 +152,11 @@ func (p *putter) addTree(ctx context.Context, root string) error {
 // add stores the file src, or standard input when src is "-".
 func (p *putter) add(ctx context.Context, src string) error {
 	if src == "-" {
+		if f, ok := p.stdin.(*os.File); ok {
+			if st, err := f.Stat(); err == nil && st.IsDir() {
+				return fail(exitUsage, "-", errors.New("standard input is a directory (put -r DIR stores the files under a directory)"))
+			}
+		}
 		size, known := regularSize(p.stdin)
 		return p.addReader(ctx, "-", p.stdin, size, known)
 	}
