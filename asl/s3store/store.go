@@ -122,7 +122,8 @@ var (
 )
 
 // ParseURL splits s3://BUCKET[/PREFIX][?endpoint=HOST:PORT&region=R&insecure=1&path-style=1]
-// into bucket, prefix and Options; the environment variables
+// into bucket, prefix and Options (the endpoint may also be written
+// http://HOST:PORT, which implies insecure, or https://HOST:PORT); the environment variables
 // AMDUAT_S3_ENDPOINT, AMDUAT_S3_REGION, AMDUAT_S3_INSECURE and
 // AMDUAT_S3_PATH_STYLE give what the URL leaves out (SPECS.md §6.7).
 func ParseURL(s string) (bucket, prefix string, o Options, err error) {
@@ -160,6 +161,25 @@ func ParseURL(s string) (bucket, prefix string, o Options, err error) {
 	}
 	if o.PathStyle, err = flag("path-style", "AMDUAT_S3_PATH_STYLE"); err != nil {
 		return "", "", o, err
+	}
+	// An endpoint written as a URL, the form MinIO and most clients print:
+	// http:// implies insecure, https:// secure; an explicit insecure that
+	// says otherwise is refused.
+	if scheme, rest, ok := strings.Cut(o.Endpoint, "://"); ok {
+		explicit := get("insecure", "AMDUAT_S3_INSECURE") != ""
+		switch scheme {
+		case "http", "https":
+		default:
+			return "", "", o, fmt.Errorf("store %q: endpoint %q: scheme %q (want http://, https:// or HOST:PORT)", s, o.Endpoint, scheme)
+		}
+		if host, path, _ := strings.Cut(rest, "/"); host == "" || path != "" {
+			return "", "", o, fmt.Errorf("store %q: endpoint %q: want HOST[:PORT] after the scheme, no path", s, o.Endpoint)
+		}
+		insecure := scheme == "http"
+		if explicit && o.Insecure != insecure {
+			return "", "", o, fmt.Errorf("store %q: endpoint %q says %s but insecure=%t", s, o.Endpoint, scheme, o.Insecure)
+		}
+		o.Endpoint, o.Insecure = strings.TrimSuffix(rest, "/"), insecure
 	}
 	for k := range q {
 		switch k {
