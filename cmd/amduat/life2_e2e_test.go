@@ -188,11 +188,23 @@ func TestInputFileVersionCompletionDocs(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(c.cwd, "man", "amduat-export.1")); err != nil {
 		t.Fatal(err)
 	}
-	// pel build --strict refuses a program that can never run OK.
+	// pel build refuses a program that can never run OK (--strict is the
+	// default and still accepted); --allow-invalid stores it with a warning.
 	bad := c.write("bad.json", []byte(`{"nodes":[{"id":1,"op":"pel.bytes.nope","version":1}],"roots":[{"node":1}]}`))
 	r = c.must(exitUsage, "pel", "build", "--strict", bad)
 	oneErrorLine(t, r, "pel build")
-	c.must(0, "pel", "build", bad)
+	r = c.must(exitUsage, "pel", "build", bad)
+	if !strings.Contains(r.stderr, "--allow-invalid") {
+		t.Fatalf("pel build of an invalid program: %q does not name --allow-invalid", r.stderr)
+	}
+	c.must(0, "pel", "build", "--allow-invalid", bad)
+	// a cycle likewise
+	cycle := c.write("cycle.json", []byte(`{"nodes":[{"id":1,"op":"pel.bytes.concat","version":1,"inputs":[{"node":2}]},{"id":2,"op":"pel.bytes.concat","version":1,"inputs":[{"node":1}]}],"roots":[{"node":1}]}`))
+	oneErrorLine(t, c.must(exitUsage, "pel", "build", cycle), "pel build")
+	// --program naming a file says to build it first.
+	if r := c.must(exitUsage, "pel", "run", "--program", bad); !strings.Contains(r.stderr, "amduat pel build "+bad) {
+		t.Fatalf("pel run --program FILE.json: %q", r.stderr)
+	}
 }
 
 // Ctrl-C prints "interrupted" and exits 130; log --follow prints runs made

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strings"
 	"time"
@@ -192,6 +193,9 @@ for itself.
 			}
 			req := surf.Request{}
 			if req.ProgramRef, err = a.parseRef(programArg); err != nil {
+				if st, serr := os.Stat(programArg); serr == nil && st.Mode().IsRegular() || strings.HasSuffix(programArg, ".json") {
+					return usagef("--program %s: takes the reference of a stored program, not a file; store it first with `amduat pel build %s` and pass the reference it prints", programArg, programArg)
+				}
 				return err
 			}
 			var refArgs []string
