@@ -27,7 +27,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/amduat/amduat/asl"
-	"github.com/amduat/amduat/asl/httpstore"
 	"github.com/amduat/amduat/asl/pebblestore"
 	"github.com/amduat/amduat/asl/s3store"
 )
@@ -36,6 +35,7 @@ import (
 type app struct {
 	storeDir string
 	jsonOut  bool
+	caCert   string // --ca-cert: a PEM file trusted for https:// stores
 
 	stdin          io.Reader
 	stdout, stderr io.Writer
@@ -131,8 +131,9 @@ goes to stderr).
 	if def == "" {
 		def = defaultStoreDir
 	}
-	root.PersistentFlags().StringVar(&a.storeDir, "store", def, "the store: a directory, http(s)://HOST:PORT of an amduat serve, or s3://BUCKET/PREFIX?… (env AMDUAT_STORE; token in AMDUAT_TOKEN)")
+	root.PersistentFlags().StringVar(&a.storeDir, "store", def, "the store: a directory, http(s)://HOST:PORT or unix:///SOCKET of an amduat serve, or s3://BUCKET/PREFIX?… (env AMDUAT_STORE; token in AMDUAT_TOKEN)")
 	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "print one JSON object on stdout")
+	root.PersistentFlags().StringVar(&a.caCert, "ca-cert", os.Getenv("AMDUAT_CA_CERT"), "trust this PEM certificate (a self-signed server's, or its CA's) for https:// stores, besides the system's (env AMDUAT_CA_CERT)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(flagValueErr(err)) })
 	root.CompletionOptions.DisableDefaultCmd = true // completion.go defines it
 	setVersionFlag(root)
@@ -283,7 +284,7 @@ type backend interface {
 
 // isRemote reports whether a --store value names a server, not a directory.
 func isRemote(store string) bool {
-	return strings.HasPrefix(store, "http://") || strings.HasPrefix(store, "https://")
+	return strings.HasPrefix(store, "http://") || strings.HasPrefix(store, "https://") || isUnixStore(store)
 }
 
 // isS3 reports whether a --store value names an S3 bucket (SPECS.md §6.7):
@@ -308,8 +309,12 @@ func checkStoreValue(s string) error {
 		if _, _, _, err := s3store.ParseURL(s); err != nil {
 			return usageErr(err)
 		}
+	case "unix":
+		if _, err := unixSocketPath(s); err != nil {
+			return usageErr(err)
+		}
 	default:
-		return usagef("store %s: unknown scheme %q: want a directory, http://, https:// or s3://", s, scheme)
+		return usagef("store %s: unknown scheme %q: want a directory, http://, https://, unix:// or s3://", s, scheme)
 	}
 	return nil
 }
@@ -365,11 +370,7 @@ func (a *app) open(opts *pebblestore.Options) (backend, error) {
 		return nil, err
 	}
 	if isRemote(a.storeDir) {
-		c, err := httpstore.Open(a.context(), a.storeDir, httpstore.Options{Token: os.Getenv("AMDUAT_TOKEN")})
-		if err != nil {
-			return nil, failAuto(a.storeDir, err)
-		}
-		return c, nil
+		return a.openRemote(a.storeDir)
 	}
 	if isS3(a.storeDir) {
 		return a.openS3(false, 0)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -178,7 +179,12 @@ DIR.`,
 			}
 			url := scheme + "://" + ln.Addr().String()
 			if network == "unix" {
-				url = "unix:" + addr
+				abs, err := filepath.Abs(addr)
+				if err != nil {
+					ln.Close()
+					return fail(exitIO, addr, err)
+				}
+				url = unixStoreURL(abs)
 			}
 			info := serveJSON{Store: a.storeDir, URL: url, Listen: ln.Addr().String(), Auth: auth != nil, TLS: tlsCert != ""}
 			if a.jsonOut {
