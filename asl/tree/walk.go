@@ -40,6 +40,17 @@ func Load(ctx context.Context, f asl.Fetcher, ref asl.Reference) ([]Entry, error
 	return es, nil
 }
 
+// load is Load for a tree named by a directory entry (sub true): there an
+// artifact that is not a tree is damage (the entry lies), so the error
+// wraps asl.ErrIntegrity besides ErrNotTree.
+func load(ctx context.Context, f asl.Fetcher, ref asl.Reference, sub bool) ([]Entry, error) {
+	es, err := Load(ctx, f, ref)
+	if sub && errors.Is(err, ErrNotTree) {
+		return nil, fmt.Errorf("directory entry names %w: %w", err, asl.ErrIntegrity)
+	}
+	return es, err
+}
+
 // Resolve returns the entry path names inside the tree root: components
 // separated by '/', empty components (a leading, doubled or trailing
 // slash) ignored; "" or "/" names root itself (a directory entry named ""
@@ -54,19 +65,19 @@ func Resolve(ctx context.Context, f asl.Fetcher, root asl.Reference, path string
 			continue
 		}
 		if cur.Kind != Dir {
-			return Entry{}, fmt.Errorf("%w: %s is a %s, not a directory", ErrPath, strings.Join(walked, "/"), cur.Kind)
+			return Entry{}, fmt.Errorf("%s is a %s, not a directory: %w", strings.Join(walked, "/"), cur.Kind, ErrPath)
 		}
 		if len(walked) >= MaxDepth {
 			return Entry{}, fmt.Errorf("%w: more than %d levels", ErrPath, MaxDepth)
 		}
-		es, err := Load(ctx, f, cur.Ref)
+		es, err := load(ctx, f, cur.Ref, len(walked) > 0)
 		if err != nil {
 			return Entry{}, err
 		}
 		walked = append(walked, name)
 		e, ok := Lookup(es, name)
 		if !ok {
-			return Entry{}, fmt.Errorf("%w: %s not found", ErrPath, strings.Join(walked, "/"))
+			return Entry{}, fmt.Errorf("%s: %w", strings.Join(walked, "/"), ErrPath)
 		}
 		cur = e
 	}
@@ -91,7 +102,7 @@ func walk(ctx context.Context, f asl.Fetcher, ref asl.Reference, prefix string, 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	es, err := Load(ctx, f, ref)
+	es, err := load(ctx, f, ref, depth > 0)
 	if err != nil {
 		if prefix != "" {
 			return fmt.Errorf("%s: %w", prefix, err)
@@ -145,11 +156,11 @@ func diff(ctx context.Context, f asl.Fetcher, a, b asl.Reference, prefix string,
 	if depth >= MaxDepth {
 		return fmt.Errorf("%s: more than %d levels of directories", prefix, MaxDepth)
 	}
-	ea, err := Load(ctx, f, a)
+	ea, err := load(ctx, f, a, depth > 0)
 	if err != nil {
 		return err
 	}
-	eb, err := Load(ctx, f, b)
+	eb, err := load(ctx, f, b, depth > 0)
 	if err != nil {
 		return err
 	}
