@@ -98,11 +98,11 @@ func statItemOf(in asl.Info) statItem {
 
 func newLsCmd(a *app) *cobra.Command {
 	var (
-		ff    filterFlags
-		quiet bool
+		ff               filterFlags
+		quiet, recursive bool
 	)
 	c := &cobra.Command{
-		Use:   "ls [--type-tag N|none] [--min-size N] [--max-size N] [-q]",
+		Use:   "ls [--type-tag N|none] [--min-size N] [--max-size N] [-q] | ls TREE [-r] [-q]",
 		Short: "List stored artifacts (streaming, in reference order)",
 		Long: `List every stored artifact, in ascending reference order, one line each:
 
@@ -116,12 +116,35 @@ not grow with the store, and the first line appears at once.
 With --json the output is JSON lines, not one document: one object per
 artifact, {"ref","size","type_tag","stored_size","compression"} (the objects
 of stat --json), so that a listing of millions of artifacts streams. An
-error after the listing began is one last line {"error","code","command"}.`,
+error after the listing began is one last line {"error","code","command"}.
+
+ls TREE lists a directory stored by put -r (TREE/1; TREE:path names a
+sub-directory), in name order, one line per entry:
+
+  KIND SIZE REF NAME
+
+KIND is file, executable, directory or symlink; SIZE the file's length
+(a symlink's: its target's; a directory's: its tree artifact's). -r lists
+everything below, with paths relative to TREE; -q prints only the names.
+Names that hold a control character, a quote, a backslash or bytes that are
+not UTF-8 are printed Go-quoted. With --json: JSON lines
+{"path","kind","executable","size","ref"}.`,
 		Example: `  amduat ls
   amduat ls --type-tag 0x103 -q        # every surface result
-  amduat ls --min-size 1M --json | jq -r .ref`,
-		Args: rangeArgs(0, 0),
-		RunE: func(c *cobra.Command, _ []string) (err error) {
+  amduat ls --min-size 1M --json | jq -r .ref
+  amduat ls -r "$tree"                   # a snapshot made by put -r
+  amduat ls "$tree:src/lib"`,
+		Args: rangeArgs(0, 1),
+		RunE: func(c *cobra.Command, args []string) (err error) {
+			if len(args) == 1 {
+				if ff.set() {
+					return usagef("--type-tag, --min-size and --max-size select stored artifacts; with TREE they do not apply")
+				}
+				return a.lsTree(c.Context(), args[0], recursive, quiet)
+			}
+			if recursive {
+				return usagef("-r lists a TREE recursively; give the tree's reference")
+			}
 			f, err := ff.filter()
 			if err != nil {
 				return err
@@ -162,7 +185,8 @@ error after the listing began is one last line {"error","code","command"}.`,
 		},
 	}
 	ff.add(c)
-	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the references")
+	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the references (with TREE: only the names)")
+	c.Flags().BoolVarP(&recursive, "recursive", "r", false, "with TREE: list every entry below it, with its path")
 	return c
 }
 
