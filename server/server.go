@@ -143,6 +143,8 @@ type Config struct {
 type Server struct {
 	store   Backend
 	auth    *Auth
+	// sessions signs the web view's browser sessions; nil without auth.
+	sessions *sessions
 	log     *slog.Logger
 	limits  Limits
 	version string
@@ -176,7 +178,12 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
-	s.routes(reg, webui.New(cfg.Store, webui.Options{Prefix: "/ui/", Ops: cfg.Ops, RawURL: func(r asl.Reference) string { return httpstore.PathArtifact + r.String() }}))
+	uiOpts := webui.Options{Prefix: "/ui/", Ops: cfg.Ops, RawURL: func(r asl.Reference) string { return httpstore.PathArtifact + r.String() }}
+	if s.auth != nil {
+		s.sessions = newSessions(s.auth)
+		uiOpts.Session = s.sessions.webSession
+	}
+	s.routes(reg, webui.New(cfg.Store, uiOpts))
 	s.handler = http.HandlerFunc(s.serve)
 	return s, nil
 }
@@ -252,6 +259,16 @@ func (s *Server) routes(reg *prometheus.Registry, ui http.Handler) {
 		ui.ServeHTTP(w, r)
 		return nil
 	}}))
+	if s.sessions != nil {
+		// Signing in from a browser (SPECS.md §18.8).
+		for _, rt := range []route{
+			{"GET /ui/login", scopeNone, s.loginPage},
+			{"POST /ui/login", scopeNone, s.login},
+			{"POST /ui/logout", scopeNone, s.logout},
+		} {
+			s.mux.Handle(rt.pattern, s.wrap(rt))
+		}
+	}
 	s.mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
 }
 
@@ -309,6 +326,11 @@ func (s *Server) wrap(rt route) http.Handler {
 		rec.token = tok
 		if err != nil {
 			rec.err = err
+			if s.sessions != nil && rt.pattern == "GET /ui/" && r.Header.Get("Authorization") == "" {
+				// A browser without a session is sent to sign in.
+				http.Redirect(rec, r, "/ui/login", http.StatusSeeOther)
+				return
+			}
 			writeError(rec, r, err)
 			return
 		}
@@ -332,6 +354,12 @@ func (s *Server) authorize(r *http.Request, need scope) (string, error) {
 		return "", nil
 	}
 	name, scopes, err := s.auth.Check(r.Header.Get("Authorization"))
+	if errors.Is(err, errNoToken) && s.sessions != nil && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		// A browser session stands in for the token on reads only.
+		if e, _, ok := s.sessions.fromRequest(r); ok {
+			name, scopes, err = e.name, e.scopes, nil
+		}
+	}
 	if err != nil {
 		if need == scopeNone && errors.Is(err, errNoToken) {
 			return "", nil
