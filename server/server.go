@@ -141,18 +141,18 @@ type Config struct {
 
 // Server serves HTTP API v1. It is safe for concurrent use.
 type Server struct {
-	store   Backend
-	auth    *Auth
+	store Backend
+	auth  *Auth
 	// sessions signs the web view's browser sessions; nil without auth.
 	sessions *sessions
-	log     *slog.Logger
-	limits  Limits
-	version string
-	ops     *opreg.Registry // nil: the kernel
-	metrics *metrics
-	runs    chan struct{} // run slots
-	mux     *http.ServeMux
-	handler http.Handler
+	log      *slog.Logger
+	limits   Limits
+	version  string
+	ops      *opreg.Registry // nil: the kernel
+	metrics  *metrics
+	runs     chan struct{} // run slots
+	mux      *http.ServeMux
+	handler  http.Handler
 
 	inFlight atomic.Int64
 }
