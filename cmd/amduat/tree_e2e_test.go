@@ -34,7 +34,7 @@ func snapshotDir(t *testing.T, root string) {
 	write("README", []byte("hello"), 0o644)
 	write("bin/run.sh", []byte("#!/bin/sh\necho hi\n"), 0o755)
 	write("src/a/b/deep file.txt", []byte("deep"), 0o644)
-	write("src/a/other", []byte("hello"), 0o600) // same bytes as README; another mode, not executable
+	write("src/a/other", []byte("hello"), 0o600)                             // same bytes as README; another mode, not executable
 	write("big.bin", bytes.Repeat([]byte("0123456789abcdef"), 5<<16), 0o644) // 5 MiB: streamed
 	write("debug.log", []byte("excluded by --exclude"), 0o644)
 	write("build/out.o", []byte("excluded by --exclude-from"), 0o644)
