@@ -79,8 +79,14 @@ func (a *app) restoreTree(ctx context.Context, arg, out string, force bool) (err
 		return fail(exitIO, out, unwrapPathError(err))
 	}
 	defer root.Close()
-	// Check first, so that a refusal writes nothing.
+	// Check first, so that a refusal writes nothing. Under a directory
+	// that --force will put in place of a file or link, nothing exists
+	// yet (items are in walk order: a directory before its contents).
+	replaced := ""
 	for _, it := range items {
+		if replaced != "" && strings.HasPrefix(it.path, replaced) {
+			continue
+		}
 		st, err := root.Lstat(it.path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -90,6 +96,8 @@ func (a *app) restoreTree(ctx context.Context, arg, out string, force bool) (err
 		}
 		switch {
 		case it.e.Kind == tree.Dir && st.IsDir():
+		case it.e.Kind == tree.Dir && force:
+			replaced = it.path + "/"
 		case st.IsDir():
 			return fail(exitNegative, path.Join(out, it.path), fmt.Errorf("%w: a directory is in the way of a %s (get -r never replaces a directory)", errRefused, it.e.Kind))
 		case !force:
