@@ -197,11 +197,6 @@ func Test(ctx context.Context, opts TestOptions) (TestReport, error) {
 	for _, r := range t.hello.Registries {
 		regs[r] = true
 	}
-	if opts.FailDir != "" {
-		if err := os.MkdirAll(opts.FailDir, 0o755); err != nil {
-			return rep, err
-		}
-	}
 	runCase := func(c Case) error {
 		if !selected(opts.Categories, c.Category) {
 			return nil
@@ -311,6 +306,9 @@ func writeFailure(dir string, c Case, reason string) (string, error) {
 	e.SetEscapeHTML(false)
 	e.SetIndent("", "  ")
 	if err := e.Encode(f); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
 	p := filepath.Join(dir, c.ID+".json")
