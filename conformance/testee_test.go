@@ -156,7 +156,8 @@ func TestTesteeSkipsAndExpectedFailures(t *testing.T) {
 	dir := t.TempDir()
 	rep, err := conformance.Test(context.Background(), conformance.TestOptions{
 		Command: cmd, Vectors: vectors.FS(), Categories: []string{"asl"}, FailDir: dir,
-		ExpectedFailures: []string{"asl.derive.blake3.untagged-empty", "asl.artifact.encode.untagged-empty"},
+		// An exact id must fail; a pattern's cases may fail (§21.5).
+		ExpectedFailures: []string{"asl.derive.blake3.untagged-empty", "asl.artifact.encode.untagged-empty", "asl.reference.*"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -175,6 +176,9 @@ func TestTesteeSkipsAndExpectedFailures(t *testing.T) {
 	if a := byCat["asl.artifact"]; a.UnexpectedPasses != 1 || a.Failed != 0 {
 		t.Errorf("asl.artifact: %s", a)
 	}
+	if r := byCat["asl.reference"]; r.UnexpectedPasses != 0 || r.Passed == 0 || r.Failed != 0 {
+		t.Errorf("asl.reference (matched by a pattern, all passing): %s", r)
+	}
 	if rep.OK() || rep.Restarts != d.Failed+d.ExpectedFailures {
 		t.Errorf("report OK %t restarts %d, want not OK and one restart per derive case", rep.OK(), rep.Restarts)
 	}
@@ -190,6 +194,17 @@ func TestTesteeSkipsAndExpectedFailures(t *testing.T) {
 	again, err := conformance.Test(context.Background(), conformance.TestOptions{Command: cmd, Vectors: os.DirFS(dir)})
 	if err != nil || again.Total.Failed != d.Failed {
 		t.Fatalf("rerun: %s, %v", again.Total, err)
+	}
+}
+
+// TestParseExpectedFailures: comments, blank lines and bad patterns.
+func TestParseExpectedFailures(t *testing.T) {
+	got, err := conformance.ParseExpectedFailures([]byte("# header\n\nasl.derive.blake3.* # no BLAKE3\n  bundle.encode.blake3\n"))
+	if err != nil || strings.Join(got, "|") != "asl.derive.blake3.*|bundle.encode.blake3" {
+		t.Fatalf("%q, %v", got, err)
+	}
+	if _, err := conformance.ParseExpectedFailures([]byte("a[\n")); err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Fatalf("bad pattern: %v", err)
 	}
 }
 
