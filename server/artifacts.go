@@ -312,6 +312,11 @@ func (s *Server) missing(w http.ResponseWriter, r *http.Request) error {
 			return &httpError{http.StatusBadRequest, httpstore.CodeBadReference, fmt.Sprintf("refs[%d]: null is not a reference", i)}
 		}
 		ok, err := asl.Has(r.Context(), s.store, ref)
+		if errors.Is(err, asl.ErrUnsupported) {
+			// Under an unregistered hash nothing is or can be stored: the
+			// reference is reported, not the whole request refused (§18.4).
+			ok, err = false, nil
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", ref, err)
 		}
@@ -360,10 +365,15 @@ func (s *Server) limitParam(r *http.Request) (int, error) {
 		return min(1000, s.limits.MaxListLimit), nil
 	}
 	n, err := strconv.Atoi(t)
-	if err != nil || n < 1 || n > s.limits.MaxListLimit {
-		return 0, badRequest("limit %q: want an integer from 1 to %d", t, s.limits.MaxListLimit)
+	if errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(t, "-") {
+		n, err = s.limits.MaxListLimit, nil
 	}
-	return n, nil
+	if err != nil || n < 1 {
+		return 0, badRequest("limit %q: want an integer of at least 1 (above %d is taken as %d)", t, s.limits.MaxListLimit, s.limits.MaxListLimit)
+	}
+	// A limit above the maximum is clamped, as a page size usually is: the
+	// answer's "next" tells the client to go on (§18.4).
+	return min(n, s.limits.MaxListLimit), nil
 }
 
 // getArtifact is GET and HEAD /v1/artifacts/REF[?format=raw|artifact|info].

@@ -76,6 +76,9 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, code := classify(err)
 	h := w.Header()
 	for _, k := range []string{"ETag", "Cache-Control", "Content-Length", "Content-Range", httpstore.HeaderTypeTag, httpstore.HeaderRef} {
+		if k == "Content-Range" && status == http.StatusRequestedRangeNotSatisfiable {
+			continue // "bytes */SIZE" (RFC 9110 §15.5.17, SPECS.md §18.2)
+		}
 		h.Del(k)
 	}
 	h.Set("Content-Type", httpstore.ContentTypeJSON)

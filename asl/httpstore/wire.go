@@ -196,13 +196,16 @@ func FormatTypeTag(h asl.Header) string {
 	return fmt.Sprintf("0x%08x", uint32(h.Tag))
 }
 
-// ParseTypeTag parses a HeaderTypeTag value: "" is untagged, else "0x" and
-// 1 to 8 hex digits of either case.
+// ParseTypeTag parses a HeaderTypeTag value: "" is untagged, else "0x" or
+// "0X" and 1 to 8 hex digits of either case (SPECS.md §18.4).
 func ParseTypeTag(s string) (tag asl.TypeTag, has bool, err error) {
 	if s == "" {
 		return 0, false, nil
 	}
 	digits, ok := strings.CutPrefix(s, "0x")
+	if !ok {
+		digits, ok = strings.CutPrefix(s, "0X")
+	}
 	if !ok || len(digits) == 0 || len(digits) > 8 {
 		return 0, false, fmt.Errorf("%s %q: want 0x and 1 to 8 hex digits", HeaderTypeTag, s)
 	}

@@ -116,6 +116,6 @@ Tests never regenerate; they check the checked-in files.`,
 			return nil
 		},
 	}
-	group.AddCommand(runCmd, genCmd)
+	group.AddCommand(runCmd, genCmd, newConformanceTestCmd(a), newConformanceTesteeCmd(a))
 	return group
 }

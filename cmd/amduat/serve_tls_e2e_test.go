@@ -57,6 +57,11 @@ func TestServeTLSAndTokens(t *testing.T) {
 	if !strings.HasPrefix(reader, "amduat_") || len(reader) != len("amduat_")+43 {
 		t.Fatalf("token %q", reader)
 	}
+	// --scope defaults to read alone (SPECS.md §16.6).
+	if out := c.must(0, "--json", "token", "add", "default-scope", "--auth-file", tokens).stdout; !strings.Contains(out, `"scopes":["read"]`) {
+		t.Fatalf("token add without --scope: %s", out)
+	}
+	c.must(0, "token", "revoke", "default-scope", "--auth-file", tokens)
 	list := c.must(0, "token", "list", "--auth-file", tokens).stdout
 	if strings.Contains(list, reader) || !strings.Contains(list, "writer\tread,write,run\tsha256:") {
 		t.Fatalf("token list %q", list)
@@ -86,7 +91,13 @@ func TestServeTLSAndTokens(t *testing.T) {
 	if r := run(reader, "more", "put"); r.code != exitIO || !strings.Contains(r.stderr, "403") || !strings.Contains(r.stderr, "AMDUAT_TOKEN") {
 		t.Fatalf("put with the reader token: exit %d: %s", r.code, r.stderr)
 	}
-	if r := run("amduat_wrong", "", "get", ref); r.code == 0 || !strings.Contains(r.stderr, "401") {
+	// A put of what the server holds already needs no write scope: the
+	// client asks missing (read) and has nothing to send (SPECS.md §18.9).
+	if r := run(reader, "over tls", "put"); r.code != 0 || strings.TrimSpace(r.stdout) != ref {
+		t.Fatalf("put of a stored artifact with the reader token: exit %d %q: %s", r.code, r.stdout, r.stderr)
+	}
+	// A refused token is exit 6 (SPECS.md §16.2), 401 as 403.
+	if r := run("amduat_wrong", "", "get", ref); r.code != exitIO || !strings.Contains(r.stderr, "401") {
 		t.Fatalf("get with a wrong token: exit %d: %s", r.code, r.stderr)
 	}
 	c.must(0, "token", "revoke", "reader", "--auth-file", tokens)
