@@ -49,6 +49,9 @@ func rawRun(bin []byte, hasMemory bool, export string, input []byte) string {
 				if e.Error() == "unreachable" && st.fuel != nil && st.fuel.Get() == 0 {
 					return "out of fuel"
 				}
+				if g := mod.ExportedGlobal(StackExport); e.Error() == "unreachable" && g != nil && uint32(g.Get()) > MaxStackUnits {
+					return "stack exhausted"
+				}
 				return what + ": trap " + e.Error()
 			}
 			u, ok := e.(interface{ Unwrap() error })
@@ -75,10 +78,12 @@ func rawRun(bin []byte, hasMemory bool, export string, input []byte) string {
 	return fmt.Sprintf("result %v; outputs %x; message %q", res, st.outputs, st.errMsg)
 }
 
-// FuzzRewriteEquivalence: the module with fuel charges behaves exactly like
-// the same module without them (same outputs, host failures, results and
-// traps) whenever it does not run out of fuel: the pass inserts code only
-// at instruction boundaries and the charges change no meaning. (Without
+// FuzzRewriteEquivalence: the module with fuel charges and the stack
+// counter behaves exactly like the same module without them (same outputs,
+// host failures, results and traps) whenever it does not run out of fuel
+// or stack: the pass inserts code only at instruction boundaries, wraps
+// each body in a block and turns return into a branch to its end, which
+// change no meaning. (Without
 // float instructions the reference is the original module with its limits
 // rewritten, the code section copied unchanged.)
 func FuzzRewriteEquivalence(f *testing.F) {
@@ -89,8 +94,11 @@ func FuzzRewriteEquivalence(f *testing.F) {
 	f.Add(testmod.MustModule("no_memory"), "one", []byte{})
 	for _, export := range []string{"meta", "read_at_end", "read_past_end", "fail", "fail_stderr", "exit",
 		"trap_unreachable", "trap_div_zero", "trap_overflow", "trap_memory", "trap_table", "trap_null", "trap_signature",
-		"trap_memory_fill", "trap_table_get", "grow", "wasi", "count10", "dirty", "dump", "bad_output_index"} {
+		"trap_memory_fill", "trap_table_get", "grow", "wasi", "count10", "dirty", "dump", "bad_output_index", "recurse"} {
 		f.Add(testmod.MustModule("abi"), export, []byte("x"))
+	}
+	for _, export := range []string{"depth", "depth_return", "grow", "table_grow", "write"} {
+		f.Add(testmod.MustModule("hostile"), export, []byte{0x10, 0, 0, 0})
 	}
 	f.Fuzz(func(t *testing.T, module []byte, export string, input []byte) {
 		d, err := decodeModule(module, 4)
@@ -108,7 +116,7 @@ func FuzzRewriteEquivalence(f *testing.F) {
 			return
 		}
 		got := rawRun(d.rewritten, d.hasMemory, export, input)
-		if got != orig && got != "out of fuel" {
+		if got != orig && got != "out of fuel" && got != "stack exhausted" {
 			t.Fatalf("export %q:\noriginal  %s\nrewritten %s", export, orig, got)
 		}
 	})
