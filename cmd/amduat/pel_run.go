@@ -247,7 +247,7 @@ for itself.
 				}
 				run, err = runRemote(ctx, c, rr)
 			} else {
-				reg, regDone, rerr := a.opRegistry(ctx, false)
+				reg, regDone, rerr := a.opRegistryBudget(ctx, false, memoryBudget(maxMemory))
 				if rerr != nil {
 					return rerr
 				}
