@@ -1,8 +1,10 @@
 package wasmop
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/tetratelabs/wazero"
@@ -120,4 +122,32 @@ func FuzzRewriteEquivalence(f *testing.F) {
 			t.Fatalf("export %q:\noriginal  %s\nrewritten %s", export, orig, got)
 		}
 	})
+}
+
+// TestStackRewriteBytes pins the rewrite of SPECS.md §20.5 for one
+// function, (func (result i32) i32.const 7 return): the fuel charge, the
+// stack charge of 64 units, the body in a block with return turned into
+// br 0, and the units taken off.
+func TestStackRewriteBytes(t *testing.T) {
+	module := []byte{0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+		0x01, 0x05, 0x01, 0x60, 0x00, 0x01, 0x7f, // type () -> (i32)
+		0x03, 0x02, 0x01, 0x00, // one function
+		0x07, 0x07, 0x01, 0x03, 'r', 'u', 'n', 0x00, 0x00, // export "run"
+		0x0a, 0x07, 0x01, 0x05, 0x00, 0x41, 0x07, 0x0f, 0x0b} // i32.const 7 return end
+	d, err := decodeModule(module, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte{0x00,
+		0x23, 0x00, 0x42, 0x01, 0x7d, 0x24, 0x00, 0x23, 0x00, 0x50, 0x04, 0x40, 0x00, 0x0b, // fuel (global 0)
+		0x23, 0x01, 0x41, 0xc0, 0x00, 0x6a, 0x24, 0x01, 0x23, 0x01, 0x41, 0x80, 0xee, 0x05, 0x4b, 0x04, 0x40, 0x00, 0x0b, // stack (global 1)
+		0x02, 0x7f, 0x41, 0x07, 0x0c, 0x00, 0x0b, // block i32: i32.const 7; br 0; end
+		0x23, 0x01, 0x41, 0xc0, 0x00, 0x6b, 0x24, 0x01, 0x0b} // units off; end
+	want := append([]byte{0x0a, byte(len(body) + 2), 0x01, byte(len(body))}, body...)
+	if !bytes.Contains(d.rewritten, want) {
+		t.Fatalf("rewritten module %x does not hold the code section %x", d.rewritten, want)
+	}
+	if out := rawRun(d.rewritten, false, "run", nil); !strings.HasPrefix(out, "result [7];") {
+		t.Fatalf("run: %s", out)
+	}
 }
