@@ -6,9 +6,9 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 )
 
-// maxPooledMemory bounds the linear memories kept for reuse; a memory whose
-// effective maximum is above it is mapped from the system instead (when
-// the system allows, mappedMemory).
+// maxPooledMemory bounds the linear memories kept for reuse; a memory
+// growing beyond it is mapped from the system instead (when the system
+// allows, linearMemory).
 const maxPooledMemory = 64 << 20
 
 // memoryPool reuses the byte buffers of linear memories between calls: a
@@ -23,10 +23,7 @@ var memoryPool = sync.Pool{}
 // which st.memHeld has already reserved the minimum of.
 func allocator(st *callState) experimental.MemoryAllocator {
 	return experimental.MemoryAllocatorFunc(func(capBytes, maxBytes uint64) experimental.LinearMemory {
-		if maxBytes > maxPooledMemory && mmapSupported {
-			return &mappedMemory{st: st, max: maxBytes}
-		}
-		m := &pooledMemory{st: st, max: maxBytes}
+		m := &linearMemory{st: st, max: maxBytes}
 		if b, ok := memoryPool.Get().(*[]byte); ok {
 			m.buf = (*b)[:0]
 		}
@@ -43,64 +40,68 @@ func (s *callState) reserveMemory(size uint64) {
 	}
 }
 
-type pooledMemory struct {
-	st  *callState
-	buf []byte
-	max uint64
+// linearMemory is one call's linear memory. Up to maxPooledMemory it is a
+// buffer of the pool; a memory growing beyond that is moved, once, into an
+// address range of its whole effective maximum mapped from the system
+// without reserving pages (where the system allows): only the pages the
+// module touches then take memory, later growths never copy, and Free
+// gives every page back at once.
+type linearMemory struct {
+	st     *callState
+	max    uint64
+	buf    []byte // pooled buffer, while region is nil
+	region []byte // mapped range
 }
 
 // Reallocate returns the memory with size bytes: the old contents, then
 // zeros. It never returns nil (which would make memory.grow return -1 for
-// a reason of this machine): a growth the budget refuses ends the call
-// operationally.
-func (m *pooledMemory) Reallocate(size uint64) []byte {
+// a reason of this machine): a growth the budget refuses, or a mapping the
+// system refuses, ends the call operationally.
+func (m *linearMemory) Reallocate(size uint64) []byte {
 	m.st.reserveMemory(size)
+	if m.region != nil {
+		return m.region[:size]
+	}
+	if size > maxPooledMemory && mmapSupported {
+		r, err := mmapZeroed(m.max)
+		if err != nil {
+			m.st.operational("mapping a linear memory of %d bytes: %v", m.max, err)
+		}
+		copy(r, m.buf)
+		m.freeBuf()
+		m.region = r
+		return r[:size]
+	}
 	old := len(m.buf)
 	if size <= uint64(cap(m.buf)) {
 		m.buf = m.buf[:size]
 		clear(m.buf[old:])
 		return m.buf
 	}
-	newCap := max(size, min(2*uint64(cap(m.buf)), m.max))
+	limit := m.max
+	if mmapSupported {
+		limit = min(limit, maxPooledMemory)
+	}
+	newCap := max(size, min(2*uint64(cap(m.buf)), limit))
 	nb := make([]byte, size, newCap)
 	copy(nb, m.buf)
 	m.buf = nb
 	return nb
 }
 
-// Free returns the buffer to the pool (when not too large).
-func (m *pooledMemory) Free() {
-	if b := m.buf[:0]; cap(b) > 0 && cap(b) <= maxPooledMemory {
-		memoryPool.Put(&b)
-	}
-	m.buf = nil
-}
-
-// mappedMemory is a large linear memory: the address range of its whole
-// effective maximum is mapped from the system at its first allocation,
-// without reserving pages, so only the pages the module touches take
-// memory, a growth never copies, and Free gives every page back at once.
-type mappedMemory struct {
-	st     *callState
-	max    uint64
-	region []byte
-}
-
-func (m *mappedMemory) Reallocate(size uint64) []byte {
-	m.st.reserveMemory(size)
-	if m.region == nil {
-		r, err := mmapZeroed(m.max)
-		if err != nil {
-			m.st.operational("mapping a linear memory of %d bytes: %v", m.max, err)
-		}
-		m.region = r
-	}
-	return m.region[:size]
-}
-
-func (m *mappedMemory) Free() {
+// Free returns the buffer to the pool (when not too large), or the mapped
+// range to the system.
+func (m *linearMemory) Free() {
 	if m.region != nil {
 		munmap(m.region)
 		m.region = nil
 	}
+	m.freeBuf()
+}
+
+func (m *linearMemory) freeBuf() {
+	if b := m.buf[:0]; cap(b) > 0 && cap(b) <= maxPooledMemory {
+		memoryPool.Put(&b)
+	}
+	m.buf = nil
 }
