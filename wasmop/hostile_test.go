@@ -133,6 +133,12 @@ func TestHostileStackDepth(t *testing.T) {
 			}
 		})
 	}
+	t.Run("two results", func(t *testing.T) {
+		p := wasmop.Params{Export: "pair", Outputs: 1, MaxMemoryPages: 1, MaxOutputBytes: 64}
+		if got := es.runBoth(t, hostile, p); got.status != pel.StatusOK || len(got.outputs) != 1 || got.outputs[0] != u32le(1, 2, 3, 4) {
+			t.Fatalf("got %s, want OK with 1, 2, 3, 4", got)
+		}
+	})
 	checkPeak(t, es, 16<<20)
 }
 

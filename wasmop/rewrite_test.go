@@ -99,7 +99,7 @@ func FuzzRewriteEquivalence(f *testing.F) {
 		"trap_memory_fill", "trap_table_get", "grow", "wasi", "count10", "dirty", "dump", "bad_output_index", "recurse"} {
 		f.Add(testmod.MustModule("abi"), export, []byte("x"))
 	}
-	for _, export := range []string{"depth", "depth_return", "grow", "table_grow", "write"} {
+	for _, export := range []string{"depth", "depth_return", "grow", "table_grow", "write", "pair"} {
 		f.Add(testmod.MustModule("hostile"), export, []byte{0x10, 0, 0, 0})
 	}
 	f.Fuzz(func(t *testing.T, module []byte, export string, input []byte) {

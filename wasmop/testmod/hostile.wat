@@ -44,6 +44,26 @@
     (call $output_write (i32.const 0) (i32.const 4) (i32.const 4))
     (i32.const 0))
 
+  ;; A function of two results leaving through return and through its end
+  ;; (its body's wrapper block needs a type () -> (i32 i32), which the pass
+  ;; appends). Output 0: the u32 results of $pair(1) and $pair(0).
+  (func $pair (param $x i32) (result i32 i32)
+    (if (local.get $x) (then (return (i32.const 1) (i32.const 2))))
+    (i32.const 3) (i32.const 4))
+  (func (export "pair") (result i32) (local $a i32) (local $b i32)
+    (call $pair (i32.const 1))
+    (local.set $b)
+    (local.set $a)
+    (i32.store (i32.const 4) (local.get $a))
+    (i32.store (i32.const 8) (local.get $b))
+    (call $pair (i32.const 0))
+    (local.set $b)
+    (local.set $a)
+    (i32.store (i32.const 12) (local.get $a))
+    (i32.store (i32.const 16) (local.get $b))
+    (call $output_write (i32.const 0) (i32.const 4) (i32.const 16))
+    (i32.const 0))
+
   ;; Writes the first 64 KiB of memory to output 0, N times.
   (func (export "write") (result i32) (local $i i32)
     (local.set $i (call $n))
