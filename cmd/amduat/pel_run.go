@@ -148,7 +148,8 @@ result like any other run. --timeout D is a wall-time bound: exceeding it
 abandons the run between nodes with exit 6, and nothing is stored.
 --max-memory and --max-work are operational bounds of this machine, not
 part of the request (§12.8): --max-memory bounds the output bytes held in
-memory at once, --max-work (default 64G) the bytes of all node outputs
+memory at once (and, in a second account, what WebAssembly nodes hold: their
+memories, tables and outputs, §20.8), --max-work (default 64G) the bytes of all node outputs
 together, which a run must hash or store even when it holds none of them
 (a concat refers to its inputs' bytes). Exceeding either stops the run
 before the node that would cross it, with exit 8, and nothing is stored.
@@ -251,7 +252,7 @@ for itself.
 				}
 				run, err = runRemote(ctx, c, rr)
 			} else {
-				reg, regDone, rerr := a.opRegistry(ctx, false)
+				reg, regDone, rerr := a.opRegistryBudget(ctx, false, memoryBudget(maxMemory))
 				if rerr != nil {
 					return rerr
 				}
@@ -281,7 +282,7 @@ for itself.
 	f.StringVar(&hashName, "hash", "", "hash for the stored outputs, result and trace: sha256 or blake3 (default: the store's)")
 	f.Uint64Var(&limits.MaxNodes, "max-nodes", 0, "deterministic bound on the nodes evaluated (0: none)")
 	f.Var(sizeValue{&limits.MaxOutputBytes}, "max-output-bytes", "deterministic bound on the total bytes of all node outputs (K, M, G, T suffixes; 0: none)")
-	f.Var(sizeValue{&maxMemory}, "max-memory", "bytes of node outputs a run may hold at once (K, M, G, T suffixes); above it the run fails with exit 8 and stores nothing (0: the Go memory limit if GOMEMLIMIT is set, else 3/4 of physical memory)")
+	f.Var(sizeValue{&maxMemory}, "max-memory", "bytes of node outputs a run may hold at once (and, separately, of its WebAssembly nodes' memories, tables and outputs; K, M, G, T suffixes); above it the run fails with exit 8 and stores nothing (0: the Go memory limit if GOMEMLIMIT is set, else 3/4 of physical memory)")
 	f.Var(sizeValue{&maxWork}, "max-work", "bytes all node outputs of a run may total (K, M, G, T suffixes; 0: none); above it the run fails with exit 8 and stores nothing")
 	f.IntVar(&jobs, "jobs", 0, "goroutines running independent nodes' operations (0: GOMAXPROCS; 1: sequential); changes no byte")
 	f.DurationVar(&timeout, "timeout", 0, "wall-time bound, e.g. 30s (0: none); exceeding it stores nothing")
