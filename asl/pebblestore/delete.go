@@ -438,5 +438,6 @@ func (s *Store) rewrite(ctx context.Context, id asl.HashID, arts []asl.Artifact)
 	defer s.keepPut(refs...)
 	return s.commit(ctx, items, nil)
 }
+
 var _ asl.Pinner = (*Store)(nil)
 var _ asl.Deleter = (*Store)(nil)
