@@ -481,10 +481,28 @@ func (s *Store) errorf(op, key string, ref asl.Reference, err error) error {
 	if !ref.IsZero() {
 		where += " (" + ref.String() + ")"
 	}
-	if c := code(err); c == "NoSuchKey" {
+	switch c := code(err); {
+	case c == "NoSuchKey":
 		return fmt.Errorf("s3store: %s %s: %w", op, where, asl.ErrNotFound)
+	case unreadableCode(c):
+		return fmt.Errorf("s3store: %s %s: the object store cannot read the object's data (%s: its copy is damaged, bitrot): %w: %w", op, where, c, err, asl.ErrIntegrity)
 	}
 	return fmt.Errorf("s3store: %s %s: %w", op, where, err)
+}
+
+// unreadableCode reports whether an S3 error code says the object store
+// found the object's own data damaged (SPECS.md §6.7, "Damage"): MinIO
+// answers a read of an object whose data files fail its bitrot checks
+// with SlowDownRead (503, "Resource requested is unreadable": too few
+// intact shards, which on one drive means a damaged one; its client
+// retried it already) or XMinioObjectTampered, and an S3 server whose
+// stored checksum does not match with BadDigest/XAmzContentChecksumMismatch.
+func unreadableCode(c string) bool {
+	switch c {
+	case "SlowDownRead", "XMinioObjectTampered", "XMinioErasureReadQuorum":
+		return true
+	}
+	return false
 }
 
 // checkRef refuses the zero reference (malformed: ErrIntegrity) and an

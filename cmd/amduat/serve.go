@@ -195,7 +195,7 @@ DIR.`,
 			}
 			logger.Info("serving", "store", a.storeDir, "url", url, "auth", auth != nil, "tls", tlsCert != "")
 			errc := make(chan error, 1)
-			go func() { errc <- hs.Serve(ln) }()
+			go func() { errc <- hs.Serve(server.JSONErrors(ln)) }()
 			select {
 			case err := <-errc:
 				return fail(exitIO, addr, err)
