@@ -464,7 +464,9 @@ func (s *Store) putObject(ctx context.Context, ref asl.Reference, b []byte) erro
 				return s.errorf("put (stat existing)", key, ref, err)
 			}
 			if !differs {
-				return nil
+				// Stored: its grace starts again, safe from a
+				// collection running meanwhile (SPECS.md §6.7).
+				return s.refresh(ctx, ref, key, b, bodySHA256(ref))
 			}
 			// Damaged (or of another form): replace it with the bytes
 			// just hashed to ref.

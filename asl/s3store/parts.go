@@ -285,7 +285,7 @@ func (s *Store) putManifest(ctx context.Context, ref asl.Reference, mb []byte) e
 				return s.errorf("put (read existing manifest)", key, ref, err)
 			}
 			if same {
-				return nil
+				return s.refresh(ctx, ref, key, mb, "")
 			}
 			po = minio.PutObjectOptions{ContentType: "application/octet-stream", DisableMultipart: true}
 			continue

@@ -97,6 +97,13 @@ type Options struct {
 	// per directory.
 	CacheDir  string
 	CacheSize int64
+	// TouchAge: a put of an artifact already stored whose object is older
+	// rewrites it, so that its grace starts again (default
+	// DefaultTouchAge; negative: always). GC refuses a grace shorter
+	// than its own store's TouchAge (SPECS.md §6.7).
+	TouchAge time.Duration
+	// Lease of a running collection (default DefaultLease).
+	Lease time.Duration
 }
 
 // Store is an asl.Store, asl.Indexer, asl.IndexSeeker and
@@ -109,6 +116,8 @@ type Store struct {
 	hash   asl.HashID
 	opts   Options
 	cache  *diskCache // nil without Options.CacheDir
+
+	children ChildrenFunc // SetChildren
 
 	mu     sync.RWMutex
 	closed bool
@@ -302,6 +311,7 @@ func OpenURL(ctx context.Context, u string, create bool, o Options) (*Store, err
 	uo.AccessKey, uo.SecretKey, uo.Hash = o.AccessKey, o.SecretKey, o.Hash
 	uo.PartSize, uo.Parallel, uo.MaxRetries, uo.Transport = o.PartSize, o.Parallel, o.MaxRetries, o.Transport
 	uo.CacheDir, uo.CacheSize = o.CacheDir, o.CacheSize
+	uo.TouchAge, uo.Lease = o.TouchAge, o.Lease
 	if create {
 		return Create(ctx, bucket, prefix, uo)
 	}
