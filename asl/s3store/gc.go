@@ -348,7 +348,7 @@ type GCOptions struct {
 	// DryRun removes nothing and writes no state.
 	DryRun bool
 	// PartAge is the age of the leftover parts swept afterwards
-	// (Sweep; default DefaultSweepAge).
+	// (Sweep; zero: DefaultSweepAge; negative: none).
 	PartAge time.Duration
 	// Started, when set, is called once the mark began (tests).
 	Started func()
@@ -512,8 +512,11 @@ func (s *Store) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 }
 
 func partAge(d time.Duration) time.Duration {
-	if d <= 0 {
+	switch {
+	case d == 0:
 		return DefaultSweepAge
+	case d < 0:
+		return 0
 	}
 	return d
 }
