@@ -86,7 +86,7 @@ func partCount(size, partSize uint64) uint64 {
 
 // isManifest says whether an object beginning with b is a manifest.
 func isManifest(b []byte) bool {
-	return len(b) > 0 && b[0] == manifestMagic[0]
+	return len(b) > 0 && b[0] == manifestMagic[0] && !isZObject(b)
 }
 
 // parseManifestHead decodes the fixed fields of a manifest from its first
