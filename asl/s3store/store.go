@@ -33,7 +33,7 @@ import (
 // Format and Version are the config object's (SPECS.md §6.7).
 const (
 	Format  = "amduat-s3store"
-	Version = 2
+	Version = 3
 )
 
 // Defaults.
@@ -345,31 +345,32 @@ func (s *Store) readConfig(ctx context.Context) error {
 	if err := d.Decode(&c); err != nil || c.Format != Format || !atEOF(d) {
 		return fmt.Errorf("s3store: s3://%s/%s is no %s config object: %w", s.bucket, key, Format, asl.ErrIntegrity)
 	}
-	if c.Version != Version && c.Version != 1 {
+	if c.Version < 1 || c.Version > Version {
 		return fmt.Errorf("s3store: s3://%s/%s: layout version %d: %w", s.bucket, key, c.Version, asl.ErrUnsupported)
 	}
 	if _, ok := asl.LookupHash(asl.HashID(c.Hash)); !ok {
 		return fmt.Errorf("s3store: s3://%s/%s: hash 0x%04x: %w", s.bucket, key, c.Hash, asl.ErrUnsupported)
 	}
 	s.hash = asl.HashID(c.Hash)
-	if c.Version == 1 {
+	if c.Version < Version {
 		return s.upgrade(ctx, key, info.ETag)
 	}
 	return nil
 }
 
-// upgrade rewrites a version 1 config object as version 2 (SPECS.md §6.7,
-// "Versions"), conditionally on the ETag read, so that a process of an
-// older release refuses the bucket rather than read the manifests this
-// one writes as damaged artifacts. Everything version 1 wrote reads
-// unchanged.
+// upgrade rewrites a version 1 or 2 config object as the current version
+// (SPECS.md §6.7, "Versions"), conditionally on the ETag read, so that a
+// process of an older release refuses the bucket rather than read the
+// manifests or compressed objects this one writes as damaged artifacts,
+// or write beside a collection without its protocol. Everything an older
+// version wrote reads unchanged.
 func (s *Store) upgrade(ctx context.Context, key, etag string) error {
 	body, _ := json.Marshal(config{Format: Format, Version: Version, Hash: uint16(s.hash)})
 	po := minio.PutObjectOptions{ContentType: "application/json"}
 	po.SetMatchETag(etag)
 	_, err := s.core.Client.PutObject(ctx, s.bucket, key, bytes.NewReader(body), int64(len(body)), po)
 	if err != nil && !alreadyExists(err) { // 412: another process upgraded it first
-		return s.errorf("upgrade config to layout version 2", key, asl.Reference{}, err)
+		return s.errorf("upgrade config to the current layout version", key, asl.Reference{}, err)
 	}
 	return nil
 }
