@@ -30,7 +30,8 @@ import (
 //     objects last written before T0 - grace.
 //   - Mark: the pins (and the caller's extra roots) are read after T0 and
 //     their closure followed (Children).
-//   - Sweep, shard by shard (DD, the digest's first byte): the collection
+//   - Sweep, shard by shard (DD, the digest's first byte; Parallel shards
+//     at a time): the collection
 //     first creates PREFIX gc/claims/N/DD holding "sweep" (If-None-Match:
 //     *), then removes the shard's candidates, then writes "swept".
 //   - A writer that relied on an object that existed before its write (a
@@ -478,30 +479,50 @@ func (s *Store) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 		shards = append(shards, dd)
 	}
 	sort.Strings(shards)
-	for _, dd := range shards {
+	// Shards are independent: Parallel of them at a time.
+	type shardRes struct {
+		kept  bool
+		n     int
+		bytes int64
+		err   error
+	}
+	res := make([]shardRes, len(shards))
+	s.parallel(len(shards), func(i int) {
+		r := &res[i]
 		if err := context.Cause(ctx); err != nil {
-			return rep, err
+			r.err = err
+			return
 		}
-		objs := cands[dd]
-		key := s.claimKey(st.Gen, dd)
+		key := s.claimKey(st.Gen, shards[i])
 		err := s.putSmall(ctx, key, []byte("sweep"), "", true)
 		if errors.Is(err, errPrecondition) {
+			r.kept = true
+			return
+		}
+		if err != nil {
+			r.err = err
+			return
+		}
+		r.n, r.bytes, r.err = s.removeObjects(ctx, cands[shards[i]])
+		if r.err != nil {
+			return
+		}
+		r.err = s.putSmall(ctx, key, []byte("swept"), "", false)
+	})
+	var errs []error
+	for i, r := range res {
+		if r.kept {
 			rep.KeptShards++
-			rep.Kept += len(objs)
-			continue
+			rep.Kept += len(cands[shards[i]])
 		}
-		if err != nil {
-			return rep, err
+		rep.Deleted += r.n
+		rep.DeletedBytes += r.bytes
+		if r.err != nil {
+			errs = append(errs, r.err)
 		}
-		n, bytes, err := s.removeObjects(ctx, objs)
-		rep.Deleted += n
-		rep.DeletedBytes += bytes
-		if err != nil {
-			return rep, err
-		}
-		if err := s.putSmall(ctx, key, []byte("swept"), "", false); err != nil {
-			return rep, err
-		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return rep, err
 	}
 	ended = true
 	if err := s.endGC(ctx, st, lease); err != nil {
