@@ -96,6 +96,9 @@ func (s *Store) fetch(ctx context.Context, ref asl.Reference) (io.ReadCloser, as
 	if _, err := io.ReadFull(body, head); err != nil {
 		return fail(s.errorf("fetch", key, ref, err))
 	}
+	if isZObject(head) {
+		return s.fetchZ(ref, key, head, body, info.Size)
+	}
 	if isManifest(head) {
 		m, err := s.readManifest(ctx, ref, key, head, body, info.Size)
 		body.Close()
@@ -237,6 +240,9 @@ func (s *Store) stat(ctx context.Context, ref asl.Reference, key string) (asl.In
 		return asl.Info{}, s.errorf("stat", key, ref, err)
 	}
 	total := contentTotal(h, info.Size)
+	if isZObject(head) {
+		return s.statZ(ref, key, head, total)
+	}
 	if isManifest(head) {
 		hdr, _, _, err := parseManifestHead(head, total)
 		if err != nil {
@@ -461,11 +467,12 @@ func (s *Store) differs(ctx context.Context, key string, b []byte) (bool, error)
 // overwritten, so a re-put repairs it). A conflicting concurrent conditional write (409) is retried.
 func (s *Store) putObject(ctx context.Context, ref asl.Reference, b []byte) error {
 	key := s.ArtifactKey(ref)
-	po := minio.PutObjectOptions{ContentType: "application/octet-stream", DisableContentSha256: bodySHA256(ref) != ""}
+	b, sha := encodeObject(ref, b) // compressed where it pays (compress.go)
+	po := minio.PutObjectOptions{ContentType: "application/octet-stream", DisableContentSha256: sha != ""}
 	po.SetMatchETagExcept("*")
 	var err error
 	for attempt := range 6 {
-		_, err = s.core.PutObject(ctx, s.bucket, key, bytes.NewReader(b), int64(len(b)), "", bodySHA256(ref), po)
+		_, err = s.core.PutObject(ctx, s.bucket, key, bytes.NewReader(b), int64(len(b)), "", sha, po)
 		if err == nil {
 			return nil
 		}
@@ -475,7 +482,9 @@ func (s *Store) putObject(ctx context.Context, ref asl.Reference, b []byte) erro
 				return s.errorf("put (stat existing)", key, ref, err)
 			}
 			if !differs {
-				return nil
+				// Stored: its grace starts again, safe from a
+				// collection running meanwhile (SPECS.md §6.7).
+				return s.refresh(ctx, ref, key, b, sha)
 			}
 			// Damaged (or of another form): replace it with the bytes
 			// just hashed to ref.

@@ -33,7 +33,7 @@ import (
 // Format and Version are the config object's (SPECS.md §6.7).
 const (
 	Format  = "amduat-s3store"
-	Version = 2
+	Version = 3
 )
 
 // Defaults.
@@ -97,6 +97,13 @@ type Options struct {
 	// per directory.
 	CacheDir  string
 	CacheSize int64
+	// TouchAge: a put of an artifact already stored whose object is older
+	// rewrites it, so that its grace starts again (default
+	// DefaultTouchAge; negative: always). GC refuses a grace shorter
+	// than its own store's TouchAge (SPECS.md §6.7).
+	TouchAge time.Duration
+	// Lease of a running collection (default DefaultLease).
+	Lease time.Duration
 }
 
 // Store is an asl.Store, asl.Indexer, asl.IndexSeeker and
@@ -109,6 +116,8 @@ type Store struct {
 	hash   asl.HashID
 	opts   Options
 	cache  *diskCache // nil without Options.CacheDir
+
+	children ChildrenFunc // SetChildren
 
 	mu     sync.RWMutex
 	closed bool
@@ -322,6 +331,7 @@ func OpenURL(ctx context.Context, u string, create bool, o Options) (*Store, err
 	uo.AccessKey, uo.SecretKey, uo.Hash = o.AccessKey, o.SecretKey, o.Hash
 	uo.PartSize, uo.Parallel, uo.MaxRetries, uo.Transport = o.PartSize, o.Parallel, o.MaxRetries, o.Transport
 	uo.CacheDir, uo.CacheSize = o.CacheDir, o.CacheSize
+	uo.TouchAge, uo.Lease = o.TouchAge, o.Lease
 	if create {
 		return Create(ctx, bucket, prefix, uo)
 	}
@@ -355,31 +365,32 @@ func (s *Store) readConfig(ctx context.Context) error {
 	if err := d.Decode(&c); err != nil || c.Format != Format || !atEOF(d) {
 		return fmt.Errorf("s3store: s3://%s/%s is no %s config object: %w", s.bucket, key, Format, asl.ErrIntegrity)
 	}
-	if c.Version != Version && c.Version != 1 {
+	if c.Version < 1 || c.Version > Version {
 		return fmt.Errorf("s3store: s3://%s/%s: layout version %d: %w", s.bucket, key, c.Version, asl.ErrUnsupported)
 	}
 	if _, ok := asl.LookupHash(asl.HashID(c.Hash)); !ok {
 		return fmt.Errorf("s3store: s3://%s/%s: hash 0x%04x: %w", s.bucket, key, c.Hash, asl.ErrUnsupported)
 	}
 	s.hash = asl.HashID(c.Hash)
-	if c.Version == 1 {
+	if c.Version < Version {
 		return s.upgrade(ctx, key, info.ETag)
 	}
 	return nil
 }
 
-// upgrade rewrites a version 1 config object as version 2 (SPECS.md §6.7,
-// "Versions"), conditionally on the ETag read, so that a process of an
-// older release refuses the bucket rather than read the manifests this
-// one writes as damaged artifacts. Everything version 1 wrote reads
-// unchanged.
+// upgrade rewrites a version 1 or 2 config object as the current version
+// (SPECS.md §6.7, "Versions"), conditionally on the ETag read, so that a
+// process of an older release refuses the bucket rather than read the
+// manifests or compressed objects this one writes as damaged artifacts,
+// or write beside a collection without its protocol. Everything an older
+// version wrote reads unchanged.
 func (s *Store) upgrade(ctx context.Context, key, etag string) error {
 	body, _ := json.Marshal(config{Format: Format, Version: Version, Hash: uint16(s.hash)})
 	po := minio.PutObjectOptions{ContentType: "application/json"}
 	po.SetMatchETag(etag)
 	_, err := s.core.Client.PutObject(ctx, s.bucket, key, bytes.NewReader(body), int64(len(body)), po)
 	if err != nil && !alreadyExists(err) { // 412: another process upgraded it first
-		return s.errorf("upgrade config to layout version 2", key, asl.Reference{}, err)
+		return s.errorf("upgrade config to the current layout version", key, asl.Reference{}, err)
 	}
 	return nil
 }

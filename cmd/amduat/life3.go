@@ -81,7 +81,7 @@ func newPinCmd(a *app) *cobra.Command {
 			if err := pebblestore.CheckPinName(args[0]); err != nil {
 				return usageErr(err)
 			}
-			s, err := a.openEmbedded("pin", false)
+			s, err := a.openMaintained("pin", false)
 			if err != nil {
 				return err
 			}
@@ -113,7 +113,7 @@ func newPinCmd(a *app) *cobra.Command {
 		Short: "List the pins",
 		Args:  rangeArgs(0, 0),
 		RunE: func(c *cobra.Command, _ []string) (err error) {
-			s, err := a.openEmbedded("pin ls", true)
+			s, err := a.openMaintained("pin ls", true)
 			if err != nil {
 				return err
 			}
@@ -141,7 +141,7 @@ func newPinCmd(a *app) *cobra.Command {
 		Short: "Remove pins",
 		Args:  minArgs(1),
 		RunE: func(c *cobra.Command, args []string) (err error) {
-			s, err := a.openEmbedded("pin rm", false)
+			s, err := a.openMaintained("pin rm", false)
 			if err != nil {
 				return err
 			}
@@ -209,7 +209,7 @@ deleted), 3 when some were missing (the others deleted). Needs an embedded
 store (exit 5 against a server).`,
 		Args: minArgs(1),
 		RunE: func(c *cobra.Command, args []string) (err error) {
-			s, err := a.openEmbedded("rm", false)
+			s, err := a.openMaintained("rm", false)
 			if err != nil {
 				return err
 			}

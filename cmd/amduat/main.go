@@ -29,6 +29,7 @@ import (
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/pebblestore"
 	"github.com/amduat/amduat/asl/s3store"
+	"github.com/amduat/amduat/closure"
 )
 
 // app holds the global flags and the process's streams for one invocation.
@@ -325,7 +326,11 @@ func (a *app) openS3(create bool, hash asl.HashID) (*s3store.Store, error) {
 	if err := checkStoreValue(a.storeDir); err != nil {
 		return nil, err
 	}
-	s, err := s3store.OpenURL(a.context(), a.storeDir, create, s3store.Options{Hash: hash, CacheDir: a.s3Cache.CacheDir, CacheSize: a.s3Cache.CacheSize})
+	touch, err := touchAge()
+	if err != nil {
+		return nil, err
+	}
+	s, err := s3store.OpenURL(a.context(), a.storeDir, create, s3store.Options{Hash: hash, CacheDir: a.s3Cache.CacheDir, CacheSize: a.s3Cache.CacheSize, TouchAge: touch})
 	if errors.Is(err, s3store.ErrNoStore) {
 		return nil, fail(exitStore, a.storeDir, fmt.Errorf("no store here (create one with `amduat init --store %s`): %w", a.storeDir, err))
 	}
@@ -335,6 +340,7 @@ func (a *app) openS3(create bool, hash asl.HashID) (*s3store.Store, error) {
 	if err != nil {
 		return nil, failAuto(a.storeDir, err)
 	}
+	s.SetChildren(closure.ChildrenFunc(s)) // pins keep what they reach from a concurrent gc (SPECS.md §6.7)
 	return s, nil
 }
 
