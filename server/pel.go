@@ -46,6 +46,8 @@ func (s *Server) buildProgram(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.metrics.puts.Add(1)
 	s.metrics.putBytes.Add(float64(len(art.Bytes)))
+	s.evict.touch(ref)
+	s.evict.wrote(int64(len(art.Bytes)), false)
 	return writeJSON(w, report.NewBuild(ref, art, p, s.ops))
 }
 
@@ -113,6 +115,14 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("program %s: %w", req.ProgramRef, err)
 	}
 	rep := report.NewRun(run, req.NoCache)
+	s.evict.touch(req.ProgramRef)
+	if req.ParamsRef != nil {
+		s.evict.touch(*req.ParamsRef)
+	}
+	s.evict.touch(req.InputRefs...)
+	s.evict.touch(rep.ResultRef, rep.TraceRef)
+	s.evict.touch(rep.OutputRefs...)
+	s.evict.wrote(0, true)
 	s.metrics.runs.WithLabelValues(rep.Status).Inc()
 	s.metrics.cache.WithLabelValues(rep.Cache).Inc()
 	return writeJSON(w, rep)

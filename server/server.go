@@ -25,6 +25,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -70,6 +71,11 @@ type Limits struct {
 	// the goroutines that may run independent nodes' operations at once;
 	// it changes no stored byte. 0 means GOMAXPROCS; 1 is sequential.
 	RunWorkers int
+	// MaxStoreBytes bounds the stored bytes of the store's artifacts (0:
+	// none): past it the least recently used artifacts no pin reaches are
+	// evicted (SPECS.md §18.11, evict.go). The store must implement
+	// asl.Deleter.
+	MaxStoreBytes int64
 }
 
 // DefaultLimits are the limits of a zero Limits field.
@@ -113,6 +119,7 @@ func (l Limits) withDefaults() Limits {
 	d.RunMemoryBudget = l.RunMemoryBudget
 	d.RunWorkBudget = l.RunWorkBudget
 	d.RunWorkers = l.RunWorkers
+	d.MaxStoreBytes = max(0, l.MaxStoreBytes)
 	if d.RunWorkers <= 0 {
 		d.RunWorkers = runtime.GOMAXPROCS(0)
 	}
@@ -153,6 +160,11 @@ type Server struct {
 	handler http.Handler
 
 	inFlight atomic.Int64
+
+	// maint serializes pin changes, deletions, collections and evictions
+	// (admin.go).
+	maint sync.Mutex
+	evict *evictor // nil without Limits.MaxStoreBytes
 }
 
 // New returns a server over cfg.Store.
@@ -176,6 +188,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
+	if s.evict, err = newEvictor(s, lim.MaxStoreBytes, reg); err != nil {
+		return nil, err
+	}
 	s.routes(reg, webui.New(cfg.Store, webui.Options{Prefix: "/ui/", Ops: cfg.Ops, RawURL: func(r asl.Reference) string { return httpstore.PathArtifact + r.String() }}))
 	s.handler = http.HandlerFunc(s.serve)
 	return s, nil
@@ -198,6 +213,7 @@ const (
 	scopeRead               // reads
 	scopeWrite              // puts
 	scopeRun                // runs and replays
+	scopeAdmin              // pins, rm, gc (admin.go)
 )
 
 func (sc scope) String() string {
@@ -208,6 +224,8 @@ func (sc scope) String() string {
 		return "write"
 	case scopeRun:
 		return "run"
+	case scopeAdmin:
+		return "admin"
 	}
 	return "none"
 }
@@ -238,6 +256,12 @@ func (s *Server) routes(reg *prometheus.Registry, ui http.Handler) {
 		{"GET /v1/pel/show/{ref}", scopeRead, s.show},
 		{"GET /v1/prov/why/{ref}", scopeRead, s.provWhy},
 		{"GET /v1/prov/uses/{ref}", scopeRead, s.provUses},
+		{"GET " + httpstore.PathPins, scopeAdmin, s.listPins},
+		{"POST " + httpstore.PathPins, scopeAdmin, s.addPin},
+		{"GET " + httpstore.PathPinLog, scopeAdmin, s.pinLog},
+		{"POST " + httpstore.PathPinsRemove, scopeAdmin, s.removePins},
+		{"POST " + httpstore.PathDelete, scopeAdmin, s.deleteArtifacts},
+		{"POST " + httpstore.PathGC, scopeAdmin, s.gc},
 	}
 	for _, rt := range rs {
 		s.mux.Handle(rt.pattern, s.wrap(rt))
@@ -311,6 +335,9 @@ func (s *Server) wrap(rt route) http.Handler {
 			rec.err = err
 			writeError(rec, r, err)
 			return
+		}
+		if rt.scope == scopeAdmin {
+			r = r.WithContext(actorContext(r.Context(), tok, s.auth != nil))
 		}
 		if err := rt.h(rec, r); err != nil {
 			rec.err = err
