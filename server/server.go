@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"runtime"
 	"strconv"
@@ -75,7 +76,7 @@ type Limits struct {
 	// none): past it the least recently used artifacts no pin reaches are
 	// evicted (SPECS.md §18.11, evict.go). The store must implement
 	// asl.Deleter.
-	MaxStoreBytes int64
+	MaxStoreBytes uint64
 }
 
 // DefaultLimits are the limits of a zero Limits field.
@@ -119,7 +120,7 @@ func (l Limits) withDefaults() Limits {
 	d.RunMemoryBudget = l.RunMemoryBudget
 	d.RunWorkBudget = l.RunWorkBudget
 	d.RunWorkers = l.RunWorkers
-	d.MaxStoreBytes = max(0, l.MaxStoreBytes)
+	d.MaxStoreBytes = min(l.MaxStoreBytes, math.MaxInt64)
 	if d.RunWorkers <= 0 {
 		d.RunWorkers = runtime.GOMAXPROCS(0)
 	}
@@ -188,7 +189,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
-	if s.evict, err = newEvictor(s, lim.MaxStoreBytes, reg); err != nil {
+	if s.evict, err = newEvictor(s, int64(lim.MaxStoreBytes), reg); err != nil {
 		return nil, err
 	}
 	s.routes(reg, webui.New(cfg.Store, webui.Options{Prefix: "/ui/", Ops: cfg.Ops, RawURL: func(r asl.Reference) string { return httpstore.PathArtifact + r.String() }}))

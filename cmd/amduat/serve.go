@@ -231,6 +231,7 @@ DIR.`,
 	limits.RunWorkBudget = defaultWorkBudget
 	f.Var(sizeValue{&limits.RunWorkBudget}, "max-run-work", "bytes all node outputs of one run may total (K, M, G, T suffixes; 0: none); above it the run fails with 500 and stores nothing (SPECS §12.8)")
 	f.IntVar(&limits.RunWorkers, "run-jobs", 0, "goroutines running independent nodes' operations within one run (0: GOMAXPROCS; 1: sequential); changes no byte (SPECS §12.10)")
+	f.Var(sizeValue{&limits.MaxStoreBytes}, "max-size", "bound the stored bytes of the store's artifacts (K, M, G, T suffixes; 0: none): past it the least recently used artifacts no pin reaches are evicted (SPECS §18.11)")
 	f.DurationVar(&limits.RunTimeout, "run-timeout", d.RunTimeout, "wall-time bound of one run or replay (504 beyond)")
 	f.DurationVar(&limits.IdleTimeout, "idle-timeout", d.IdleTimeout, "longest a request body or response may make no progress")
 	f.DurationVar(&headerTimeout, "read-header-timeout", 10*time.Second, "longest a client may take to send request headers")
