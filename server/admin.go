@@ -19,11 +19,14 @@ import (
 // (asl.Pinner, asl.PinLogger, closure.Protected with asl.Deleter,
 // closure.Collect), so the answers are the objects the commands print.
 //
-// Invariant: pin changes, deletions, collections and evictions (evict.go)
-// hold s.maint, so a deletion judged safe against the pins (Protected, the
-// eviction's mark) is never overtaken by a pin added in between. Puts and
-// reads do not take it: the store's own gc gates (pebblestore.GC) keep
-// what they put or read while a collection runs.
+// Invariants: pin changes, deletions, collections and evictions
+// (evict.go) hold s.maint for writing, so a deletion judged safe against
+// the pins (Protected, the eviction's mark) is never overtaken by a pin
+// added in between. Runs hold it for reading: a run reads its inputs
+// before it stores the result that reaches them, and a collection that
+// started in between would find them unreachable. Puts and reads do not
+// take it: the store's own gc gates (pebblestore.GC) keep what they put or
+// read while a collection runs.
 
 // anonymousActor is the actor recorded for changes made without a token
 // file (every request has every scope then).

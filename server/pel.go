@@ -105,6 +105,8 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) error {
 	defer release()
 	ctx, cancel, bound := s.runContext(r.Context(), req.TimeoutMillis)
 	defer cancel()
+	s.maint.RLock()
+	defer s.maint.RUnlock()
 	run, err := surf.New(s.store, surf.Options{Hash: id, Registry: s.ops, NoCache: req.NoCache, NodeMemo: req.MemoNodes, MemoryBudget: s.limits.RunMemoryBudget, WorkBudget: s.limits.RunWorkBudget, Workers: s.limits.RunWorkers}).Run(ctx, req.Surface())
 	if err != nil {
 		s.metrics.runs.WithLabelValues("error").Inc()

@@ -162,9 +162,12 @@ type Server struct {
 
 	inFlight atomic.Int64
 
-	// maint serializes pin changes, deletions, collections and evictions
-	// (admin.go).
-	maint sync.Mutex
+	// maint is held for writing by pin changes, deletions, collections
+	// and evictions (admin.go), and for reading by runs: a collection never
+	// overlaps a run, whose inputs it could otherwise judge unreachable
+	// after the run read them and before the run stored the result that
+	// reaches them.
+	maint sync.RWMutex
 	evict *evictor // nil without Limits.MaxStoreBytes
 }
 

@@ -84,11 +84,11 @@ func TestMaintainOverHTTP(t *testing.T) {
 		OutputRefs []string `json:"output_refs"`
 	}
 	args := []string{"--json", "pel", "run", "--program", prog, "--input", refHello, "--input", refHiTag}
-	oneJSON(t, local.must(0, args...).stdout, &run)
+	looseJSON(t, local.must(0, args...).stdout, &run)
 	var run2 struct {
 		ResultRef string `json:"result_ref"`
 	}
-	oneJSON(t, remote.must(0, append([]string{"--store", srv.url}, args...)...).stdout, &run2)
+	looseJSON(t, remote.must(0, append([]string{"--store", srv.url}, args...)...).stdout, &run2)
 	if run.ResultRef != run2.ResultRef {
 		t.Fatalf("the two stores ran to different results: %s, %s", run.ResultRef, run2.ResultRef)
 	}
@@ -148,7 +148,7 @@ func TestMaintainOverHTTP(t *testing.T) {
 		Deleted *int64 `json:"deleted"`
 		Stored  *int64 `json:"stored"`
 	}
-	oneJSON(t, remote.must(0, "--store", srv.url, "--json", "gc").stdout, &rep)
+	looseJSON(t, remote.must(0, "--store", srv.url, "--json", "gc").stdout, &rep)
 	if rep.Deleted == nil || *rep.Deleted != 0 || rep.Stored == nil {
 		t.Errorf("second gc --json: %+v", rep)
 	}
@@ -286,7 +286,7 @@ func TestGCWhileServing(t *testing.T) {
 			}
 		}
 		var rep gcOut
-		oneJSON(t, c.must(0, "--store", srv.url, "--json", "gc").stdout, &rep)
+		looseJSON(t, c.must(0, "--store", srv.url, "--json", "gc").stdout, &rep)
 		deleted += rep.Deleted
 		kept += rep.KeptConcurrent
 	}
@@ -298,7 +298,7 @@ func TestGCWhileServing(t *testing.T) {
 	default:
 	}
 	var last gcOut
-	oneJSON(t, c.must(0, "--store", srv.url, "--json", "gc").stdout, &last)
+	looseJSON(t, c.must(0, "--store", srv.url, "--json", "gc").stdout, &last)
 	deleted += last.Deleted
 
 	// Every acknowledged run: result, trace, output and inputs present, the
@@ -370,7 +370,7 @@ func TestServeMaxSize(t *testing.T) {
 		TraceRef   string   `json:"trace_ref"`
 		OutputRefs []string `json:"output_refs"`
 	}
-	oneJSON(t, c.must(0, "--store", srv.url, "--json", "pel", "run", "--program", prog, "--input", a, "--input", b).stdout, &run)
+	looseJSON(t, c.must(0, "--store", srv.url, "--json", "pel", "run", "--program", prog, "--input", a, "--input", b).stdout, &run)
 	c.must(0, "--store", srv.url, "pin", "add", "kept", run.ResultRef)
 
 	// 100 artifacts of 2000 incompressible bytes: three times the bound.
@@ -406,4 +406,13 @@ func TestServeMaxSize(t *testing.T) {
 		t.Errorf("evicted %v artifacts of 100 × 2000 bytes under a 64 KiB bound", evicted)
 	}
 	srv.stop(t)
+}
+
+// looseJSON decodes the one line stdout holds into the fields of v that
+// the test reads.
+func looseJSON(t *testing.T, stdout string, v any) {
+	t.Helper()
+	if strings.Count(stdout, "\n") != 1 || json.Unmarshal([]byte(stdout), v) != nil {
+		t.Fatalf("stdout %q: want one JSON line", stdout)
+	}
 }
