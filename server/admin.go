@@ -170,6 +170,7 @@ func (s *Server) deleteArtifacts(w http.ResponseWriter, r *http.Request) error {
 			return &httpError{http.StatusBadRequest, httpstore.CodeBadReference, fmt.Sprintf("refs[%d]: null is not a reference", i)}
 		}
 	}
+	longRequest(w)
 	s.maint.Lock()
 	defer s.maint.Unlock()
 	items, err := Remove(r.Context(), s.store, d, req.Refs, req.Force)
@@ -281,13 +282,23 @@ func (s *Server) gc(w http.ResponseWriter, r *http.Request) error {
 	if req.KeepRuns < 0 || req.KeepWithinNanos < 0 {
 		return badRequest("keep_runs and keep_within_ns must not be negative")
 	}
+	longRequest(w)
 	s.maint.Lock()
 	defer s.maint.Unlock()
 	rep, err := col.Collect(r.Context(), closure.GCOptions{
 		DryRun: req.DryRun, KeepWithin: time.Duration(req.KeepWithinNanos), KeepRuns: req.KeepRuns, CompactBelow: req.CompactBelow,
 	})
 	if err != nil {
-		return fmt.Errorf("gc: %w", err)
+		return err
 	}
 	return writeJSON(w, httpstore.GCReport(rep))
+}
+
+// longRequest lifts the idle read deadline the body read left on the
+// connection once the body is read: net/http's watch for a client that
+// goes away would take its expiry for a disconnect and cancel a
+// collection that takes longer than the idle timeout. A client that does
+// go away still cancels it (safely: gc is crash-safe, §6.4).
+func longRequest(w http.ResponseWriter) {
+	http.NewResponseController(w).SetReadDeadline(time.Time{})
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/httpstore"
@@ -235,5 +236,44 @@ func TestAdminUnsupported(t *testing.T) {
 	var m httpstore.Meta
 	if json.Unmarshal(r.body, &m) != nil || strings.Join(m.Scopes, ",") != "read,write,run,admin" {
 		t.Fatalf("meta without auth: %s", r.body)
+	}
+}
+
+// TestGCOutlastsIdleTimeout: a collection that waits (here for the
+// maintenance lock) longer than the idle timeout after its body was read
+// still completes: the body's read deadline does not cancel it.
+func TestGCOutlastsIdleTimeout(t *testing.T) {
+	s, ts, _ := newTestServer(t, Config{Limits: Limits{IdleTimeout: 100 * time.Millisecond}})
+	s.maint.Lock()
+	done := make(chan reply, 1)
+	go func() { done <- do(t, ts, call{method: "POST", path: "/v1/gc", body: []byte(`{}`)}) }()
+	for s.InFlight() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond) // five idle timeouts
+	s.maint.Unlock()
+	if r := <-done; r.status != 200 {
+		t.Fatalf("gc after waiting: %d %s", r.status, r.body)
+	}
+}
+
+// TestRunOutlastsIdleTimeout: the same for a run (which waits here for a
+// collection, holding the maintenance lock, to end).
+func TestRunOutlastsIdleTimeout(t *testing.T) {
+	s, ts, _ := newTestServer(t, Config{Limits: Limits{IdleTimeout: 100 * time.Millisecond}})
+	prog := putProgram(t, ts)
+	a := asl.MustDerive(asl.HashSHA256, asl.Untagged(hello))
+	do(t, ts, call{method: "POST", path: "/v1/artifacts", body: hello})
+	body, _ := json.Marshal(report.RunRequest{ProgramRef: prog, InputRefs: []asl.Reference{a, a}})
+	s.maint.Lock()
+	done := make(chan reply, 1)
+	go func() { done <- do(t, ts, call{method: "POST", path: "/v1/pel/run", body: body}) }()
+	for s.InFlight() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond) // five idle timeouts
+	s.maint.Unlock()
+	if r := <-done; r.status != 200 || !strings.Contains(string(r.body), `"status":"OK"`) {
+		t.Fatalf("run after waiting: %d %s", r.status, r.body)
 	}
 }

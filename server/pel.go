@@ -103,6 +103,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer release()
+	longRequest(w)
 	ctx, cancel, bound := s.runContext(r.Context(), req.TimeoutMillis)
 	defer cancel()
 	s.maint.RLock()
@@ -151,6 +152,7 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer release()
+	longRequest(w)
 	ctx, cancel, bound := s.runContext(r.Context(), 0)
 	defer cancel()
 	v, err := surf.New(s.store, surf.Options{Registry: s.ops}).Verify(ctx, req.ResultRef)
