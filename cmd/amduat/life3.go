@@ -66,7 +66,10 @@ func newPinCmd(a *app) *cobra.Command {
                      NAME that names another reference needs --force
                      (exit 1 without it)
   pin ls             lists the pins, "NAME REF" in name order
-  pin rm NAME...     removes pins (a NAME that is not a pin: exit 3)`,
+  pin rm NAME...     removes pins (a NAME that is not a pin: exit 3)
+
+Against a server (--store http://…) the server keeps the pins of its store
+(a token with the admin scope; SPECS.md §18.10); the output is the same.`,
 		Args: minArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			return usagef("unknown pin subcommand %q (add, ls, rm)", args[0])

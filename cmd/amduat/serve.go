@@ -50,7 +50,14 @@ AMDUAT_TOKEN).
 Without --auth-file the server has no authentication, so it listens only on
 a loopback address or a unix socket; another address needs --auth-file, or
 --insecure-no-auth to serve without tokens anyway. Tokens carry the scopes
-read, write and run (amduat token --help).
+read, write, run and admin (amduat token --help).
+
+The server keeps its store while it serves: amduat pin, rm and gc with
+--store http://ADDR (a token with the admin scope) run on it and print what
+they print against a directory (SPECS.md §18.10). --max-size SIZE makes the
+store a cache: past SIZE stored bytes the least recently used artifacts
+that no pin reaches are evicted, down to 90% of SIZE; nothing a pin reaches
+is evicted; /metrics counts evictions (SPECS.md §18.11).
 
 One log line per request goes to stderr (--log-format text or json). On
 SIGINT or SIGTERM the server stops accepting connections, lets requests in
