@@ -33,7 +33,7 @@ type TokenEntry struct {
 }
 
 // Scopes a token may hold.
-var scopeNames = []string{"read", "write", "run"}
+var scopeNames = []string{"read", "write", "run", "admin"}
 
 // scopeSet is a set of scopes.
 type scopeSet uint8
@@ -55,7 +55,7 @@ func parseScopes(names []string) (scopeSet, error) {
 	for _, n := range names {
 		i := slices.Index(scopeNames, n)
 		if i < 0 {
-			return 0, fmt.Errorf("scope %q: want read, write or run", n)
+			return 0, fmt.Errorf("scope %q: want read, write, run or admin", n)
 		}
 		s |= 1 << scope(i+1)
 	}
@@ -254,7 +254,7 @@ func AddToken(path, name string, scopes []string) (string, error) {
 		return "", err
 	}
 	if len(scopes) == 0 {
-		return "", errors.New("a token needs at least one scope: read, write or run")
+		return "", errors.New("a token needs at least one scope: read, write, run or admin")
 	}
 	f, err := readTokenFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -36,9 +36,15 @@ rewritten and deleted, and the index is compacted.
 a crash, nothing reachable is lost and running gc again finishes the job.
 An artifact put or read by the same process while gc runs is kept.
 
-Prints "deleted N artifacts (B bytes), E index entries; reclaimed R bytes
-(packs P -> Q bytes)". Needs an embedded store or a bucket (exit 5 against a
-server).
+Prints "deleted N of S artifacts (B bytes), E index entries; reached M
+from R roots", then (not with --dry-run) "packs: C compacted, D deleted, W
+artifacts rewritten; P -> Q bytes (reclaimed R) in T"; JSON: the report.
+
+Against a server (--store http://…; a token with the admin scope) the
+server collects its own store while it keeps serving, and the output is
+the same; what clients put or read meanwhile is kept. A directory that
+a running server holds is refused (exit 6) with the command that works:
+amduat gc --store http://HOST:PORT.
 
 On a bucket (--store s3://…, SPECS.md §6.7, "Garbage collection") gc runs
 while other servers keep reading and writing the bucket: it marks what the
@@ -71,12 +77,12 @@ makes the exit code 4; the sweep still finishes.`,
 			if c.Flags().Changed("older-than") || c.Flags().Changed("grace") {
 				return usagef("--older-than and --grace apply to a bucket (s3://…) only")
 			}
-			s, err := a.openEmbedded("gc", false)
+			s, err := a.openGC()
 			if err != nil {
 				return err
 			}
 			defer closeStore(s, a.storeDir, &err)
-			rep, err := closure.Collect(c.Context(), s, closure.GCOptions{
+			rep, err := collect(c.Context(), s, closure.GCOptions{
 				DryRun: dry, KeepWithin: keepWithin, KeepRuns: keepRuns, CompactBelow: compact,
 			})
 			if err != nil {

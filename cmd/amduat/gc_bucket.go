@@ -12,25 +12,6 @@ import (
 	"github.com/amduat/amduat/closure"
 )
 
-// maintained is a store whose pins and artifacts pin, rm and gc maintain
-// from the command line here: the embedded store or a bucket (SPECS.md
-// §6.7, "Pins", "Garbage collection").
-type maintained interface {
-	backend
-	asl.Enumerator
-	asl.Pinner
-	asl.Deleter
-}
-
-// openMaintained opens --store for pin and rm: a bucket, or the embedded
-// store (openEmbedded, which refuses a server).
-func (a *app) openMaintained(what string, readOnly bool) (maintained, error) {
-	if isS3(a.storeDir) {
-		return a.openS3(false, 0)
-	}
-	return a.openEmbedded(what, readOnly)
-}
-
 // gcBucket is gc on a bucket: the mark-and-sweep collection that runs
 // beside other servers (closure.CollectBucket, SPECS.md §6.7), then the
 // sweep of leftover parts.
