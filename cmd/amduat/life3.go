@@ -66,10 +66,11 @@ func newPinCmd(a *app) *cobra.Command {
                      NAME that names another reference needs --force
                      (exit 1 without it)
   pin ls             lists the pins, "NAME REF" in name order
-  pin rm NAME...     removes pins (a NAME that is not a pin: exit 3)`,
+  pin rm NAME...     removes pins (a NAME that is not a pin: exit 3)
+  pin log [NAME]     the history of NAME (of every pin), newest first`,
 		Args: minArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			return usagef("unknown pin subcommand %q (add, ls, rm)", args[0])
+			return usagef("unknown pin subcommand %q (add, ls, rm, log)", args[0])
 		},
 	}
 	var force bool
@@ -108,6 +109,7 @@ func newPinCmd(a *app) *cobra.Command {
 	}
 	add.Flags().BoolVar(&force, "force", false, "re-point NAME when it already names another reference (exit 1 without it)")
 	c.AddCommand(add)
+	c.AddCommand(newPinLogCmd(a)) // pinlog.go
 	c.AddCommand(&cobra.Command{
 		Use:   "ls",
 		Short: "List the pins",
@@ -149,7 +151,7 @@ func newPinCmd(a *app) *cobra.Command {
 			var missing []string
 			removed := []string{}
 			for _, name := range args {
-				ok, err := s.Unpin(c.Context(), name)
+				ok, err := s.Unpin(asl.WithActor(c.Context(), "local"), name)
 				if err != nil {
 					return failAuto(name, err)
 				}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/pebblestore"
 )
 
 func init() { addCommand(newPutCmd) }
@@ -293,6 +294,7 @@ func (p *putter) flush(ctx context.Context) error {
 type putResult struct {
 	Hash      string    `json:"hash"`
 	Artifacts []putItem `json:"artifacts"`
+	Pin       *asl.Pin  `json:"pin,omitempty"` // put --pin
 }
 
 func newPutCmd(a *app) *cobra.Command {
@@ -300,6 +302,8 @@ func newPutCmd(a *app) *cobra.Command {
 		tag                         typeTagValue
 		hashName                    string
 		names, recursive, stdinList bool
+		pinName                     string // put --pin (pinlog.go)
+		pinForce                    bool
 	)
 	c := &cobra.Command{
 		Use:   "put [--type-tag N] [--hash sha256|blake3] [--names] [-r] [FILE|DIR...] | --stdin-paths",
@@ -321,10 +325,17 @@ input), as ipfs add does. -r stores the regular files under each DIR,
 recursively, in lexical path order (symbolic links and other special files
 are skipped). --stdin-paths reads file names from standard input, one per
 line, instead of the arguments (as git hash-object --stdin-paths), so that
-any number of files take one process and the batch path.`,
+any number of files take one process and the batch path.
+
+--pin NAME pins the artifact of one FILE (or of standard input) as NAME
+(SPECS.md §19.8) in the same step: no garbage collection runs between the
+put and the pin, and the reference is printed once both are durable.
+Re-pointing a NAME that names another reference needs --force (exit 1
+without it; the artifact stays stored). --json adds "pin": {"name", "ref"}.`,
 		Example: `  amduat put notes.txt photo.jpg
   printf hello | amduat put
-  amduat put --type-tag 0x101 --hash blake3 program.bin`,
+  amduat put --type-tag 0x101 --hash blake3 program.bin
+  amduat put --pin notes notes.txt`,
 		RunE: func(c *cobra.Command, args []string) (err error) {
 			if stdinList && len(args) > 0 {
 				return usagef("--stdin-paths takes no arguments, got %d", len(args))
@@ -340,6 +351,14 @@ any number of files take one process and the batch path.`,
 			}
 			if dashes > 1 {
 				return usagef("standard input (-) can be given only once")
+			}
+			if pinName != "" {
+				if len(args) != 1 || recursive || stdinList {
+					return usagef("--pin takes one FILE or standard input")
+				}
+				if err := pebblestore.CheckPinName(pinName); err != nil {
+					return usageErr(err)
+				}
 			}
 			s, err := a.openStore()
 			if err != nil {
@@ -374,6 +393,35 @@ any number of files take one process and the batch path.`,
 					return nil
 				}}
 			ctx := c.Context()
+			if pinName != "" {
+				// The artifact and its pin in one step; the reference is
+				// printed once both are durable.
+				var items []putItem
+				emit := p.emit
+				p.emit = func(it putItem) error { items = append(items, it); return nil }
+				pins, err := putThenPin(ctx, s, pinForce, func(ctx context.Context) ([]asl.Pin, error) {
+					if err := p.add(ctx, args[0]); err != nil {
+						return nil, err
+					}
+					if err := p.flush(ctx); err != nil {
+						return nil, err
+					}
+					return []asl.Pin{{Name: pinName, Ref: items[len(items)-1].Ref}}, nil
+				})
+				if err != nil {
+					return err
+				}
+				for _, it := range items {
+					if err := emit(it); err != nil {
+						return err
+					}
+				}
+				if a.jsonOut {
+					res.Pin = &pins[0]
+					return a.printJSON(res)
+				}
+				return nil
+			}
 			if stdinList {
 				err := eachLine(a.stdin, func(path string) error {
 					if err := ctx.Err(); err != nil {
@@ -410,5 +458,7 @@ any number of files take one process and the batch path.`,
 	c.Flags().BoolVar(&names, "names", false, `print "REF NAME" lines`)
 	c.Flags().BoolVarP(&recursive, "recursive", "r", false, "store the regular files under each DIR, recursively")
 	c.Flags().BoolVar(&stdinList, "stdin-paths", false, "read the file names from standard input, one per line")
+	c.Flags().StringVar(&pinName, "pin", "", "pin the artifact as NAME in the same step (one FILE or standard input)")
+	c.Flags().BoolVar(&pinForce, "force", false, "with --pin: re-point NAME when it names another reference (exit 1 without it)")
 	return c
 }
