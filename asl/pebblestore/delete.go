@@ -39,7 +39,7 @@ func tombPositions(v []byte) ([]uint64, error) {
 // tombstoned reports whether the pack record of ref at (pack, offset) was
 // deleted.
 func (s *Store) tombstoned(ref asl.Reference, pack, offset uint64) (bool, error) {
-	v, closer, err := dbGet(s.db, tombKey(ref))
+	v, closer, err := readerGet(s.metaReader(), tombKey(ref))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return false, nil
 	}
@@ -150,6 +150,7 @@ func (s *Store) delete(ctx context.Context, refs []asl.Reference) (deleted []boo
 	b := s.db.NewBatch()
 	defer b.Close()
 	deleted = make([]bool, len(refs))
+	var tombs []metaRec
 	seen := map[asl.Reference]bool{}
 	for i, ref := range refs {
 		if seen[ref] {
@@ -184,11 +185,26 @@ func (s *Store) delete(ctx context.Context, refs []asl.Reference) (deleted []boo
 			if err := s.addTomb(b, ref, rec.Pack, rec.Offset); err != nil {
 				return nil, fmt.Errorf("delete %s: %w", ref, err)
 			}
+			tombs = append(tombs, metaRec{Kind: metaTomb, Ref: ref.Bytes(), Pack: rec.Pack, Offset: rec.Offset})
 		case rec.chunked():
 			b.DeleteRange(appendChunkKey(nil, rec.Blob, 0), appendChunkKey(nil, rec.Blob+1, 0), nil)
 		}
 	}
 	if b.Empty() {
+		return deleted, nil
+	}
+	if len(tombs) > 0 {
+		// The tombstones are store metadata: in the journal first (SPECS.md
+		// §6.4, "Metadata journal"); replaying one deletes the index record
+		// too, so a crash before the commit below deletes as well.
+		s.meta.mu.Lock()
+		defer s.meta.mu.Unlock()
+		if err := s.journalAppend(tombs); err != nil {
+			return nil, fmt.Errorf("delete: %w", err)
+		}
+		if err := s.commitMeta(b, true); err != nil {
+			return nil, fmt.Errorf("delete: %w", err)
+		}
 		return deleted, nil
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
@@ -246,54 +262,38 @@ func CheckPinName(name string) error {
 // Pin names ref as a root (SPECS.md §19.8). A name that names another
 // reference is re-pointed only with opts.Force (asl.ErrPinExists
 // otherwise). The artifact must be stored (ErrNotFound otherwise). Durable
-// when Pin returns.
+// when Pin returns: the change is a record of the metadata journal
+// (synced), with its place in the pin history (PinLog), and then in
+// Pebble's copy. No garbage collection runs between the check that ref is
+// stored and the pin.
 func (s *Store) Pin(ctx context.Context, name string, ref asl.Reference, opts asl.PinOptions) error {
 	if err := CheckPinName(name); err != nil {
 		return err
-	}
-	if _, err := s.Stat(ctx, ref); err != nil {
-		return fmt.Errorf("pin %s: %w", name, err)
 	}
 	if err := s.acquireWrite(); err != nil {
 		return fmt.Errorf("pin %s: %w", name, err)
 	}
 	defer s.release()
-	old, found, err := s.LookupIndex(ctx, PinSpace, []byte(name))
-	if err != nil {
-		return fmt.Errorf("pin %s: %w", name, err)
-	}
-	if found && !opts.Force && string(old) != string(ref.Bytes()) {
-		return fmt.Errorf("pin %s: names %x already (re-point it with --force): %w", name, old, asl.ErrPinExists)
-	}
-	b := s.db.NewBatch()
-	defer b.Close()
-	_ = b.Set(indexEntryKey(nil, PinSpace, []byte(name)), ref.Bytes(), nil)
-	if err := b.Commit(pebble.Sync); err != nil {
-		return s.space.check(fmt.Errorf("pin %s: %w", name, ioErr(err)))
-	}
-	return nil
+	s.meta.hold.RLock()
+	defer s.meta.hold.RUnlock()
+	return s.pinHeld(ctx, name, ref, opts)
 }
 
-// Unpin removes the pin name and reports whether it existed.
+// Unpin removes the pin name and reports whether it existed; the removal
+// is in the pin history.
 func (s *Store) Unpin(ctx context.Context, name string) (bool, error) {
 	if err := CheckPinName(name); err != nil {
-		return false, err
-	}
-	_, found, err := s.LookupIndex(ctx, PinSpace, []byte(name))
-	if err != nil || !found {
 		return false, err
 	}
 	if err := s.acquireWrite(); err != nil {
 		return false, fmt.Errorf("unpin %s: %w", name, err)
 	}
 	defer s.release()
-	b := s.db.NewBatch()
-	defer b.Close()
-	b.Delete(indexEntryKey(nil, PinSpace, []byte(name)), nil)
-	if err := b.Commit(pebble.Sync); err != nil {
-		return false, s.space.check(fmt.Errorf("unpin %s: %w", name, ioErr(err)))
+	changed, err := s.setPin(ctx, name, asl.Reference{}, true)
+	if err != nil {
+		return false, s.space.check(fmt.Errorf("unpin %s: %w", name, err))
 	}
-	return true, nil
+	return changed, nil
 }
 
 // Pin is one named root.
@@ -330,6 +330,16 @@ func (s *Store) DeleteIndex(ctx context.Context, space string, keys [][]byte) er
 		return fmt.Errorf("delete index entries: %w", err)
 	}
 	defer s.release()
+	if metaSpaces[space] {
+		entries := make([]asl.IndexEntry, len(keys))
+		for i, k := range keys {
+			entries[i] = asl.IndexEntry{Space: space, Key: k}
+		}
+		if err := s.writeMetaEntries(entries, true); err != nil {
+			return s.space.check(fmt.Errorf("delete index entries of %s: %w", space, err))
+		}
+		return nil
+	}
 	b := s.db.NewBatch()
 	defer b.Close()
 	for _, k := range keys {

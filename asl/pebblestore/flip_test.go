@@ -63,6 +63,8 @@ func flipKind(path string) string {
 		return "blob"
 	case strings.HasSuffix(base, packSuffix):
 		return "pack"
+	case base == journalName:
+		return "journal"
 	case strings.HasPrefix(base, "marker."):
 		return "marker"
 	}

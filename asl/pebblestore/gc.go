@@ -163,6 +163,10 @@ func (s *Store) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 	// compaction, and everything put while a collection runs is written
 	// after it and survives. Reads go on, recorded and gated per batch by
 	// gcReadMu (lockGC).
+	// No collection starts between a put and its pin (PutThenPin, Pin,
+	// PutIndexed with run log records): they hold meta.hold for reading.
+	s.meta.hold.Lock()
+	defer s.meta.hold.Unlock()
 	s.gcMu.Lock()
 	defer s.gcMu.Unlock()
 
@@ -381,6 +385,7 @@ func (s *Store) trim(ctx context.Context, rule TrimRule, gone map[asl.Reference]
 	b := s.db.NewBatch()
 	defer b.Close()
 	n := 0
+	var trimmed []asl.IndexEntry // of a metadata space: journaled (SPECS.md §6.4)
 	for _, k := range stale {
 		key := indexEntryKey(nil, rule.Space, k)
 		v, closer, err := dbGet(s.db, key)
@@ -397,11 +402,15 @@ func (s *Store) trim(ctx context.Context, rule TrimRule, gone map[asl.Reference]
 		}
 		if d {
 			b.Delete(key, nil)
+			trimmed = append(trimmed, asl.IndexEntry{Space: rule.Space, Key: k})
 			n++
 		}
 	}
 	if b.Empty() {
 		return 0, nil
+	}
+	if metaSpaces[rule.Space] {
+		return n, s.writeMetaEntries(trimmed, true)
 	}
 	return n, ioErr(b.Commit(pebble.Sync))
 }

@@ -3,6 +3,7 @@ package pebblestore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -55,7 +56,27 @@ func (s *Store) PutIndexed(ctx context.Context, id asl.HashID, arts []asl.Artifa
 			return nil, err
 		}
 	}
-	return s.putBatch(ctx, id, arts, &indexExtra{entries: entries})
+	derived, meta := splitMeta(entries)
+	if len(meta) == 0 {
+		return s.putBatch(ctx, id, arts, &indexExtra{entries: derived})
+	}
+	// Entries of metadata spaces (the run log, the cache salt) go to the
+	// journal once the artifacts are durable (SPECS.md §6.4, "Metadata
+	// journal"), with no collection in between.
+	if err := s.acquireWrite(); err != nil {
+		return nil, fmt.Errorf("put batch: %w", err)
+	}
+	defer s.release()
+	s.meta.hold.RLock()
+	defer s.meta.hold.RUnlock()
+	refs, err := s.putBatch(ctx, id, arts, &indexExtra{entries: derived})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.writeMetaEntries(meta, false); err != nil {
+		return nil, fmt.Errorf("put batch: index entries: %w", s.space.check(err))
+	}
+	return refs, nil
 }
 
 // LookupIndex implements asl.Indexer.
@@ -70,8 +91,8 @@ func (s *Store) LookupIndex(ctx context.Context, space string, key []byte) ([]by
 		return nil, false, err
 	}
 	defer s.release()
-	v, closer, err := dbGet(s.db, indexEntryKey(nil, space, key))
-	if err == pebble.ErrNotFound {
+	v, closer, err := readerGet(s.metaReader(), indexEntryKey(nil, space, key))
+	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
 	}
 	if err != nil {
@@ -105,7 +126,7 @@ func (s *Store) ScanIndexAfter(ctx context.Context, space string, prefix, after 
 			lower = from
 		}
 	}
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := s.metaReader().NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return ioErr(err)
 	}

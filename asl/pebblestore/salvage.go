@@ -28,6 +28,11 @@ type SalvageReport struct {
 	Artifacts, Bytes, FromPacks int64
 	// Entries counts the index entries (SPECS.md §6.5) copied.
 	Entries int64
+	// MetaRecords counts the records of the metadata journal (pins and
+	// their history, the run log, the cache salt; SPECS.md §6.4) replayed
+	// into the new store. Tombstones are not copied (they name the old
+	// packs): they keep the artifacts they deleted out of the new store.
+	MetaRecords int64
 	// Lost lists the artifacts the damaged store names (in a pack record's
 	// head or an index record) that could not be read and verified, in
 	// ascending ReferenceBytes order.
@@ -124,9 +129,14 @@ func Salvage(ctx context.Context, from, to string, opts *Options, progress func(
 		return rep, fmt.Errorf("salvage into %s: %w", to, err)
 	}
 	sv := &salvager{ctx: ctx, old: old, ns: ns, rep: &rep, progress: progress, lost: map[asl.Reference]error{}}
+	sv.readJournal(db)
 	err = sv.packs()
 	if err == nil && db != nil {
 		err = sv.index()
+	}
+	if err == nil {
+		err = sv.journal()
+		rep.MetaRecords = int64(sv.meta.records)
 	}
 	if err == nil && db != nil {
 		err = sv.entries()
@@ -220,6 +230,7 @@ type salvager struct {
 	rep      *SalvageReport
 	progress func(SalvageProgress)
 	lost     map[asl.Reference]error // named but not copied (yet)
+	meta     *salvageMeta            // the old store's journal (salvage_meta.go)
 
 	batch      map[asl.HashID][]salvaged // whole artifacts to put, by hash
 	inBatch    map[asl.Reference]bool
@@ -370,6 +381,11 @@ func (sv *salvager) pack(id, size uint64) error {
 			p = q
 			continue
 		}
+		if (sc.kind == recordSingle || sc.kind == recordLarge) && sv.deleted(id, sc.rec) {
+			// Deleted (a tombstone lists it): not salvaged back.
+			p = sc.next
+			continue
+		}
 		switch sc.kind {
 		case recordSingle:
 			if err := sv.add(sc.ref, asl.Artifact{Bytes: sc.data, HasTag: sc.rec.Tag != nil, Tag: sc.rec.header().Tag}); err != nil {
@@ -435,6 +451,9 @@ func (sv *salvager) index() error {
 		if has, err := sv.ns.anyStoredRefs([]asl.Reference{ref}); err != nil || has {
 			return err
 		}
+		if rec, _, err := decodeIndexHead(v); err == nil && rec.packed() && sv.deleted(rec.Pack, rec) {
+			return nil // deleted; the index record outlived its tombstone's commit
+		}
 		if !ref.Known() {
 			sv.lost[ref] = fmt.Errorf("hash id 0x%04x: %w", uint16(ref.HashID()), asl.ErrUnsupported)
 			return nil
@@ -494,6 +513,9 @@ func (sv *salvager) entries() error {
 		if !ok || len(space) == 0 {
 			sv.rep.Damage = append(sv.rep.Damage, damaged("index entry key %x", k))
 			return nil
+		}
+		if sv.skipEntry(string(space)) {
+			return nil // the journal gave it
 		}
 		batch = append(batch, asl.IndexEntry{Space: string(space), Key: bytes.Clone(key), Value: bytes.Clone(v)})
 		if len(batch) >= salvageBatch {

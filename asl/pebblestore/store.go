@@ -164,6 +164,7 @@ type Store struct {
 	roIndex  *pebble.Batch // read-only: index records of pack records found by Open, for Enumerate
 	lock     *pebble.Lock  // the store's lock (writable stores)
 	space    *spaceGuard   // out-of-space handling (writable stores)
+	meta     *metaState    // the metadata journal (meta.go)
 }
 
 var _ asl.Store = (*Store)(nil)
@@ -545,6 +546,7 @@ func start(db *pebble.DB, dir string, s settings, lock *pebble.Lock, g *spaceGua
 		if st.roIndex != nil {
 			st.roIndex.Close()
 		}
+		_ = st.closeMeta()
 		db.Close()
 		if lock != nil {
 			lock.Close()
@@ -561,6 +563,10 @@ func start(db *pebble.DB, dir string, s settings, lock *pebble.Lock, g *spaceGua
 	}
 	var err error
 	if st.packs, err = openPacks(s.fs, dir, s.readOnly); err != nil {
+		return fail(err)
+	}
+	// The journal first: its tombstones keep deleted copies deleted.
+	if err := st.openMeta(); err != nil {
 		return fail(err)
 	}
 	pending, err := st.recoverPacks(s.fullRescan)
@@ -707,6 +713,9 @@ func (s *Store) Close() error {
 	}
 	if s.roIndex != nil {
 		_ = s.roIndex.Close()
+	}
+	if merr := s.closeMeta(); err == nil {
+		err = merr
 	}
 	if cerr := s.db.Close(); err == nil {
 		err = cerr

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/bundle"
+	"github.com/amduat/amduat/asl/pebblestore"
 	"github.com/amduat/amduat/closure"
 )
 
@@ -194,6 +196,7 @@ type importFile struct {
 	Artifacts uint64          `json:"artifacts"`
 	Bytes     uint64          `json:"bytes"`
 	Roots     []asl.Reference `json:"roots"`
+	Pins      []asl.Pin       `json:"pins,omitempty"` // import --pin
 }
 
 type importResult struct {
@@ -201,7 +204,11 @@ type importResult struct {
 }
 
 func newImportCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var (
+		pinName  string // import --pin (pinlog.go)
+		pinForce bool
+	)
+	c := &cobra.Command{
 		Use:   "import FILE...",
 		Short: "Store the artifacts of bundle files, verifying every reference",
 		Long: `Read each bundle FILE (BUNDLE/1, SPECS.md §19; "-" for standard input) and
@@ -214,9 +221,26 @@ the artifacts before it, all verified, stay stored. An unregistered hash or
 bundle version is exit 5.
 
 Text per FILE: "imported N artifacts (B bytes) from FILE, R roots", then
-"root REF" per root when there are at most 10 (--json lists them all). JSON: {"files": [{"input", "artifacts", "bytes", "roots"}]}.`,
+"root REF" per root when there are at most 10 (--json lists them all). JSON: {"files": [{"input", "artifacts", "bytes", "roots"}]}.
+
+--pin NAME (one FILE) pins the bundle's root as NAME in the same step as
+the import: no garbage collection runs between them. A bundle of several
+roots pins them as NAME/1 .. NAME/k in the bundle's order; a bundle without
+roots pins nothing and exits 1 (its artifacts stay stored). Re-pointing a
+NAME that names another reference needs --force (exit 1 without it). JSON
+adds "pins": [{"name", "ref"}] to the file.`,
+		Example: `  amduat import backup.bundle
+  amduat import --pin photos photos.bundle`,
 		Args: minArgs(1),
 		RunE: func(c *cobra.Command, args []string) (err error) {
+			if pinName != "" {
+				if len(args) != 1 {
+					return usagef("--pin takes one FILE, got %d", len(args))
+				}
+				if err := pebblestore.CheckPinName(pinName); err != nil {
+					return usageErr(err)
+				}
+			}
 			s, err := a.openStore()
 			if err != nil {
 				return err
@@ -243,20 +267,41 @@ Text per FILE: "imported N artifacts (B bytes) from FILE, R roots", then
 					// edges are then found by scanning.
 					opt.IndexEntries = closure.IndexEntries
 				}
-				st, err := bundle.Import(c.Context(), s, r, opt)
+				var st bundle.ImportStats
+				var pins []asl.Pin
+				if pinName == "" {
+					st, err = bundle.Import(c.Context(), s, r, opt)
+				} else {
+					pins, err = putThenPin(c.Context(), s, pinForce, func(ctx context.Context) ([]asl.Pin, error) {
+						if st, err = bundle.Import(ctx, s, r, opt); err != nil {
+							return nil, err
+						}
+						if len(st.Roots) == 0 {
+							return nil, fail(exitNegative, in, errors.New("the bundle has no roots: nothing pinned (its artifacts are stored)"))
+						}
+						return importPins(pinName, st.Roots), nil
+					})
+				}
 				if err != nil {
+					var ce *cliError
+					if errors.As(err, &ce) {
+						return err
+					}
 					if st.Stored > 0 {
 						err = fmt.Errorf("%w (%d artifacts before it were verified and stored)", err, st.Stored)
 					}
 					return failAuto(in, err)
 				}
 				pr.done()
-				res.Files = append(res.Files, importFile{Input: in, Artifacts: st.Stored, Bytes: st.Bytes, Roots: append([]asl.Reference{}, st.Roots...)})
+				res.Files = append(res.Files, importFile{Input: in, Artifacts: st.Stored, Bytes: st.Bytes, Roots: append([]asl.Reference{}, st.Roots...), Pins: pins})
 				a.printf("imported %d artifacts (%d bytes) from %s, %d roots\n", st.Stored, st.Bytes, in, len(st.Roots))
 				if len(st.Roots) <= maxRootLines {
 					for _, r := range st.Roots {
 						a.printf("root %s\n", r)
 					}
+				}
+				for _, p := range pins {
+					a.printf("pinned %s %s\n", p.Name, p.Ref)
 				}
 			}
 			if a.jsonOut {
@@ -265,6 +310,9 @@ Text per FILE: "imported N artifacts (B bytes) from FILE, R roots", then
 			return nil
 		},
 	}
+	c.Flags().StringVar(&pinName, "pin", "", "pin the bundle's root as NAME (NAME/1.. for several) in the same step")
+	c.Flags().BoolVar(&pinForce, "force", false, "with --pin: re-point NAME when it names another reference (exit 1 without it)")
+	return c
 }
 
 // getBatch is get --stdin: the artifacts named on standard input, one

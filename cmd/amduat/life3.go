@@ -57,7 +57,7 @@ func (a *app) openEmbedded(what string, readOnly bool) (*pebblestore.Store, erro
 
 func newPinCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
-		Use:   "pin add NAME REF | pin ls | pin rm NAME...",
+		Use:   "pin add NAME REF | pin ls | pin rm NAME... | pin log [NAME]",
 		Short: "Name roots that garbage collection and rm keep",
 		Long: `Pins are named roots (SPECS.md §19.8): gc keeps everything a pin reaches
 (SPECS.md §19.6), and rm refuses to delete it without --force.
@@ -67,12 +67,13 @@ func newPinCmd(a *app) *cobra.Command {
                      (exit 1 without it)
   pin ls             lists the pins, "NAME REF" in name order
   pin rm NAME...     removes pins (a NAME that is not a pin: exit 3)
+  pin log [NAME]     the history of NAME (of every pin), newest first
 
 Against a server (--store http://…) the server keeps the pins of its store
 (a token with the admin scope; SPECS.md §18.10); the output is the same.`,
 		Args: minArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			return usagef("unknown pin subcommand %q (add, ls, rm)", args[0])
+			return usagef("unknown pin subcommand %q (add, ls, rm, log)", args[0])
 		},
 	}
 	var force bool
@@ -111,6 +112,7 @@ Against a server (--store http://…) the server keeps the pins of its store
 	}
 	add.Flags().BoolVar(&force, "force", false, "re-point NAME when it already names another reference (exit 1 without it)")
 	c.AddCommand(add)
+	c.AddCommand(newPinLogCmd(a)) // pinlog.go
 	c.AddCommand(&cobra.Command{
 		Use:   "ls",
 		Short: "List the pins",
@@ -152,7 +154,7 @@ Against a server (--store http://…) the server keeps the pins of its store
 			var missing []string
 			removed := []string{}
 			for _, name := range args {
-				ok, err := s.Unpin(c.Context(), name)
+				ok, err := s.Unpin(asl.WithActor(c.Context(), "local"), name)
 				if err != nil {
 					return failAuto(name, err)
 				}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/pebblestore"
 )
 
 func init() { addCommand(newPutCmd) }
@@ -282,6 +283,7 @@ type putResult struct {
 	Hash      string     `json:"hash"`
 	Artifacts []putItem  `json:"artifacts"`
 	Trees     []treeItem `json:"trees,omitempty"` // put -r: one per DIR
+	Pin       *asl.Pin   `json:"pin,omitempty"`   // put --pin
 }
 
 func newPutCmd(a *app) *cobra.Command {
@@ -290,6 +292,8 @@ func newPutCmd(a *app) *cobra.Command {
 		hashName                    string
 		names, recursive, stdinList bool
 		excludes, excludeFrom       []string
+		pinName                     string // put --pin (pinlog.go)
+		pinForce                    bool
 	)
 	c := &cobra.Command{
 		Use:   "put [--type-tag N] [--hash sha256|blake3] [--names] [-r [--exclude PATTERN]... [--exclude-from FILE]] [FILE|DIR...] | --stdin-paths",
@@ -322,11 +326,19 @@ reference). The DIR's tree reference is printed last ("REF DIR" with
 matching gitignore patterns, relative to DIR (e.g. '*.o', 'build/',
 '/TODO', 'docs/**/*.tmp', '!keep.o'); an excluded directory is not read.
 "amduat get -r TREE -o DIR" restores it, "amduat ls TREE", "amduat diff"
-and TREE:path read it.`,
+and TREE:path read it.
+
+--pin NAME pins the artifact of one FILE (or of standard input) as NAME
+(SPECS.md §19.8) in the same step: no garbage collection runs between the
+put and the pin, and the reference is printed once both are durable.
+Re-pointing a NAME that names another reference needs --force (exit 1
+without it; the artifact stays stored). --json adds "pin": {"name", "ref"}.`,
 		Example: `  amduat put notes.txt photo.jpg
   printf hello | amduat put
   amduat put --type-tag 0x101 --hash blake3 program.bin
-  amduat put -r --exclude '*.o' --exclude .git/ src | tail -n 1   # the tree`,
+  amduat put -r --exclude '*.o' --exclude .git/ src | tail -n 1   # the tree
+  amduat put --pin notes notes.txt
+  amduat put -r --pin backup/home ~/notes`,
 		RunE: func(c *cobra.Command, args []string) (err error) {
 			if stdinList && len(args) > 0 {
 				return usagef("--stdin-paths takes no arguments, got %d", len(args))
@@ -358,6 +370,14 @@ and TREE:path read it.`,
 					if err := x.addFile(f); err != nil {
 						return fail(exitUsage, f, unwrapPathError(err))
 					}
+				}
+			}
+			if pinName != "" {
+				if len(args) != 1 || recursive || stdinList {
+					return usagef("--pin takes one FILE or standard input")
+				}
+				if err := pebblestore.CheckPinName(pinName); err != nil {
+					return usageErr(err)
 				}
 			}
 			s, err := a.openStore()
@@ -393,6 +413,35 @@ and TREE:path read it.`,
 					return nil
 				}}
 			ctx := c.Context()
+			if pinName != "" {
+				// The artifact and its pin in one step; the reference is
+				// printed once both are durable.
+				var items []putItem
+				emit := p.emit
+				p.emit = func(it putItem) error { items = append(items, it); return nil }
+				pins, err := putThenPin(ctx, s, pinForce, func(ctx context.Context) ([]asl.Pin, error) {
+					if err := p.add(ctx, args[0]); err != nil {
+						return nil, err
+					}
+					if err := p.flush(ctx); err != nil {
+						return nil, err
+					}
+					return []asl.Pin{{Name: pinName, Ref: items[len(items)-1].Ref}}, nil
+				})
+				if err != nil {
+					return err
+				}
+				for _, it := range items {
+					if err := emit(it); err != nil {
+						return err
+					}
+				}
+				if a.jsonOut {
+					res.Pin = &pins[0]
+					return a.printJSON(res)
+				}
+				return nil
+			}
 			if stdinList {
 				err := eachLine(a.stdin, func(path string) error {
 					if err := ctx.Err(); err != nil {
@@ -449,5 +498,7 @@ and TREE:path read it.`,
 	c.Flags().StringArrayVar(&excludes, "exclude", nil, "with -r: leave out paths matching this gitignore pattern (repeatable)")
 	c.Flags().StringArrayVar(&excludeFrom, "exclude-from", nil, "with -r: read gitignore patterns from FILE (repeatable)")
 	c.Flags().BoolVar(&stdinList, "stdin-paths", false, "read the file names from standard input, one per line")
+	c.Flags().StringVar(&pinName, "pin", "", "pin the artifact as NAME in the same step (one FILE or standard input)")
+	c.Flags().BoolVar(&pinForce, "force", false, "with --pin: re-point NAME when it names another reference (exit 1 without it)")
 	return c
 }
