@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -328,9 +329,11 @@ matching gitignore patterns, relative to DIR (e.g. '*.o', 'build/',
 "amduat get -r TREE -o DIR" restores it, "amduat ls TREE", "amduat diff"
 and TREE:path read it.
 
---pin NAME pins the artifact of one FILE (or of standard input) as NAME
-(SPECS.md §19.8) in the same step: no garbage collection runs between the
-put and the pin, and the reference is printed once both are durable.
+--pin NAME pins what is put as NAME (SPECS.md §19.8) in the same step: no
+garbage collection runs between the put and the pin, and nothing is printed
+before both are durable. One FILE (or standard input) pins its artifact,
+one DIR with -r its tree; several FILEs and DIRs become one tree holding
+each under its base name (printed last), which is pinned.
 Re-pointing a NAME that names another reference needs --force (exit 1
 without it; the artifact stays stored). --json adds "pin": {"name", "ref"}.`,
 		Example: `  amduat put notes.txt photo.jpg
@@ -373,8 +376,8 @@ without it; the artifact stays stored). --json adds "pin": {"name", "ref"}.`,
 				}
 			}
 			if pinName != "" {
-				if len(args) != 1 || recursive || stdinList {
-					return usagef("--pin takes one FILE or standard input")
+				if stdinList || len(args) > 1 && dashes > 0 {
+					return usagef("--pin takes FILEs and DIRs (with -r) or standard input alone, not --stdin-paths")
 				}
 				if err := pebblestore.CheckPinName(pinName); err != nil {
 					return usageErr(err)
@@ -395,17 +398,25 @@ without it; the artifact stays stored). --json adds "pin": {"name", "ref"}.`,
 			}
 			alg, _ := asl.LookupHash(id)
 			res := putResult{Hash: alg.Short, Artifacts: []putItem{}}
+			// With --pin, what put prints waits until the pin is durable.
+			var stdout io.Writer = a.stdout
+			var held bytes.Buffer
+			if pinName != "" {
+				stdout = &held
+			}
+			pinTop := newPinTops(args, recursive)
 			p := &putter{store: s, hash: id, hasTag: tag.set, tag: tag.tag, stdin: a.stdin,
 				emit: func(it putItem) error {
+					pinTop.file(it)
 					if a.jsonOut {
 						res.Artifacts = append(res.Artifacts, it)
 						return nil
 					}
 					var err error
 					if names {
-						_, err = fmt.Fprintf(a.stdout, "%s %s\n", it.Ref, it.Source)
+						_, err = fmt.Fprintf(stdout, "%s %s\n", it.Ref, it.Source)
 					} else {
-						_, err = fmt.Fprintln(a.stdout, it.Ref)
+						_, err = fmt.Fprintln(stdout, it.Ref)
 					}
 					if err != nil {
 						return fail(exitIO, "stdout", err)
@@ -413,80 +424,92 @@ without it; the artifact stays stored). --json adds "pin": {"name", "ref"}.`,
 					return nil
 				}}
 			ctx := c.Context()
-			if pinName != "" {
-				// The artifact and its pin in one step; the reference is
-				// printed once both are durable.
-				var items []putItem
-				emit := p.emit
-				p.emit = func(it putItem) error { items = append(items, it); return nil }
-				pins, err := putThenPin(ctx, s, pinForce, func(ctx context.Context) ([]asl.Pin, error) {
-					if err := p.add(ctx, args[0]); err != nil {
-						return nil, err
-					}
-					if err := p.flush(ctx); err != nil {
-						return nil, err
-					}
-					return []asl.Pin{{Name: pinName, Ref: items[len(items)-1].Ref}}, nil
-				})
-				if err != nil {
-					return err
-				}
-				for _, it := range items {
-					if err := emit(it); err != nil {
+			putAll := func(ctx context.Context) error {
+				if stdinList {
+					err := eachLine(a.stdin, func(path string) error {
+						if err := ctx.Err(); err != nil {
+							return err
+						}
+						return p.add(ctx, path)
+					})
+					if err != nil {
 						return err
 					}
 				}
+				for _, src := range args {
+					if recursive && src != "-" {
+						it, ok, err := p.putTree(ctx, src, x)
+						if err != nil {
+							return err
+						}
+						if ok {
+							if err := pinTop.tree(ctx, s, src, it.Ref); err != nil {
+								return err
+							}
+						}
+						if it.Skipped > 0 {
+							a.warnf("", fmt.Errorf("%s: skipped %s (FIFO, socket or device: no content to store)", src, plural(it.Skipped, "special file")))
+						}
+						if !ok {
+							continue
+						}
+						if a.jsonOut {
+							res.Trees = append(res.Trees, it)
+							continue
+						}
+						line := it.Ref.String() + "\n"
+						if names {
+							line = it.Ref.String() + " " + it.Source + "\n"
+						}
+						if _, err := io.WriteString(stdout, line); err != nil {
+							return fail(exitIO, "stdout", err)
+						}
+						continue
+					}
+					if err := p.add(ctx, src); err != nil {
+						return err
+					}
+				}
+				return p.flush(ctx)
+			}
+			if pinName == "" {
+				if err := putAll(ctx); err != nil {
+					return err
+				}
 				if a.jsonOut {
-					res.Pin = &pins[0]
 					return a.printJSON(res)
 				}
 				return nil
 			}
-			if stdinList {
-				err := eachLine(a.stdin, func(path string) error {
-					if err := ctx.Err(); err != nil {
-						return err
-					}
-					return p.add(ctx, path)
-				})
+			// The artifacts, the trees and the pin in one step: nothing is
+			// garbage in between, and nothing is printed before the pin is
+			// durable (SPECS.md §16.3).
+			var made *asl.Reference
+			pins, err := putThenPin(ctx, s, pinForce, func(ctx context.Context) ([]asl.Pin, error) {
+				if err := putAll(ctx); err != nil {
+					return nil, err
+				}
+				ref, top, err := pinTop.target(ctx, s, id)
 				if err != nil {
-					return err
+					return nil, err
 				}
-			}
-			for _, src := range args {
-				if recursive && src != "-" {
-					it, ok, err := p.putTree(ctx, src, x)
-					if err != nil {
-						return err
-					}
-					if it.Skipped > 0 {
-						a.warnf("", fmt.Errorf("%s: skipped %s (FIFO, socket or device: no content to store)", src, plural(it.Skipped, "special file")))
-					}
-					if !ok {
-						continue
-					}
-					if a.jsonOut {
-						res.Trees = append(res.Trees, it)
-						continue
-					}
-					line := it.Ref.String() + "\n"
-					if names {
-						line = it.Ref.String() + " " + it.Source + "\n"
-					}
-					if _, err := io.WriteString(a.stdout, line); err != nil {
-						return fail(exitIO, "stdout", err)
-					}
-					continue
+				if top {
+					made = &ref
 				}
-				if err := p.add(ctx, src); err != nil {
-					return err
-				}
-			}
-			if err := p.flush(ctx); err != nil {
+				return []asl.Pin{{Name: pinName, Ref: ref}}, nil
+			})
+			if err != nil {
 				return err
 			}
+			if made != nil && !a.jsonOut {
+				fmt.Fprintln(&held, made)
+			}
 			if a.jsonOut {
+				res.Pin = &pins[0]
 				return a.printJSON(res)
+			}
+			if _, err := a.stdout.Write(held.Bytes()); err != nil {
+				return fail(exitIO, "stdout", err)
 			}
 			return nil
 		},
@@ -498,7 +521,7 @@ without it; the artifact stays stored). --json adds "pin": {"name", "ref"}.`,
 	c.Flags().StringArrayVar(&excludes, "exclude", nil, "with -r: leave out paths matching this gitignore pattern (repeatable)")
 	c.Flags().StringArrayVar(&excludeFrom, "exclude-from", nil, "with -r: read gitignore patterns from FILE (repeatable)")
 	c.Flags().BoolVar(&stdinList, "stdin-paths", false, "read the file names from standard input, one per line")
-	c.Flags().StringVar(&pinName, "pin", "", "pin the artifact as NAME in the same step (one FILE or standard input)")
+	c.Flags().StringVar(&pinName, "pin", "", "pin what is put as NAME in the same step: one FILE's artifact, one DIR's tree (-r), or a tree holding every FILE and DIR given")
 	c.Flags().BoolVar(&pinForce, "force", false, "with --pin: re-point NAME when it names another reference (exit 1 without it)")
 	return c
 }
