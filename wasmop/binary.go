@@ -153,8 +153,11 @@ type decoded struct {
 	tableMin  uint64   // largest table minimum
 	tableMins []uint32 // minimum of each table
 	numTables uint32   // tables defined
-	// tableMaxTotal is the sum of the tables' effective maxima (elements).
-	tableMaxTotal uint64
+	// tableMaxTotal is the sum of the tables' effective maxima (elements);
+	// tableMinTotal the sum of their minima; tableGrows reports a
+	// table.grow anywhere in the code (else no table outgrows its minimum).
+	tableMaxTotal, tableMinTotal uint64
+	tableGrows                   bool
 	// blockTypes maps the results of a multi-value function type to the
 	// index of a type () -> results (the block type of its body's wrapper).
 	blockTypes map[string]uint32
@@ -670,12 +673,23 @@ func (d *decoded) tableSection(r *reader) ([]byte, error) {
 		d.tableMins = append(d.tableMins, lo)
 		eff := clampMax(lo, hi, hasHi, limit)
 		d.tableMaxTotal += uint64(eff)
+		d.tableMinTotal += uint64(lo)
 		out = appendLimits(append(out, t), lo, eff)
 	}
 	if r.off != len(r.b) {
 		return nil, r.fail("%d trailing bytes", len(r.b)-r.off)
 	}
 	return out, nil
+}
+
+// tableReserve is the table elements a call reserves in the memory budget
+// (SPECS.md §20.8): the effective maxima when the code can grow a table,
+// else the minima (which no other instruction changes).
+func (d *decoded) tableReserve() uint64 {
+	if d.tableGrows {
+		return d.tableMaxTotal
+	}
+	return d.tableMinTotal
 }
 
 // tableLimit is the largest effective maximum of each table: the tables
@@ -863,6 +877,9 @@ func (d *decoded) rewriteBody(out, body []byte, numParams uint32, results []byte
 	if err != nil {
 		return nil, err
 	}
+	if growsTable(code) {
+		d.tableGrows = true
+	}
 	d.nanSites += sites
 	groupsLen := len(appendU32(nil, groups))
 	if sites == 0 {
@@ -1001,6 +1018,26 @@ func appendSection(out []byte, id byte, body []byte) []byte {
 	out = append(out, id)
 	out = appendU32(out, uint32(len(body)))
 	return append(out, body...)
+}
+
+// growsTable reports whether the (valid) expression code holds a
+// table.grow instruction (0xFC 15).
+func growsTable(code []byte) bool {
+	r := &reader{b: code}
+	depth := 0
+	for depth >= 0 {
+		op, err := r.byte1()
+		if err != nil {
+			return false
+		}
+		if op == 0xFC && r.off < len(r.b) && r.b[r.off] == 15 {
+			return true
+		}
+		if skipImmediates(r, op, &depth) != nil {
+			return false
+		}
+	}
+	return false
 }
 
 // walkCode decodes the expression code (ending with the end of the

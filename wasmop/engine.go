@@ -54,7 +54,8 @@ type Options struct {
 	// MemoryBudget, when above 0, bounds the bytes the engine's calls in
 	// progress hold together (SPECS.md §20.8): each call's linear memory
 	// (its current size), its tables (8 bytes an element of their
-	// effective maxima, from the instance's creation) and its output
+	// effective maxima, or of their minima when the module has no
+	// table.grow, from the instance's creation) and its output
 	// buffers (their capacity). Every such allocation is reserved before
 	// it is made; one the budget cannot hold ends the call operationally
 	// (ErrOperational and ErrMemoryBudget: no result). The CLI gives it
@@ -442,13 +443,14 @@ func (e *Engine) run(c opreg.Call) ([]asl.Artifact, *opreg.OpError) {
 	}
 	st := &callState{inputs: c.Inputs[1:], outputs: make([][]byte, p.Outputs), maxOut: p.MaxOutputBytes, hasMemory: ent.info.hasMemory, eng: e}
 	defer func() { e.unreserve(st.held) }()
-	// The tables' effective maxima and the memory's minimum are reserved
-	// before the instance is created.
+	// The tables (their effective maxima when the code has a table.grow,
+	// else their minima) and the memory's minimum are reserved before the
+	// instance is created.
 	var memMin uint64
 	if ent.info.hasMemory {
 		memMin = uint64(ent.info.memMin) * 65536
 	}
-	start := ent.info.tableMaxTotal*TableElementBytes + memMin
+	start := ent.info.tableReserve()*TableElementBytes + memMin
 	if err := e.reserve(start, 0, "creating the instance"); err != nil {
 		panic(err)
 	}

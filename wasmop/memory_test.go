@@ -1,6 +1,10 @@
 package wasmop
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/amduat/amduat/wasmop/testmod"
+)
 
 // TestLinearMemoryMoves: a memory growing beyond maxPooledMemory moves into
 // a mapped range with its contents, zeros after them, and later growths
@@ -28,5 +32,27 @@ func TestLinearMemoryMoves(t *testing.T) {
 	}
 	if st.memHeld != 3*maxPooledMemory {
 		t.Fatalf("reserved %d bytes for a memory of %d", st.memHeld, len(b))
+	}
+}
+
+// TestTableReserve: a module that can grow a table reserves its tables'
+// effective maxima, one that cannot their minima (SPECS.md §20.8).
+func TestTableReserve(t *testing.T) {
+	for _, tc := range []struct {
+		module string
+		want   uint64
+	}{
+		{"abi", 2},             // (table 2 funcref), no table.grow
+		{"hostile", 1 << 20},   // (table 0 funcref) and table.grow
+		{"tables64", 64 << 14}, // 64 tables of at most 16384
+		{"no_memory", 0},
+	} {
+		d, err := decodeModule(testmod.MustModule(tc.module), 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.tableReserve(); got != tc.want {
+			t.Errorf("%s: reserves %d table elements, want %d", tc.module, got, tc.want)
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -209,7 +210,7 @@ func TestGCWhileServing(t *testing.T) {
 	)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	for client := 0; client < 2; client++ {
 		wg.Add(1)
 		go func() {
@@ -267,6 +268,45 @@ func TestGCWhileServing(t *testing.T) {
 			}
 		}()
 	}
+	// A reader reads the output of the newest acknowledged run over and
+	// over: reads go on while gc runs, and never fail.
+	var (
+		collecting         atomic.Bool
+		reads, readsDuring atomic.Int64
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c := open()
+		defer c.Close()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			mu.Lock()
+			var d acked
+			if len(done) > 0 {
+				d = done[len(done)-1]
+			}
+			mu.Unlock()
+			if len(d.a) == 0 {
+				time.Sleep(time.Millisecond)
+				continue
+			}
+			during := collecting.Load()
+			got, err := asl.Get(ctx, c, d.run.OutputRefs[0], 0)
+			if err != nil || !bytes.Equal(got.Bytes, append(append([]byte{}, d.a...), d.b...)) {
+				errc <- fmt.Errorf("reading the output of an acknowledged run: %v", err)
+				return
+			}
+			reads.Add(1)
+			if during && collecting.Load() {
+				readsDuring.Add(1)
+			}
+		}
+	}()
 	count := func() int { mu.Lock(); defer mu.Unlock(); return len(done) }
 	// Collect while they work: each round starts once both clients made
 	// progress since the last.
@@ -286,7 +326,10 @@ func TestGCWhileServing(t *testing.T) {
 			}
 		}
 		var rep gcOut
-		looseJSON(t, c.must(0, "--store", srv.url, "--json", "gc").stdout, &rep)
+		collecting.Store(true)
+		out := c.must(0, "--store", srv.url, "--json", "gc").stdout
+		collecting.Store(false)
+		looseJSON(t, out, &rep)
 		deleted += rep.Deleted
 		kept += rep.KeptConcurrent
 	}
@@ -323,8 +366,8 @@ func TestGCWhileServing(t *testing.T) {
 	if err := admin.Enumerate(ctx, asl.Reference{}, func(asl.Info) error { stored++; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d gc rounds while 2 clients worked: %d runs acknowledged (%d pinned or reachable artifacts checked), %d lost; %d attempts retried; gc deleted %d artifacts, kept %d put or read while it ran; %d stored at the end",
-		rounds+1, len(done), checked, lost, retries, deleted, kept, stored)
+	t.Logf("%d gc rounds while 2 clients worked: %d runs acknowledged (%d pinned or reachable artifacts checked), %d lost; %d attempts retried; gc deleted %d artifacts, kept %d put or read while it ran; %d stored at the end; %d reads by a third client, %d of them while a gc command ran, 0 failed",
+		rounds+1, len(done), checked, lost, retries, deleted, kept, stored, reads.Load(), readsDuring.Load())
 	if lost > 0 {
 		t.Fatalf("%d acknowledged artifacts lost", lost)
 	}

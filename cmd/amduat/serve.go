@@ -149,7 +149,9 @@ DIR.`,
 				}
 				limits.RunMemoryBudget = memoryBudget(0) / uint64(runs)
 			}
-			ops, done, err := a.opRegistry(c.Context(), false)
+			// The WebAssembly calls of all runs share the machine's budget
+			// (SPECS.md §20.8).
+			ops, done, err := a.opRegistryBudget(c.Context(), false, memoryBudget(0))
 			if err != nil {
 				return err
 			}
