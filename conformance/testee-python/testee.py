@@ -4,7 +4,8 @@
 It speaks amduat-testee/1 on stdin/stdout: 4-byte big-endian length, then one
 JSON object.  It implements the ASL core (§3-§5: artifacts, references, the
 text form, EncodedRef, derivation under SHA-256 and BLAKE3-256), BUNDLE/1
-(§19) and the program codec (§9), written from SPECS.md alone.
+(§19), the program codec (§9) and TGK/1 edges (§17.1), written from SPECS.md
+alone.
 
     amduat conformance test -- python3 conformance/testee-python/testee.py
 """
@@ -383,6 +384,37 @@ def program_decode(b):
     return {"nodes": nodes, "roots": roots}
 
 
+# --- ENC/TGK1-EDGE/1 (§17.1) -------------------------------------------------
+
+def edge_encode(e):
+    out = bytearray(struct.pack(">I", e["edge_type"]))
+    for side in ("from", "to"):
+        out += struct.pack(">I", len(e[side]))
+        for ep in e[side]:
+            out += bytes([ep["role"]]) + encoded_ref(parse_text(ep["ref"]))
+    return bytes(out)
+
+
+def edge_decode(b):
+    r = Reader(b)
+    e = {"edge_type": r.u32("edge_type")}
+    for side in ("from", "to"):
+        start = r.off
+        n = r.count(side + ".count", 7)
+        if n == 0:
+            r.fail(side + ".count", start)
+        eps = []
+        for _ in range(n):
+            off = r.off
+            role = r.u8(side + ".role")
+            if not 1 <= role <= 6:
+                r.fail(side + ".role", off)
+            eps.append({"role": role, "ref": read_encoded_ref(r, side + ".ref").hex()})
+        e[side] = eps
+    r.done()
+    return e
+
+
 # --- Requests ---------------------------------------------------------------
 
 def hx(s):
@@ -433,6 +465,11 @@ def k_program_encode(i):
     return {"program_bytes": b.hex(), "reference": ref.hex()}
 
 
+def k_edge_encode(i):
+    b = edge_encode(i["edge"])
+    return {"edge_bytes": b.hex(), "reference": derive(SHA256, 0x00000201, b).hex()}
+
+
 KINDS = {
     "artifact_encode": lambda i: {"artifact_bytes": encode_artifact(i["type_tag"], hx(i["bytes"])).hex()},
     "artifact_decode": k_artifact_decode,
@@ -452,6 +489,8 @@ KINDS = {
     "bundle_decode": k_bundle_decode,
     "program_encode": k_program_encode,
     "program_decode": lambda i: {"program": program_decode(hx(i["program_bytes"]))},
+    "edge_encode": k_edge_encode,
+    "edge_decode": lambda i: {"edge": edge_decode(hx(i["edge_bytes"]))},
 }
 
 
