@@ -81,12 +81,12 @@ func (r *Reference) UnmarshalText(b []byte) error {
 // lowercase hex digits encoding valid ReferenceBytes.
 func ParseReference(s string) (Reference, error) {
 	if len(s) < 4 || len(s)%2 != 0 {
-		return Reference{}, fmt.Errorf("reference %q: want an even number (at least 4) of hex digits: %w", s, ErrIntegrity)
+		return Reference{}, badRefText(fmt.Sprintf("reference %q: want an even number (at least 4) of hex digits", s))
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return Reference{}, fmt.Errorf("reference %q: character %q at position %d is not a lowercase hex digit: %w", s, c, i, ErrIntegrity)
+			return Reference{}, badRefText(fmt.Sprintf("reference %q: character %q at position %d is not a lowercase hex digit", s, c, i))
 		}
 	}
 	b, _ := hex.DecodeString(s)
@@ -123,6 +123,14 @@ func DecodeReference(b []byte) (Reference, error) {
 	}
 	return Reference{hashID: id, digest: string(b[2:])}, nil
 }
+
+// badRefText is a malformed reference text: it wraps ErrIntegrity, as
+// every malformed reference does, but its message says only what is wrong
+// (the answer to it is bad_reference, not damage).
+type badRefText string
+
+func (e badRefText) Error() string { return string(e) }
+func (e badRefText) Unwrap() error { return ErrIntegrity }
 
 type refError struct{ err *enc.DecodeError }
 

@@ -183,7 +183,8 @@ func TestGroupsTiny(t *testing.T) {
 		"wasm":     {"call-overhead", "wordcount", "wordcount-wat", "first-call/wordcount", "first-call/jsonfield", "first-call/thumbnail", "first-call-disk-cache/wordcount"},
 		"parallel": {"wide-hash", "narrow-hash"},
 		"hostile": {"concat5000/unlimited", "concat5000/limited", "doubling64/unlimited", "doubling64/limited",
-			"chain/unlimited", "chain/limited", "fanin/unlimited", "fanin/limited"},
+			"chain/unlimited", "chain/limited", "fanin/unlimited", "fanin/limited",
+			"wasm-memory-65535", "wasm-memory-65536", "wasm-write-320m", "wasm-write-1600m", "wasm-tables", "wasm-four-nodes", "wasm-deep-recursion"},
 	}
 	for _, g := range Groups() {
 		t.Run(g.Name, func(t *testing.T) {

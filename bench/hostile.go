@@ -185,6 +185,17 @@ func runHostile(ctx context.Context, e *Env) ([]Row, error) {
 		}
 		return rows
 	}
+	skip = func(note string) []Row {
+		for _, p := range programs {
+			for _, v := range []string{"unlimited", "limited"} {
+				rows = append(rows, Row{Name: "hostile/" + p.name + "/" + v, Figure: Quantity{0, "MiB"}, Skipped: true, Note: note})
+			}
+		}
+		for _, name := range hostileWasmNames() {
+			rows = append(rows, Row{Name: "hostile/" + name, Figure: Quantity{0, "MiB"}, Skipped: true, Note: note})
+		}
+		return rows
+	}
 	if e.AmduatBin == "" {
 		return skip("no amduat executable to run"), nil
 	}
@@ -248,7 +259,11 @@ func runHostile(ctx context.Context, e *Env) ([]Row, error) {
 			rows = append(rows, row)
 		}
 	}
-	return rows, nil
+	wasmRows, err := runHostileWasm(ctx, e, dir, base, budget, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return append(rows, wasmRows...), nil
 }
 
 // putProgram stores prog in a new store at dir and returns its reference.

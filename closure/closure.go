@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/tree"
 	"github.com/amduat/amduat/surf"
 	"github.com/amduat/amduat/tgk"
 	"github.com/amduat/amduat/trace"
@@ -43,7 +44,8 @@ const MaxDecode = 256 << 20
 // and scheme, then its trace (index surf.trace) and the provenance edges
 // that name it (index tgk.to); a trace (0x102) its result, program,
 // inputs, params, scheme and every node's outputs; an edge (0x201) every
-// endpoint. Programs (0x101: params are inline bytes), the scheme
+// endpoint; a tree (0x80000001, TREE/1) every entry's reference: files,
+// symlink targets and sub-trees. Programs (0x101: params are inline bytes), the scheme
 // descriptor (0x100), untagged artifacts and other tags contribute nothing.
 // A decode failure is returned wrapped in ErrUndecodable.
 func Children(ctx context.Context, s Store, in asl.Info) ([]asl.Reference, error) {
@@ -51,7 +53,7 @@ func Children(ctx context.Context, s Store, in asl.Info) ([]asl.Reference, error
 		return nil, nil
 	}
 	switch in.Tag {
-	case asl.TagPEL1Result1, asl.TagPELTraceDAG1, asl.TagTGK1EdgeV1:
+	case asl.TagPEL1Result1, asl.TagPELTraceDAG1, asl.TagTGK1EdgeV1, tree.Tag:
 	default:
 		return nil, nil
 	}
@@ -119,6 +121,12 @@ func Children(ctx context.Context, s Store, in asl.Info) ([]asl.Reference, error
 		for _, ep := range e.To {
 			out = append(out, ep.Ref)
 		}
+	case tree.Tag:
+		es, err := tree.DecodeArtifact(a)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w: %w", in.Ref, ErrUndecodable, err)
+		}
+		out = tree.Refs(es)
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"strings"
@@ -70,6 +71,12 @@ type wasmCase struct {
 
 func wasmParams(export string, outputs, pages uint32, maxOut uint64) wasmop.Params {
 	return wasmop.Params{Export: export, Outputs: outputs, MaxMemoryPages: pages, MaxOutputBytes: maxOut}
+}
+
+// u32Input is a data input holding n as a little-endian u32 (the N of
+// the hostile test module).
+func u32Input(n uint32) asl.Artifact {
+	return asl.Untagged(binary.LittleEndian.AppendUint32(nil, n))
 }
 
 func withFuel(p wasmop.Params, units uint64) wasmop.Params {
@@ -148,7 +155,22 @@ func wasmCases() []wasmCase {
 		{name: "fuel-exhausted-exact", desc: "the 11th unit with max_fuel 11 fails", module: "abi", p: withFuel(std("count10", 0), 11), status: rf, diag: pel.DiagNodeFailed},
 		{name: "fuel-entry", desc: "max_fuel 1: the entry itself fails", module: "abi", p: withFuel(std("nothing", 0), 1), status: rf, diag: pel.DiagNodeFailed},
 		{name: "fuel-endless-loop", desc: "an endless loop stops after 100000 units", module: "abi", p: withFuel(std("spin", 0), 100000), status: rf, diag: pel.DiagNodeFailed},
-		{name: "fuel-endless-recursion", desc: "an endless recursion stops after 1000 units (before any runtime's stack runs out)", module: "abi", p: withFuel(std("recurse", 0), 1000), status: rf, diag: pel.DiagNodeFailed},
+		{name: "fuel-endless-recursion", desc: "an endless recursion stops after 1000 units (before the stack limit)", module: "abi", p: withFuel(std("recurse", 0), 1000), status: rf, diag: pel.DiagNodeFailed},
+		// The limits that make every engine give one result (§20.5).
+		{name: "memory-65535-pages", desc: "memory.grow(65534) from 1 page reaches 65535 pages (4 GiB - 64 KiB, mapped lazily by the Go host): a store and a load at 100000 work", module: "hostile", p: wasmParams("grow", 1, 65536, 64), inputs: []asl.Artifact{u32Input(65534)}, status: ok},
+		{name: "memory-65536-pages", desc: "memory.grow(65535) from 1 page would reach 65536 pages (4 GiB): -1, although max_memory_pages is 65536", module: "hostile", p: wasmParams("grow", 1, 65536, 64), inputs: []asl.Artifact{u32Input(65535)}, status: ok},
+		{name: "memory-min-65536", desc: "a memory minimum of 65536 pages with max_memory_pages 65536: above the largest memory", module: "memory_65536", p: wasmParams("run", 0, 65536, 0), status: rf, diag: pel.DiagNodeFailed},
+		{name: "stack-at-limit", desc: "1474 nested calls of a one-parameter function below the entry: 64 + 1475 x 65 = 95939 stack units", module: "hostile", p: wasmParams("depth", 1, 1, 64), inputs: []asl.Artifact{u32Input(1474)}, status: ok},
+		{name: "stack-over-limit", desc: "1475 nested calls: 96004 stack units, above 96000", module: "hostile", p: wasmParams("depth", 1, 1, 64), inputs: []asl.Artifact{u32Input(1475)}, status: rf, diag: pel.DiagNodeFailed},
+		{name: "stack-return-at-limit", desc: "as stack-at-limit, every level leaving through return", module: "hostile", p: wasmParams("depth_return", 1, 1, 64), inputs: []asl.Artifact{u32Input(1474)}, status: ok},
+		{name: "stack-return-over-limit", desc: "as stack-over-limit, every level leaving through return", module: "hostile", p: wasmParams("depth_return", 1, 1, 64), inputs: []asl.Artifact{u32Input(1475)}, status: rf, diag: pel.DiagNodeFailed},
+		{name: "stack-two-results", desc: "a function of two results leaving through return and through its end (its wrapper block's type () -> (i32 i32) is appended by the Go pass)", module: "hostile", p: wasmParams("pair", 1, 1, 64), status: ok},
+		{name: "stack-endless-recursion", desc: "an endless recursion with the default fuel: the stack counter stops it", module: "abi", p: std("recurse", 0), status: rf, diag: pel.DiagNodeFailed},
+		{name: "table-grow-limit", desc: "one table: table.grow(2^20) gives 0, a second gives -1, table.size 2^20", module: "hostile", p: wasmParams("table_grow", 1, 1, 64), inputs: []asl.Artifact{u32Input(1 << 20)}, status: ok},
+		{name: "tables-64-at-limit", desc: "64 tables, each grown by 16384 = 2^20 / 64 elements: every grow gives 0", module: "tables64", p: wasmParams("run", 1, 1, 1024), inputs: []asl.Artifact{u32Input(16384)}, status: ok},
+		{name: "tables-64-over-limit", desc: "64 tables, each grown by 16385 elements: every grow gives -1", module: "tables64", p: wasmParams("run", 1, 1, 1024), inputs: []asl.Artifact{u32Input(16385)}, status: ok},
+		{name: "tables-65", desc: "65 tables: one more than the limit", module: "tables65", p: wasmParams("run", 1, 1, 1024), inputs: []asl.Artifact{u32Input(1)}, status: rf, diag: pel.DiagNodeFailed},
+		{name: "output-limit-stream", desc: "64 KiB writes under max_output_bytes 1 MiB: the 17th fails before it is held", module: "hostile", p: wasmParams("write", 1, 1, 1<<20), inputs: []asl.Artifact{u32Input(5120)}, status: rf, diag: pel.DiagNodeFailed},
 		// Failures reported by the module.
 		{name: "module-status", desc: "entry returns 7 after set_error(\"boom\")", module: "abi", p: std("fail", 0), status: rf, diag: pel.DiagNodeFailed},
 		{name: "module-status-max", desc: "entry returns 65535 without a message", module: "abi", p: std("fail_silent", 0), status: rf, diag: pel.DiagNodeFailed},

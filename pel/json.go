@@ -55,6 +55,11 @@ func ProgramFromJSON(data []byte, reg *opreg.Registry) (Program, error) {
 	if reg == nil {
 		reg = opreg.Kernel()
 	}
+	if json.Valid(data) {
+		if err := checkShape(data); err != nil {
+			return Program{}, fmt.Errorf("json program: %w", err)
+		}
+	}
 	var jp jsonProgram
 	if err := opreg.StrictUnmarshal(data, &jp); err != nil {
 		return Program{}, fmt.Errorf("json program: %w", err)
@@ -229,4 +234,82 @@ func paramsToJSON(reg *opreg.Registry, id opreg.OperationID, params []byte) []by
 		return nil
 	}
 	return []byte(`{"raw":` + strconv.Quote(hex.EncodeToString(params)) + `}`)
+}
+
+// checkShape refuses what encoding/json would take for an empty value: a
+// program, node, input or root that is not a JSON object (null, an array,
+// a number, a string), and "nodes", "roots" or "inputs" that are not
+// arrays (null included), naming the field (SPECS.md §15). data is valid
+// JSON.
+func checkShape(data []byte) error {
+	var top map[string]json.RawMessage
+	if err := wantKind(data, '{', "the program"); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, &top); err != nil {
+		return err
+	}
+	list := func(raw json.RawMessage, field, elem string, each func(k int, v json.RawMessage) error) error {
+		if raw == nil {
+			return nil
+		}
+		if err := wantKind(raw, '[', field); err != nil {
+			return err
+		}
+		var vs []json.RawMessage
+		if err := json.Unmarshal(raw, &vs); err != nil {
+			return err
+		}
+		for k, v := range vs {
+			if err := wantKind(v, '{', fmt.Sprintf("%s[%d]", elem, k)); err != nil {
+				return err
+			}
+			if each != nil {
+				if err := each(k, v); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := list(top["nodes"], `"nodes"`, "nodes", func(k int, v json.RawMessage) error {
+		var node map[string]json.RawMessage
+		if err := json.Unmarshal(v, &node); err != nil {
+			return err
+		}
+		return list(node["inputs"], fmt.Sprintf(`nodes[%d] "inputs"`, k), fmt.Sprintf("nodes[%d].inputs", k), nil)
+	}); err != nil {
+		return err
+	}
+	return list(top["roots"], `"roots"`, "roots", nil)
+}
+
+// wantKind checks that the JSON value raw starts with c ('{' an object, '['
+// an array); what names the field in the error.
+func wantKind(raw []byte, c byte, what string) error {
+	t := bytes.TrimSpace(raw)
+	if len(t) > 0 && t[0] == c {
+		return nil
+	}
+	want := "an object"
+	if c == '[' {
+		want = "an array"
+	}
+	got := "nothing"
+	switch {
+	case len(t) == 0:
+	case t[0] == '{':
+		got = "an object"
+	case t[0] == '[':
+		got = "an array"
+	case t[0] == '"':
+		got = "a string"
+	case t[0] == 'n':
+		got = "null"
+	case t[0] == 't' || t[0] == 'f':
+		got = "a boolean"
+	default:
+		got = "a number"
+	}
+	return fmt.Errorf("%s: want %s, got %s", what, want, got)
 }

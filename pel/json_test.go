@@ -231,3 +231,38 @@ func TestJSONMemberNamesExact(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONNotObjects: a program, node, input or root that is not an
+// object, and "nodes", "roots" or "inputs" that are not arrays, are refused
+// with the field named, never taken for an empty value (issue 20).
+func TestJSONNotObjects(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{`null`, "the program: want an object, got null"},
+		{` [] `, "the program: want an object, got an array"},
+		{`"x"`, "the program: want an object, got a string"},
+		{`1`, "the program: want an object, got a number"},
+		{`true`, "the program: want an object, got a boolean"},
+		{`{"nodes":null}`, `"nodes": want an array, got null`},
+		{`{"nodes":{}}`, `"nodes": want an array, got an object`},
+		{`{"roots":null}`, `"roots": want an array, got null`},
+		{`{"nodes":[null]}`, "nodes[0]: want an object, got null"},
+		{`{"nodes":[],"roots":[null]}`, "roots[0]: want an object, got null"},
+		{`{"nodes":[{"id":1,"op":"pel.bytes.hash.asl1","version":1,"inputs":null}]}`, `nodes[0] "inputs": want an array, got null`},
+		{`{"nodes":[{"id":1,"op":"pel.bytes.hash.asl1","version":1,"inputs":[null]}]}`, "nodes[0].inputs[0]: want an object, got null"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.src, func(t *testing.T) {
+			_, err := pel.ProgramFromJSON([]byte(tt.src), nil)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+	// An empty object is still the empty program, params null still the
+	// default.
+	for _, ok := range []string{`{}`, `{"nodes":[{"id":1,"op":"pel.bytes.hash.asl1","version":1,"params":null}]}`} {
+		if _, err := pel.ProgramFromJSON([]byte(ok), nil); err != nil {
+			t.Fatalf("%s: %v", ok, err)
+		}
+	}
+}

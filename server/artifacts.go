@@ -42,7 +42,7 @@ func (s *Server) meta(w http.ResponseWriter, r *http.Request) error {
 	}
 	m.Scopes = []string{}
 	if s.auth == nil {
-		m.Scopes = []string{"read", "write", "run"}
+		m.Scopes = scopeSet(0xff).names()
 	} else if _, sc, err := s.auth.Check(r.Header.Get("Authorization")); err == nil {
 		m.Scopes = sc.names()
 	}
@@ -199,6 +199,8 @@ func (s *Server) putArtifact(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.metrics.puts.Add(1)
 	s.metrics.putBytes.Add(float64(hdr.Size))
+	s.evict.touch(ref)
+	s.evict.wrote(int64(hdr.Size), false)
 	w.Header().Set(httpstore.HeaderRef, ref.String())
 	return writeJSON(w, httpstore.PutResponse{Ref: ref, Size: hdr.Size})
 }
@@ -272,6 +274,8 @@ func (s *Server) putBatch(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.metrics.puts.Add(float64(len(arts)))
 	s.metrics.putBytes.Add(float64(n))
+	s.evict.touch(refs...)
+	s.evict.wrote(n, false)
 	return writeJSONBytes(w, append(httpstore.AppendRefsJSON(nil, "refs", refs), '\n'))
 }
 
@@ -324,6 +328,7 @@ func (s *Server) missing(w http.ResponseWriter, r *http.Request) error {
 			out.Missing = append(out.Missing, ref)
 		}
 	}
+	s.evict.touch(req.Refs...)
 	return writeJSONBytes(w, append(httpstore.AppendRefsJSON(nil, "missing", out.Missing), '\n'))
 }
 
@@ -388,6 +393,7 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return badRequest("format %q: want raw, artifact or info", format)
 	}
+	s.evict.touch(ref)
 	h := w.Header()
 	etag := `"` + ref.String() + `"`
 	if format == "info" || r.Method == http.MethodHead {
@@ -607,6 +613,7 @@ func (s *Server) batchRead(w http.ResponseWriter, r *http.Request) error {
 		return &httpError{http.StatusRequestEntityTooLarge, httpstore.CodeTooLarge,
 			fmt.Sprintf("%d references in one batch read, above the server's limit of %d", len(req.Refs), s.limits.MaxBatchCount)}
 	}
+	s.evict.touch(req.Refs...)
 	w.Header().Set("Content-Type", httpstore.ContentTypeBatchRead)
 	out := bufio.NewWriterSize(s.writer(w), 64<<10)
 	budget := s.limits.MaxBatchBytes

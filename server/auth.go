@@ -33,7 +33,7 @@ type TokenEntry struct {
 }
 
 // Scopes a token may hold.
-var scopeNames = []string{"read", "write", "run"}
+var scopeNames = []string{"read", "write", "run", "admin"}
 
 // scopeSet is a set of scopes.
 type scopeSet uint8
@@ -55,7 +55,7 @@ func parseScopes(names []string) (scopeSet, error) {
 	for _, n := range names {
 		i := slices.Index(scopeNames, n)
 		if i < 0 {
-			return 0, fmt.Errorf("scope %q: want read, write or run", n)
+			return 0, fmt.Errorf("scope %q: want read, write, run or admin", n)
 		}
 		s |= 1 << scope(i+1)
 	}
@@ -132,14 +132,7 @@ func (a *Auth) Check(header string) (name string, scopes scopeSet, err error) {
 		return "", 0, errors.New("Authorization header is not \"Bearer TOKEN\"")
 	}
 	sum := sha256.Sum256([]byte(tok))
-	a.mu.Lock()
-	if now := time.Now(); now.Sub(a.checked) >= time.Second {
-		a.checked = now
-		// A file that fails to load keeps the tokens loaded before.
-		_ = a.reload(false)
-	}
-	entries := a.entries
-	a.mu.Unlock()
+	entries := a.current()
 	found := -1
 	for i := range entries {
 		if subtle.ConstantTimeCompare(sum[:], entries[i].sum[:]) == 1 {
@@ -150,6 +143,42 @@ func (a *Auth) Check(header string) (name string, scopes scopeSet, err error) {
 		return "", 0, errors.New("token not recognised (revoked, mistyped, or for another server)")
 	}
 	return entries[found].name, entries[found].scopes, nil
+}
+
+// current returns the loaded entries, re-reading the file when it changed
+// (checked at most once a second).
+func (a *Auth) current() []authEntry {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if now := time.Now(); now.Sub(a.checked) >= time.Second {
+		a.checked = now
+		// A file that fails to load keeps the tokens loaded before.
+		_ = a.reload(false)
+	}
+	return a.entries
+}
+
+// byName returns the entry of the token named name.
+func (a *Auth) byName(name string) (authEntry, bool) {
+	for _, e := range a.current() {
+		if e.name == name {
+			return e, true
+		}
+	}
+	return authEntry{}, false
+}
+
+// checkToken finds the entry of a bare token (a sign-in form's).
+func (a *Auth) checkToken(tok string) (authEntry, error) {
+	name, _, err := a.Check("Bearer " + tok)
+	if err != nil {
+		return authEntry{}, err
+	}
+	e, ok := a.byName(name)
+	if !ok {
+		return authEntry{}, errors.New("token revoked meanwhile")
+	}
+	return e, nil
 }
 
 func readTokenFile(path string) (tokenFile, error) {
@@ -225,7 +254,7 @@ func AddToken(path, name string, scopes []string) (string, error) {
 		return "", err
 	}
 	if len(scopes) == 0 {
-		return "", errors.New("a token needs at least one scope: read, write or run")
+		return "", errors.New("a token needs at least one scope: read, write, run or admin")
 	}
 	f, err := readTokenFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

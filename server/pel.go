@@ -46,6 +46,8 @@ func (s *Server) buildProgram(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.metrics.puts.Add(1)
 	s.metrics.putBytes.Add(float64(len(art.Bytes)))
+	s.evict.touch(ref)
+	s.evict.wrote(int64(len(art.Bytes)), false)
 	return writeJSON(w, report.NewBuild(ref, art, p, s.ops))
 }
 
@@ -101,8 +103,11 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer release()
+	longRequest(w)
 	ctx, cancel, bound := s.runContext(r.Context(), req.TimeoutMillis)
 	defer cancel()
+	s.maint.RLock()
+	defer s.maint.RUnlock()
 	run, err := surf.New(s.store, surf.Options{Hash: id, Registry: s.ops, NoCache: req.NoCache, NodeMemo: req.MemoNodes, MemoryBudget: s.limits.RunMemoryBudget, WorkBudget: s.limits.RunWorkBudget, Workers: s.limits.RunWorkers}).Run(ctx, req.Surface())
 	if err != nil {
 		s.metrics.runs.WithLabelValues("error").Inc()
@@ -113,6 +118,14 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("program %s: %w", req.ProgramRef, err)
 	}
 	rep := report.NewRun(run, req.NoCache)
+	s.evict.touch(req.ProgramRef)
+	if req.ParamsRef != nil {
+		s.evict.touch(*req.ParamsRef)
+	}
+	s.evict.touch(req.InputRefs...)
+	s.evict.touch(rep.ResultRef, rep.TraceRef)
+	s.evict.touch(rep.OutputRefs...)
+	s.evict.wrote(0, true)
 	s.metrics.runs.WithLabelValues(rep.Status).Inc()
 	s.metrics.cache.WithLabelValues(rep.Cache).Inc()
 	return writeJSON(w, rep)
@@ -139,6 +152,7 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer release()
+	longRequest(w)
 	ctx, cancel, bound := s.runContext(r.Context(), 0)
 	defer cancel()
 	v, err := surf.New(s.store, surf.Options{Registry: s.ops}).Verify(ctx, req.ResultRef)

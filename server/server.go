@@ -21,10 +21,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -70,6 +72,11 @@ type Limits struct {
 	// the goroutines that may run independent nodes' operations at once;
 	// it changes no stored byte. 0 means GOMAXPROCS; 1 is sequential.
 	RunWorkers int
+	// MaxStoreBytes bounds the stored bytes of the store's artifacts (0:
+	// none): past it the least recently used artifacts no pin reaches are
+	// evicted (SPECS.md §18.11, evict.go). The store must implement
+	// asl.Deleter.
+	MaxStoreBytes uint64
 }
 
 // DefaultLimits are the limits of a zero Limits field.
@@ -113,6 +120,7 @@ func (l Limits) withDefaults() Limits {
 	d.RunMemoryBudget = l.RunMemoryBudget
 	d.RunWorkBudget = l.RunWorkBudget
 	d.RunWorkers = l.RunWorkers
+	d.MaxStoreBytes = min(l.MaxStoreBytes, math.MaxInt64)
 	if d.RunWorkers <= 0 {
 		d.RunWorkers = runtime.GOMAXPROCS(0)
 	}
@@ -141,18 +149,28 @@ type Config struct {
 
 // Server serves HTTP API v1. It is safe for concurrent use.
 type Server struct {
-	store   Backend
-	auth    *Auth
-	log     *slog.Logger
-	limits  Limits
-	version string
-	ops     *opreg.Registry // nil: the kernel
-	metrics *metrics
-	runs    chan struct{} // run slots
-	mux     *http.ServeMux
-	handler http.Handler
+	store Backend
+	auth  *Auth
+	// sessions signs the web view's browser sessions; nil without auth.
+	sessions *sessions
+	log      *slog.Logger
+	limits   Limits
+	version  string
+	ops      *opreg.Registry // nil: the kernel
+	metrics  *metrics
+	runs     chan struct{} // run slots
+	mux      *http.ServeMux
+	handler  http.Handler
 
 	inFlight atomic.Int64
+
+	// maint is held for writing by pin changes, deletions, collections
+	// and evictions (admin.go), and for reading by runs: a collection never
+	// overlaps a run, whose inputs it could otherwise judge unreachable
+	// after the run read them and before the run stored the result that
+	// reaches them.
+	maint sync.RWMutex
+	evict *evictor // nil without Limits.MaxStoreBytes
 }
 
 // New returns a server over cfg.Store.
@@ -176,7 +194,15 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
-	s.routes(reg, webui.New(cfg.Store, webui.Options{Prefix: "/ui/", Ops: cfg.Ops, RawURL: func(r asl.Reference) string { return httpstore.PathArtifact + r.String() }}))
+	if s.evict, err = newEvictor(s, int64(lim.MaxStoreBytes), reg); err != nil {
+		return nil, err
+	}
+	uiOpts := webui.Options{Prefix: "/ui/", Ops: cfg.Ops, RawURL: func(r asl.Reference) string { return httpstore.PathArtifact + r.String() }}
+	if s.auth != nil {
+		s.sessions = newSessions(s.auth)
+		uiOpts.Session = s.sessions.webSession
+	}
+	s.routes(reg, webui.New(cfg.Store, uiOpts))
 	s.handler = http.HandlerFunc(s.serve)
 	return s, nil
 }
@@ -198,6 +224,7 @@ const (
 	scopeRead               // reads
 	scopeWrite              // puts
 	scopeRun                // runs and replays
+	scopeAdmin              // pins, rm, gc (admin.go)
 )
 
 func (sc scope) String() string {
@@ -208,6 +235,8 @@ func (sc scope) String() string {
 		return "write"
 	case scopeRun:
 		return "run"
+	case scopeAdmin:
+		return "admin"
 	}
 	return "none"
 }
@@ -238,6 +267,12 @@ func (s *Server) routes(reg *prometheus.Registry, ui http.Handler) {
 		{"GET /v1/pel/show/{ref}", scopeRead, s.show},
 		{"GET /v1/prov/why/{ref}", scopeRead, s.provWhy},
 		{"GET /v1/prov/uses/{ref}", scopeRead, s.provUses},
+		{"GET " + httpstore.PathPins, scopeAdmin, s.listPins},
+		{"POST " + httpstore.PathPins, scopeAdmin, s.addPin},
+		{"GET " + httpstore.PathPinLog, scopeAdmin, s.pinLog},
+		{"POST " + httpstore.PathPinsRemove, scopeAdmin, s.removePins},
+		{"POST " + httpstore.PathDelete, scopeAdmin, s.deleteArtifacts},
+		{"POST " + httpstore.PathGC, scopeAdmin, s.gc},
 	}
 	for _, rt := range rs {
 		s.mux.Handle(rt.pattern, s.wrap(rt))
@@ -252,6 +287,16 @@ func (s *Server) routes(reg *prometheus.Registry, ui http.Handler) {
 		ui.ServeHTTP(w, r)
 		return nil
 	}}))
+	if s.sessions != nil {
+		// Signing in from a browser (SPECS.md §18.8).
+		for _, rt := range []route{
+			{"GET /ui/login", scopeNone, s.loginPage},
+			{"POST /ui/login", scopeNone, s.login},
+			{"POST /ui/logout", scopeNone, s.logout},
+		} {
+			s.mux.Handle(rt.pattern, s.wrap(rt))
+		}
+	}
 	s.mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
 }
 
@@ -309,8 +354,16 @@ func (s *Server) wrap(rt route) http.Handler {
 		rec.token = tok
 		if err != nil {
 			rec.err = err
+			if s.sessions != nil && rt.pattern == "GET /ui/" && r.Header.Get("Authorization") == "" {
+				// A browser without a session is sent to sign in.
+				http.Redirect(rec, r, "/ui/login", http.StatusSeeOther)
+				return
+			}
 			writeError(rec, r, err)
 			return
+		}
+		if rt.scope == scopeAdmin {
+			r = r.WithContext(actorContext(r.Context(), tok, s.auth != nil))
 		}
 		if err := rt.h(rec, r); err != nil {
 			rec.err = err
@@ -332,6 +385,12 @@ func (s *Server) authorize(r *http.Request, need scope) (string, error) {
 		return "", nil
 	}
 	name, scopes, err := s.auth.Check(r.Header.Get("Authorization"))
+	if errors.Is(err, errNoToken) && s.sessions != nil && need == scopeRead && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		// A browser session stands in for the token on reads only.
+		if e, _, ok := s.sessions.fromRequest(r); ok {
+			name, scopes, err = e.name, e.scopes, nil
+		}
+	}
 	if err != nil {
 		if need == scopeNone && errors.Is(err, errNoToken) {
 			return "", nil

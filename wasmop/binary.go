@@ -15,8 +15,14 @@ import (
 //
 //   - after every float instruction that may produce a NaN (nanOps) it
 //     inserts a sequence that replaces any NaN by the positive canonical NaN;
-//   - the memory's maximum becomes min(declared maximum, max_memory_pages)
-//     and a table's maximum min(declared maximum, MaxTableElements);
+//   - the memory's maximum becomes min(declared maximum, max_memory_pages,
+//     MaxLinearPages) and a table's maximum min(declared maximum,
+//     MaxTableElements / number of tables);
+//   - every function defined in the module charges fuel at its entry and
+//     at each loop iteration, and adds its frame cost to a stack counter
+//     at its entry (trapping above MaxStackUnits) and takes it off when it
+//     returns: its body is wrapped in a block and every return becomes a
+//     branch to that block's end;
 //   - custom sections are dropped (they have no meaning to execution).
 //
 // The pass rejects what it cannot read as WebAssembly 2.0 without SIMD and
@@ -30,6 +36,22 @@ const (
 	MaxTableElements = 1 << 20
 	// MaxFunctionLocals bounds the locals one function declares.
 	MaxFunctionLocals = 50000
+	// MaxTables bounds the tables a module defines; the tables share
+	// MaxTableElements: each one's maximum is at most MaxTableElements /
+	// the number of tables.
+	MaxTables = 64
+	// MaxLinearPages is the largest linear memory, in 64 KiB pages: one page
+	// below 4 GiB, whatever max_memory_pages says (SPECS.md §20.5). A
+	// memory of exactly 4 GiB has a length that does not fit 32 bits, and
+	// wazero's compiler then refuses every access while its interpreter
+	// allows them: one request would have two results.
+	MaxLinearPages = 65535
+	// MaxStackUnits bounds the stack units of the calls in progress
+	// (SPECS.md §20.5): each call of a function defined in the module
+	// costs FrameUnits plus its parameters and declared locals.
+	MaxStackUnits = 96000
+	// FrameUnits is the fixed part of a call's stack units.
+	FrameUnits = 64
 )
 
 // errMalformed is wrapped by every failure of the decoder: the module is not
@@ -130,8 +152,14 @@ type decoded struct {
 	hasMemMax bool
 	tableMin  uint64   // largest table minimum
 	tableMins []uint32 // minimum of each table
-	segments  []segment
-	numData   int
+	numTables uint32   // tables defined
+	// tableMaxTotal is the sum of the tables' effective maxima (elements).
+	tableMaxTotal uint64
+	// blockTypes maps the results of a multi-value function type to the
+	// index of a type () -> results (the block type of its body's wrapper).
+	blockTypes map[string]uint32
+	segments   []segment
+	numData    int
 	// The fuel counter (§20.5): a mutable i64 global appended to the
 	// module's globals and exported as FuelExport.
 	numImpGlobals int
@@ -414,7 +442,7 @@ func decodeModuleFuel(module []byte, maxPages uint32, fuel bool) (*decoded, erro
 		newBody := body
 		switch id {
 		case 1:
-			err = d.typeSection(sr)
+			newBody, err = d.typeSection(sr, fuel)
 		case 2:
 			err = d.importSection(sr)
 		case 3:
@@ -445,7 +473,7 @@ func decodeModuleFuel(module []byte, maxPages uint32, fuel bool) (*decoded, erro
 		if err != nil {
 			return nil, fmt.Errorf("section %d: %w", id, err)
 		}
-		if id != 4 && id != 5 && id != 8 && id != 10 {
+		if id != 1 && id != 4 && id != 5 && id != 8 && id != 10 {
 			if sr.off != len(body) {
 				return nil, fmt.Errorf("section %d: %w: %d trailing bytes", id, errMalformed, len(body)-sr.off)
 			}
@@ -480,29 +508,67 @@ func decodeModuleFuel(module []byte, maxPages uint32, fuel bool) (*decoded, erro
 	return d, nil
 }
 
-func (d *decoded) typeSection(r *reader) error {
+// typeSection reads the types. With rewrite it returns the section with a
+// type () -> R appended for every result list R of two or more values that
+// has no such type yet: the block type of the wrapper of a body of that
+// result (rewriteBody).
+func (d *decoded) typeSection(r *reader, rewrite bool) ([]byte, error) {
 	n, err := r.count("type")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	d.types = make([]FuncType, 0, n)
 	for range n {
 		if c, err := r.byte1(); err != nil {
-			return err
+			return nil, err
 		} else if c != 0x60 {
-			return r.fail("function type starts with 0x%02x, want 0x60", c)
+			return nil, r.fail("function type starts with 0x%02x, want 0x60", c)
 		}
 		p, err := r.valtypes()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		res, err := r.valtypes()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		d.types = append(d.types, FuncType{Params: p, Results: res})
 	}
-	return nil
+	if r.off != len(r.b) {
+		return nil, r.fail("%d trailing bytes", len(r.b)-r.off)
+	}
+	if !rewrite {
+		return r.b, nil
+	}
+	d.blockTypes = map[string]uint32{}
+	for i, t := range d.types {
+		if len(t.Params) == 0 && len(t.Results) >= 2 {
+			if _, ok := d.blockTypes[string(t.Results)]; !ok {
+				d.blockTypes[string(t.Results)] = uint32(i)
+			}
+		}
+	}
+	var extra []byte
+	next := n
+	for _, t := range d.types {
+		if len(t.Results) < 2 {
+			continue
+		}
+		if _, ok := d.blockTypes[string(t.Results)]; ok {
+			continue
+		}
+		d.blockTypes[string(t.Results)] = next
+		next++
+		extra = append(extra, 0x60, 0x00)
+		extra = appendU32(extra, uint32(len(t.Results)))
+		extra = append(extra, t.Results...)
+	}
+	if next == n {
+		return r.b, nil
+	}
+	out := appendU32(nil, next)
+	out = append(out, r.b[len(appendU32(nil, n)):]...)
+	return append(out, extra...), nil
 }
 
 func (d *decoded) importSection(r *reader) error {
@@ -583,6 +649,11 @@ func (d *decoded) tableSection(r *reader) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.numTables = n
+	limit := uint32(MaxTableElements)
+	if n > 0 {
+		limit = MaxTableElements / n
+	}
 	out := appendU32(nil, n)
 	for range n {
 		t, err := r.valtype()
@@ -597,12 +668,20 @@ func (d *decoded) tableSection(r *reader) ([]byte, error) {
 			d.tableMin = uint64(lo)
 		}
 		d.tableMins = append(d.tableMins, lo)
-		out = appendLimits(append(out, t), lo, clampMax(lo, hi, hasHi, MaxTableElements))
+		eff := clampMax(lo, hi, hasHi, limit)
+		d.tableMaxTotal += uint64(eff)
+		out = appendLimits(append(out, t), lo, eff)
 	}
 	if r.off != len(r.b) {
 		return nil, r.fail("%d trailing bytes", len(r.b)-r.off)
 	}
 	return out, nil
+}
+
+// tableLimit is the largest effective maximum of each table: the tables
+// share MaxTableElements evenly.
+func (d *decoded) tableLimit() uint64 {
+	return MaxTableElements / max(uint64(d.numTables), 1)
 }
 
 func (d *decoded) memorySection(r *reader, maxPages uint32) ([]byte, error) {
@@ -623,7 +702,7 @@ func (d *decoded) memorySection(r *reader, maxPages uint32) ([]byte, error) {
 			return nil, r.fail("memory limits above 65536 pages")
 		}
 		d.hasMemory, d.memMin, d.memMax, d.hasMemMax = true, lo, hi, hasHi
-		out = appendLimits(out, lo, clampMax(lo, hi, hasHi, maxPages))
+		out = appendLimits(out, lo, clampMax(lo, hi, hasHi, min(maxPages, MaxLinearPages)))
 	}
 	if r.off != len(r.b) {
 		return nil, r.fail("%d trailing bytes", len(r.b)-r.off)
@@ -645,8 +724,8 @@ func (d *decoded) exportSection(r *reader) error {
 		if seen[e.Name] {
 			return r.fail("duplicate export name %q", e.Name)
 		}
-		if e.Name == FuelExport {
-			return r.fail("export name %q is reserved", FuelExport)
+		if e.Name == FuelExport || e.Name == StackExport {
+			return r.fail("export name %q is reserved", e.Name)
 		}
 		seen[e.Name] = true
 		kind, err := r.byte1()
@@ -740,7 +819,7 @@ func (d *decoded) codeSection(r *reader, numFuncs int) ([]byte, error) {
 			return nil, err
 		}
 		ft := d.types[d.funcTypes[d.numImpFunc+int(i)]]
-		fn, err = d.rewriteBody(fn[:0], body, uint32(len(ft.Params)))
+		fn, err = d.rewriteBody(fn[:0], body, uint32(len(ft.Params)), ft.Results)
 		if err != nil {
 			return nil, fmt.Errorf("function %d: %w", d.numImpFunc+int(i), err)
 		}
@@ -754,7 +833,7 @@ func (d *decoded) codeSection(r *reader, numFuncs int) ([]byte, error) {
 }
 
 // rewriteBody appends the rewritten function body to out.
-func (d *decoded) rewriteBody(out, body []byte, numParams uint32) ([]byte, error) {
+func (d *decoded) rewriteBody(out, body []byte, numParams uint32, results []byte) ([]byte, error) {
 	r := &reader{b: body}
 	groups, err := r.u32()
 	if err != nil {
@@ -797,13 +876,76 @@ func (d *decoded) rewriteBody(out, body []byte, numParams uint32) ([]byte, error
 	fuel := int64(d.fuelIndex())
 	if d.noFuel {
 		fuel = -1
-	} else {
-		out = fuelSeq(out, uint32(fuel)) // the function's entry costs one unit
+		if _, err := walkCode(code, &out, numParams+uint32(total), fuel); err != nil {
+			return nil, err
+		}
+		return out, nil
 	}
+	// The entry costs one unit of fuel, then the frame's stack units; the
+	// body runs in a block of the function's results, whose end takes the
+	// units off again (every return is a branch to it).
+	cost := uint32(min(uint64(FrameUnits)+uint64(numParams)+total, MaxStackUnits+1))
+	out = fuelSeq(out, uint32(fuel))
+	out = stackEnterSeq(out, d.stackIndex(), cost)
+	out = d.appendBlockType(append(out, 0x02), results)
 	if _, err := walkCode(code, &out, numParams+uint32(total), fuel); err != nil {
 		return nil, err
 	}
-	return out, nil
+	out = stackLeaveSeq(out, d.stackIndex(), cost)
+	return append(out, 0x0B), nil
+}
+
+// appendBlockType appends the block type of a body with these results.
+func (d *decoded) appendBlockType(b, results []byte) []byte {
+	switch len(results) {
+	case 0:
+		return append(b, 0x40)
+	case 1:
+		return append(b, results[0])
+	}
+	return appendS33(b, int64(d.blockTypes[string(results)]))
+}
+
+// appendS33 appends v (0 <= v < 2^32) as a signed LEB128 (a block type
+// index).
+func appendS33(b []byte, v int64) []byte {
+	for {
+		c := byte(v & 0x7F)
+		v >>= 7
+		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}
+
+// StackExport is the name under which the pass exports the stack counter;
+// a module may not export this name itself.
+const StackExport = "amduat.stack"
+
+// stackIndex is the index of the stack counter: right after the fuel
+// counter.
+func (d *decoded) stackIndex() uint32 { return d.fuelIndex() + 1 }
+
+// stackEnterSeq appends: global.get S; i32.const cost; i32.add;
+// global.set S; global.get S; i32.const MaxStackUnits; i32.gt_u; if;
+// unreachable; end — the frame's units are added and the call traps when
+// the calls in progress would use more than MaxStackUnits.
+func stackEnterSeq(b []byte, s, cost uint32) []byte {
+	b = appendU32(append(b, 0x23), s)
+	b = appendS33(append(b, 0x41), int64(cost))
+	b = appendU32(append(b, 0x6A, 0x24), s)
+	b = appendU32(append(b, 0x23), s)
+	b = appendS33(append(b, 0x41), MaxStackUnits)
+	return append(b, 0x4B, 0x04, 0x40, 0x00, 0x0B)
+}
+
+// stackLeaveSeq appends: global.get S; i32.const cost; i32.sub;
+// global.set S.
+func stackLeaveSeq(b []byte, s, cost uint32) []byte {
+	b = appendU32(append(b, 0x23), s)
+	b = appendS33(append(b, 0x41), int64(cost))
+	return appendU32(append(b, 0x6B, 0x24), s)
 }
 
 // FuelExport is the name under which the pass exports the fuel counter; a
@@ -826,28 +968,33 @@ func fuelSeq(b []byte, fuel uint32) []byte {
 	return append(b, 0x50, 0x04, 0x40, 0x00, 0x0B)
 }
 
-// fuelGlobalSection returns the global section with the fuel counter
-// appended (a mutable i64 starting at 0; the host sets it before any code
-// runs). body is the original section, nil when the module has none.
+// fuelGlobalSection returns the global section with the fuel counter and
+// the stack counter appended (a mutable i64 starting at 0, which the host
+// sets before any code runs, and a mutable i32 starting at 0). body is the
+// original section, nil when the module has none.
 func (d *decoded) fuelGlobalSection(body []byte) []byte {
-	out := appendU32(nil, uint32(d.numGlobals)+1)
+	out := appendU32(nil, uint32(d.numGlobals)+2)
 	if body != nil {
 		out = append(out, body[len(appendU32(nil, uint32(d.numGlobals))):]...)
 	}
-	return append(out, typeI64, 0x01, 0x42, 0x00, 0x0B)
+	out = append(out, typeI64, 0x01, 0x42, 0x00, 0x0B)
+	return append(out, typeI32, 0x01, 0x41, 0x00, 0x0B)
 }
 
-// fuelExportSection returns the export section with the fuel counter's
-// export appended.
+// fuelExportSection returns the export section with the exports of the
+// fuel and stack counters appended.
 func (d *decoded) fuelExportSection(body []byte) []byte {
-	out := appendU32(nil, uint32(len(d.exports))+1)
+	out := appendU32(nil, uint32(len(d.exports))+2)
 	if body != nil {
 		out = append(out, body[len(appendU32(nil, uint32(len(d.exports)))):]...)
 	}
-	out = appendU32(out, uint32(len(FuelExport)))
-	out = append(out, FuelExport...)
-	out = append(out, 0x03)
-	return appendU32(out, d.fuelIndex())
+	for i, name := range []string{FuelExport, StackExport} {
+		out = appendU32(out, uint32(len(name)))
+		out = append(out, name...)
+		out = append(out, 0x03)
+		out = appendU32(out, d.fuelIndex()+uint32(i))
+	}
+	return out
 }
 
 func appendSection(out []byte, id byte, body []byte) []byte {
@@ -875,7 +1022,11 @@ func walkCode(code []byte, out *[]byte, scratch uint32, fuel int64) (int, error)
 			return 0, err
 		}
 		if out != nil {
-			*out = append(*out, code[start:r.off]...)
+			if op == 0x0F && fuel >= 0 { // return: a branch to the body's wrapper
+				*out = appendU32(append(*out, 0x0C), uint32(depth))
+			} else {
+				*out = append(*out, code[start:r.off]...)
+			}
 			if op == 0x03 && fuel >= 0 { // loop: each iteration costs one unit
 				*out = fuelSeq(*out, uint32(fuel))
 			}

@@ -8,16 +8,19 @@
 // it to a registry. Before compiling, a pass over the binary (binary.go)
 // validates what the project adds to WebAssembly 2.0 and rewrites the code:
 // NaN results of float arithmetic become the canonical NaN, the memory and
-// tables get their limits, and a fuel counter charges one unit per
-// function entry and loop iteration, so that every call ends and gives the
-// same result on every machine. The module reaches its inputs and outputs
+// tables get their limits, a fuel counter charges one unit per function
+// entry and loop iteration, and a stack counter bounds the nested calls,
+// so that every call ends and gives the same result on every machine and
+// engine. The module reaches its inputs and outputs
 // through the host functions of import module "amduat" and sees a small,
 // fully specified wasi_snapshot_preview1 (host.go): no files, no
 // environment, a fake clock and a seeded random stream.
 //
 // A call's deterministic failures are RUNTIME_FAILED with the status codes
-// of status.go. Its operational failures (the runtime's stack exhausted, an
-// optional wall-time bound, a closed engine) are not results: the
+// of status.go. Its operational failures (Options.MemoryBudget passed: every
+// memory growth, table and output buffer is reserved before it is
+// allocated; an optional wall-time bound; a closed engine) are not
+// results: the
 // operation panics with an *OperationalError, which Exec_DAG reports as an
 // internal failure (errors.Is(err, ErrOperational)), so nothing is stored
 // or cached for them.

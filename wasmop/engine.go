@@ -51,7 +51,24 @@ type Options struct {
 	// MaxCompiled bounds the compiled modules kept in memory, least
 	// recently used first out (0: DefaultMaxCompiled).
 	MaxCompiled int
+	// MemoryBudget, when above 0, bounds the bytes the engine's calls in
+	// progress hold together (SPECS.md §20.8): each call's linear memory
+	// (its current size), its tables (8 bytes an element of their
+	// effective maxima, from the instance's creation) and its output
+	// buffers (their capacity). Every such allocation is reserved before
+	// it is made; one the budget cannot hold ends the call operationally
+	// (ErrOperational and ErrMemoryBudget: no result). The CLI gives it
+	// --max-memory.
+	MemoryBudget uint64
 }
+
+// ErrMemoryBudget is wrapped by the operational failure of a call whose
+// memory, tables or outputs would pass Options.MemoryBudget.
+var ErrMemoryBudget = errors.New("memory budget exceeded")
+
+// TableElementBytes is what one table element is counted as in the memory
+// budget (wazero's element: one pointer).
+const TableElementBytes = 8
 
 // Engine runs amduat.wasm.run calls. It is safe for concurrent use.
 type Engine struct {
@@ -59,6 +76,12 @@ type Engine struct {
 	cache   wazero.CompilationCache
 	timeout time.Duration
 	max     int
+
+	// budget is Options.MemoryBudget; reserved the bytes the calls in
+	// progress hold, peak its highest value (under resMu).
+	budget         uint64
+	resMu          sync.Mutex
+	reserved, peak uint64
 
 	mu      sync.Mutex
 	entries map[cacheKey]*entry
@@ -100,7 +123,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		cfg = wazero.NewRuntimeConfig()
 	}
 	cfg = cfg.WithCoreFeatures(Features).WithCloseOnContextDone(opts.CallTimeout > 0).WithCustomSections(false)
-	e := &Engine{timeout: opts.CallTimeout, max: opts.MaxCompiled, entries: make(map[cacheKey]*entry), seed: maphash.MakeSeed()}
+	e := &Engine{timeout: opts.CallTimeout, max: opts.MaxCompiled, budget: opts.MemoryBudget, entries: make(map[cacheKey]*entry), seed: maphash.MakeSeed()}
 	if e.max <= 0 {
 		e.max = DefaultMaxCompiled
 	}
@@ -285,6 +308,42 @@ func (ent *entry) closeModule() {
 	}
 }
 
+// reserve adds n bytes to the calls' reservations, or returns the
+// operational failure of a call holding held bytes that needs them for
+// what when the budget cannot hold them.
+func (e *Engine) reserve(n, held uint64, what string) *OperationalError {
+	if e == nil { // a call outside an engine (tests)
+		return nil
+	}
+	e.resMu.Lock()
+	defer e.resMu.Unlock()
+	if e.budget > 0 && (n > e.budget || e.reserved > e.budget-n) {
+		return &OperationalError{Reason: fmt.Sprintf("out of memory: %s needs %d more bytes, with %d held by this call and %d by all calls, above the memory budget of %d",
+			what, n, held, e.reserved, e.budget), Err: ErrMemoryBudget}
+	}
+	e.reserved += n
+	e.peak = max(e.peak, e.reserved)
+	return nil
+}
+
+func (e *Engine) unreserve(n uint64) {
+	if e == nil {
+		return
+	}
+	e.resMu.Lock()
+	e.reserved -= n
+	e.resMu.Unlock()
+}
+
+// MemoryReserved returns the bytes the calls in progress hold in the
+// memory budget (Options.MemoryBudget; counted even without one) and the
+// most they ever held together.
+func (e *Engine) MemoryReserved() (now, peak uint64) {
+	e.resMu.Lock()
+	defer e.resMu.Unlock()
+	return e.reserved, e.peak
+}
+
 // CachedModules is the number of modules in the in-memory cache.
 func (e *Engine) CachedModules() int {
 	e.mu.Lock()
@@ -323,8 +382,14 @@ func (d *decoded) checkModule(maxPages uint32) *failure {
 	if d.hasMemory && d.memMin > maxPages {
 		return fail(StatusMemoryTooLarge, "memory minimum %d pages exceeds max_memory_pages %d", d.memMin, maxPages)
 	}
-	if d.tableMin > MaxTableElements {
-		return fail(StatusTableTooLarge, "table minimum %d exceeds %d elements", d.tableMin, MaxTableElements)
+	if d.hasMemory && d.memMin > MaxLinearPages {
+		return fail(StatusMemoryTooLarge, "memory minimum %d pages exceeds the largest memory of %d pages", d.memMin, MaxLinearPages)
+	}
+	if d.numTables > MaxTables {
+		return fail(StatusTableTooLarge, "%d tables exceed the limit of %d", d.numTables, MaxTables)
+	}
+	if lim := d.tableLimit(); d.tableMin > lim {
+		return fail(StatusTableTooLarge, "table minimum %d exceeds %d elements", d.tableMin, lim)
 	}
 	if msg := d.segmentFailure(); msg != "" {
 		return fail(StatusSegmentBounds, "%s", msg)
@@ -375,7 +440,19 @@ func (e *Engine) run(c opreg.Call) ([]asl.Artifact, *opreg.OpError) {
 	if f != nil {
 		return nil, f.opError(nil)
 	}
-	st := &callState{inputs: c.Inputs[1:], outputs: make([][]byte, p.Outputs), maxOut: p.MaxOutputBytes, hasMemory: ent.info.hasMemory}
+	st := &callState{inputs: c.Inputs[1:], outputs: make([][]byte, p.Outputs), maxOut: p.MaxOutputBytes, hasMemory: ent.info.hasMemory, eng: e}
+	defer func() { e.unreserve(st.held) }()
+	// The tables' effective maxima and the memory's minimum are reserved
+	// before the instance is created.
+	var memMin uint64
+	if ent.info.hasMemory {
+		memMin = uint64(ent.info.memMin) * 65536
+	}
+	start := ent.info.tableMaxTotal*TableElementBytes + memMin
+	if err := e.reserve(start, 0, "creating the instance"); err != nil {
+		panic(err)
+	}
+	st.held, st.memHeld = start, memMin
 	ctx := context.WithValue(context.Background(), stateKey{}, st)
 	if e.timeout > 0 {
 		var cancel context.CancelFunc
@@ -398,7 +475,7 @@ func (e *Engine) run(c opreg.Call) ([]asl.Artifact, *opreg.OpError) {
 // call instantiates the module, runs _initialize and the entry, and returns
 // the deterministic failure, if any. Operational failures panic.
 func (e *Engine) call(ctx context.Context, st *callState, ent *entry, export string, fuel uint64) *failure {
-	mod, err := e.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, memoryAllocator), ent.cm, moduleConfig)
+	mod, err := e.instantiate(ctx, st, ent)
 	if err != nil {
 		return classify(ctx, st, err, "instantiating the module")
 	}
@@ -409,6 +486,9 @@ func (e *Engine) call(ctx context.Context, st *callState, ent *entry, export str
 	}
 	counter.Set(fuel)
 	st.fuel, st.budget = counter, fuel
+	if st.stack = mod.ExportedGlobal(StackExport); st.stack == nil {
+		panic(&OperationalError{Reason: "the stack counter is missing"})
+	}
 	if ent.info.hasInitialize() {
 		if _, err := mod.ExportedFunction(InitializeExport).Call(ctx); err != nil {
 			return classify(ctx, st, err, "running _initialize")
@@ -417,6 +497,9 @@ func (e *Engine) call(ctx context.Context, st *callState, ent *entry, export str
 	res, err := mod.ExportedFunction(export).Call(ctx)
 	if err != nil {
 		return classify(ctx, st, err, "running the entry")
+	}
+	if st.oper != nil {
+		panic(st.oper)
 	}
 	switch code := uint32(res[0]); {
 	case code == 0:
@@ -430,6 +513,21 @@ func (e *Engine) call(ctx context.Context, st *callState, ent *entry, export str
 	default:
 		return fail(StatusBadReturn, "entry returned %d, want 0 to 65535", int32(code))
 	}
+}
+
+// instantiate creates the call's instance, its memory allocated through
+// the call's allocator. A failure of that allocator while the instance is
+// created (the system refused the memory) is operational.
+func (e *Engine) instantiate(ctx context.Context, st *callState, ent *entry) (mod api.Module, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(abort); ok && st.oper != nil {
+				panic(st.oper)
+			}
+			panic(r)
+		}
+	}()
+	return e.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, allocator(st)), ent.cm, moduleConfig)
 }
 
 // moduleConfig instantiates anonymously, runs no start function (a start
@@ -471,6 +569,9 @@ var TrapMessage = map[uint32]string{
 // classify turns a runtime error into the call's deterministic failure, or
 // panics with an operational one.
 func classify(ctx context.Context, st *callState, err error, what string) *failure {
+	if st.oper != nil {
+		panic(st.oper)
+	}
 	if st.fail != nil {
 		return st.fail
 	}
@@ -484,11 +585,14 @@ func classify(ctx context.Context, st *callState, err error, what string) *failu
 		if e.Error() == "unreachable" && st.fuel != nil && st.fuel.Get() == 0 {
 			return fail(StatusFuelExhausted, "fuel exhausted: the call used all its %d units", st.budget)
 		}
+		if e.Error() == "unreachable" && st.stack != nil && uint32(st.stack.Get()) > MaxStackUnits {
+			return fail(StatusStackExhausted, "stack exhausted: the calls in progress would use more than %d units", MaxStackUnits)
+		}
 		if code, ok := trapCodes[e.Error()]; ok {
 			return fail(code, "%s", TrapMessage[code])
 		}
 		if e.Error() == "stack overflow" {
-			panic(&OperationalError{Reason: what + ": stack exhausted", Err: err})
+			panic(&OperationalError{Reason: what + ": the runtime's stack ran out", Err: err})
 		}
 	}
 	panic(&OperationalError{Reason: what, Err: err})

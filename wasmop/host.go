@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
+	"math"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -56,6 +58,16 @@ type callState struct {
 	// fuel is the instance's fuel counter, budget its starting value.
 	fuel   api.MutableGlobal
 	budget uint64
+	// stack is the instance's stack counter (SPECS.md §20.5).
+	stack api.Global
+	// eng holds the memory budget; held is what this call has reserved in
+	// it, memHeld the part reserved for the linear memory.
+	eng     *Engine
+	held    uint64
+	memHeld uint64
+	// oper is set, before a host function or the memory allocator aborts
+	// the call, when the failure is operational (SPECS.md §20.8).
+	oper *OperationalError
 }
 
 type stateKey struct{}
@@ -69,6 +81,23 @@ func state(ctx context.Context) *callState { return ctx.Value(stateKey{}).(*call
 func (s *callState) abort(code uint32, format string, args ...any) {
 	s.fail = fail(code, format, args...)
 	panic(abort{})
+}
+
+// operational ends the call with an operational failure (no result).
+func (s *callState) operational(format string, args ...any) {
+	s.oper = &OperationalError{Reason: fmt.Sprintf(format, args...)}
+	panic(abort{})
+}
+
+// hold reserves n more bytes for what (memory.grow, output_write) in the
+// engine's memory budget before they are allocated; beyond the budget the
+// call ends operationally (SPECS.md §20.8).
+func (s *callState) hold(n uint64, what string) {
+	if err := s.eng.reserve(n, s.held, what); err != nil {
+		s.oper = err
+		panic(abort{})
+	}
+	s.held += n
 }
 
 // span checks that [ptr, ptr+n) lies in the memory and returns it. A
@@ -151,7 +180,22 @@ var hostFuncs = []hostFunc{
 			s.abort(StatusOutputLimit, "output_write: %d + %d output bytes exceed max_output_bytes %d", s.total, n, s.maxOut)
 		}
 		s.total += uint64(n)
-		s.outputs[o] = append(s.outputs[o], src...)
+		buf := s.outputs[o]
+		if need := uint64(len(buf)) + uint64(n); need > uint64(cap(buf)) {
+			// Grow to twice the size, but never beyond what
+			// max_output_bytes still allows this output; the new buffer
+			// is reserved before it is allocated, the old one given back
+			// once copied.
+			room := need + min(s.maxOut-s.total, math.MaxUint64-need)
+			newCap := max(need, min(2*uint64(cap(buf)), room))
+			s.hold(newCap, "output_write")
+			nb := make([]byte, len(buf), newCap)
+			copy(nb, buf)
+			s.eng.unreserve(uint64(cap(buf)))
+			s.held -= uint64(cap(buf))
+			buf = nb
+		}
+		s.outputs[o] = append(buf, src...)
 	}},
 	{ModuleABI, "set_error", vt(i32, i32), nil, func(ctx context.Context, m api.Module, st []uint64) {
 		s := state(ctx)

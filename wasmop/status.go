@@ -25,14 +25,15 @@ const (
 	StatusSegmentBounds   = HostCodeBase | 0x0A // an active segment outside its table or memory
 
 	// Failures while running.
-	StatusBadReturn     = HostCodeBase | 0x08 // entry returned a value outside 0..65535
-	StatusProcExit      = HostCodeBase | 0x09 // the module called proc_exit
-	StatusFuelExhausted = HostCodeBase | 0x0B // the call ran out of fuel
-	StatusInputIndex    = HostCodeBase | 0x10 // input_* with an index out of range
-	StatusInputOffset   = HostCodeBase | 0x11 // input_read offset negative or past the end
-	StatusMemoryRange   = HostCodeBase | 0x12 // a host call's ptr/len outside memory
-	StatusOutputIndex   = HostCodeBase | 0x13 // output_write with an index out of range
-	StatusOutputLimit   = HostCodeBase | 0x14 // outputs above max_output_bytes
+	StatusBadReturn      = HostCodeBase | 0x08 // entry returned a value outside 0..65535
+	StatusProcExit       = HostCodeBase | 0x09 // the module called proc_exit
+	StatusFuelExhausted  = HostCodeBase | 0x0B // the call ran out of fuel
+	StatusStackExhausted = HostCodeBase | 0x0C // nested calls above MaxStackUnits
+	StatusInputIndex     = HostCodeBase | 0x10 // input_* with an index out of range
+	StatusInputOffset    = HostCodeBase | 0x11 // input_read offset negative or past the end
+	StatusMemoryRange    = HostCodeBase | 0x12 // a host call's ptr/len outside memory
+	StatusOutputIndex    = HostCodeBase | 0x13 // output_write with an index out of range
+	StatusOutputLimit    = HostCodeBase | 0x14 // outputs above max_output_bytes
 
 	// Traps (the WebAssembly specification's trap reasons).
 	StatusTrapUnreachable       = HostCodeBase | 0x20

@@ -247,13 +247,26 @@ func Verify(ctx context.Context, s VerifyStore, opts VerifyOptions, progress fun
 			}
 			return
 		}
+		// A percentage that selects nothing from a non-empty store checks
+		// the artifact with the smallest sample key instead: a sample
+		// always checks at least one.
+		sent := 0
+		var fallback asl.Info
+		var fallbackKey uint64
 		err := s.Enumerate(ctx, asl.Reference{}, func(in asl.Info) error {
 			stored++
 			if !selected(in) {
+				if k := SampleKey(opts.Sample.Seed, in.Ref); stored == 1 || k < fallbackKey {
+					fallback, fallbackKey = in, k
+				}
 				return nil
 			}
+			sent++
 			return send(in)
 		})
+		if err == nil && sent == 0 && stored > 0 {
+			err = send(fallback)
+		}
 		if rep.Damage = damageOf(err); rep.Damage == nil && err != nil {
 			walkErr = fmt.Errorf("enumerate: %w", err)
 		}

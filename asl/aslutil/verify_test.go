@@ -240,6 +240,33 @@ func TestVerifyPercentSample(t *testing.T) {
 	}
 }
 
+// TestVerifyPercentSampleAtLeastOne: a percentage that selects nothing
+// from a small store checks the artifact with the smallest sample key.
+func TestVerifyPercentSampleAtLeastOne(t *testing.T) {
+	s := memstore.New()
+	refs, _ := fill(t, s, 6)
+	smallest := refs[0]
+	for _, r := range refs {
+		if aslutil.SampleKey("", r) < aslutil.SampleKey("", smallest) {
+			smallest = r
+		}
+	}
+	smp := aslutil.Sample{Percent: 0.001}
+	rec := &recorder{VerifyStore: s}
+	rep, err := aslutil.Verify(context.Background(), rec, aslutil.VerifyOptions{Sample: &smp}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Stored != 6 || rep.Checked != 1 || !slices.Equal(rec.sorted(), []asl.Reference{smallest}) {
+		t.Fatalf("report %+v, checked %v, want only %s", rep, rec.sorted(), smallest)
+	}
+	empty := memstore.New()
+	rep, err = aslutil.Verify(context.Background(), empty, aslutil.VerifyOptions{Sample: &smp}, nil)
+	if err != nil || rep.Checked != 0 {
+		t.Fatalf("empty store: %+v %v", rep, err)
+	}
+}
+
 func TestVerifyCountSample(t *testing.T) {
 	s := memstore.New()
 	refs, _ := fill(t, s, 500)

@@ -634,6 +634,9 @@ func TestAuth(t *testing.T) {
 	if !errors.As(err, &he) || he.Status != http.StatusForbidden || !strings.Contains(err.Error(), "AMDUAT_TOKEN") {
 		t.Errorf("Put with a read token = %v, want a 403 naming AMDUAT_TOKEN", err)
 	}
+	if n := strings.Count(err.Error(), "scope"); n != 1 {
+		t.Errorf("Put with a read token = %v: the missing scope is said %d times, want once", err, n)
+	}
 	if strings.Contains(err.Error(), readTok) {
 		t.Errorf("error %q shows the token", err)
 	}

@@ -69,7 +69,13 @@ func (e *Error) Error() string {
 	case http.StatusUnauthorized:
 		b.WriteString(" (set AMDUAT_TOKEN to a bearer token the server accepts)")
 	case http.StatusForbidden:
-		b.WriteString(" (the token lacks the scope this request needs; set AMDUAT_TOKEN to a token that has it)")
+		// The server's message names the missing scope; the hint says so
+		// only when it does not.
+		if strings.Contains(e.Message, "scope") {
+			b.WriteString(" (set AMDUAT_TOKEN to a token that has it)")
+		} else {
+			b.WriteString(" (the token lacks the scope this request needs; set AMDUAT_TOKEN to a token that has it)")
+		}
 	}
 	if e.RetryAfter > 0 {
 		fmt.Fprintf(&b, " (retry after %s)", e.RetryAfter)

@@ -180,8 +180,8 @@ type Meta struct {
 	DefaultHash string     `json:"default_hash"`
 	SchemeRef   string     `json:"scheme_ref"`
 	Limits      Limits     `json:"limits"`
-	// Scopes lists what the caller's token allows ("read", "write", "run");
-	// all three when the server has no authentication.
+	// Scopes lists what the caller's token allows ("read", "write", "run",
+	// "admin"); all four when the server has no authentication.
 	Scopes []string `json:"scopes"`
 }
 

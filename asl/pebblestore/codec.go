@@ -5,35 +5,23 @@ import (
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
-)
 
-const (
-	// sampleSize is how much of a chunk is compressed first to decide
-	// whether compressing the rest can pay.
-	sampleSize = 16 << 10
+	"github.com/amduat/amduat/asl/zcodec"
 )
 
 var (
 	zstdOnce sync.Once
-	zenc     *zstd.Encoder
 	zdec     *zstd.Decoder
 )
 
-// codecs returns the shared zstd encoder and decoder. EncodeAll and DecodeAll
-// are safe for concurrent use; each keeps an internal pool sized to
-// GOMAXPROCS. The decoder refuses to produce more than MaxChunkSize bytes or
-// more than the capacity of the destination it is given.
+// codecs returns the shared zstd encoder (zcodec's) and decoder. EncodeAll
+// and DecodeAll are safe for concurrent use; each keeps an internal pool
+// sized to GOMAXPROCS. The decoder refuses to produce more than
+// MaxChunkSize bytes or more than the capacity of the destination it is
+// given.
 func codecs() (*zstd.Encoder, *zstd.Decoder) {
 	zstdOnce.Do(func() {
 		var err error
-		zenc, err = zstd.NewWriter(nil,
-			zstd.WithEncoderLevel(zstd.SpeedFastest),
-			zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)),
-			zstd.WithWindowSize(1<<20),
-			zstd.WithZeroFrames(true))
-		if err != nil {
-			panic(err)
-		}
 		zdec, err = zstd.NewReader(nil,
 			zstd.WithDecoderConcurrency(runtime.GOMAXPROCS(0)),
 			zstd.WithDecoderMaxMemory(MaxChunkSize),
@@ -43,36 +31,19 @@ func codecs() (*zstd.Encoder, *zstd.Decoder) {
 			panic(err)
 		}
 	})
-	return zenc, zdec
+	return zcodec.Encoder(), zdec
 }
 
-// pays reports whether a compressed size n for raw size raw saves at least
-// one eighth.
-func pays(n, raw int) bool { return n <= raw-raw/8 }
-
-// compressChunk decides how to store raw. Chunks shorter than minSize are
-// stored raw. Larger chunks first compress a sample of sampleSize bytes at
-// zstd's fastest level; when the sample does not save an eighth the chunk is
-// stored raw without compressing the rest. Otherwise the whole chunk is
-// compressed and kept only if that saves an eighth. scratch is reused for
-// the compressed output when its capacity suffices; the returned payload is
-// raw or the compressed bytes.
+// compressChunk decides how to store raw: zcodec.Compress, the decision
+// every backend shares (chunks shorter than minSize raw, a sample first,
+// kept only if it saves an eighth). scratch is reused for the compressed
+// output when its capacity suffices; the returned payload is raw or the
+// compressed bytes.
 func compressChunk(raw, scratch []byte, minSize int) (uint8, []byte) {
-	if minSize <= 0 || len(raw) < minSize {
-		return codecRaw, raw
+	if z, out := zcodec.Compress(raw, scratch, minSize); z {
+		return codecZstd, out
 	}
-	enc, _ := codecs()
-	if len(raw) >= 4*sampleSize {
-		s := enc.EncodeAll(raw[:sampleSize], scratch[:0])
-		if !pays(len(s), sampleSize) {
-			return codecRaw, raw
-		}
-	}
-	out := enc.EncodeAll(raw, scratch[:0])
-	if !pays(len(out), len(raw)) {
-		return codecRaw, raw
-	}
-	return codecZstd, out
+	return codecRaw, raw
 }
 
 // decodeSlack is the spare capacity decompress wants past the raw size:

@@ -159,6 +159,11 @@ func (s *Store) delete(ctx context.Context, refs []asl.Reference) (deleted []boo
 		key := appendIndexKey(nil, ref)
 		v, closer, err := dbGet(s.db, key)
 		if errors.Is(err, pebble.ErrNotFound) {
+			if s.getDamaged(ref) != nil {
+				// Only a damaged pack record named it: forget it.
+				b.Delete(damageRefKey(ref), nil)
+				deleted[i] = true
+			}
 			continue
 		}
 		if err != nil {
@@ -168,6 +173,7 @@ func (s *Store) delete(ctx context.Context, refs []asl.Reference) (deleted []boo
 		closer.Close()
 		deleted[i] = true
 		b.Delete(key, nil)
+		b.Delete(damageRefKey(ref), nil)
 		if derr != nil {
 			// A damaged record: nothing says where its copy lies. A full
 			// rescan may find that copy again if it still verifies.
@@ -432,5 +438,6 @@ func (s *Store) rewrite(ctx context.Context, id asl.HashID, arts []asl.Artifact)
 	defer s.keepPut(refs...)
 	return s.commit(ctx, items, nil)
 }
+
 var _ asl.Pinner = (*Store)(nil)
 var _ asl.Deleter = (*Store)(nil)

@@ -35,6 +35,9 @@ func (s *Store) getIndex(ref asl.Reference, fn func(v []byte) error) error {
 	var kb [64]byte
 	v, closer, err := dbGet(s.db, appendIndexKey(kb[:0], ref))
 	if errors.Is(err, pebble.ErrNotFound) {
+		if derr := s.getDamaged(ref); derr != nil {
+			return derr // its only pack record is damaged (packdamage.go)
+		}
 		return fmt.Errorf("%s: %w", ref, asl.ErrNotFound)
 	}
 	if err != nil {
@@ -726,7 +729,12 @@ func (s *Store) Enumerate(ctx context.Context, after asl.Reference, fn func(asl.
 	case err != nil:
 		return fmt.Errorf("enumerate: %w", err)
 	}
-	if bad = append(bad, damage...); len(bad) > 0 {
+	// Regions of packs the recovery scan found damaged (packdamage.go).
+	packDamage, err := s.damageReport(after)
+	if err != nil {
+		return fmt.Errorf("enumerate: %w", err)
+	}
+	if bad = append(append(bad, damage...), packDamage...); len(bad) > 0 {
 		return fmt.Errorf("enumerate: %w", errors.Join(bad...))
 	}
 	return nil

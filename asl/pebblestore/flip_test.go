@@ -170,6 +170,16 @@ func flipLegacy() bool { return os.Getenv("AMDUAT_FLIP_LAYOUT") == "v2" }
 // files and part of it left in the write-ahead log, and closes it. It
 // returns the artifacts and index entries acknowledged.
 func flipWorkload(t testing.TB, fs vfs.FS) (map[asl.Reference]asl.Artifact, []asl.IndexEntry) {
+	acked, entries, _ := flipWorkloadKill(t, fs, false)
+	return acked, entries
+}
+
+// flipWorkloadKill is flipWorkload; with kill set, fs must be crashable and
+// the store is not closed: the process is killed after the last put was
+// acknowledged, so the index commits of the second half, never synced,
+// are lost (a crash clone keeping only synced bytes, returned), and the
+// next Open rebuilds them from the pack tails (SPECS.md §6.4, "Recovery").
+func flipWorkloadKill(t testing.TB, fs vfs.FS, kill bool) (map[asl.Reference]asl.Artifact, []asl.IndexEntry, *vfs.MemFS) {
 	t.Helper()
 	ctx := context.Background()
 	s, err := Create("store", flipOptions(fs))
@@ -235,10 +245,14 @@ func flipWorkload(t testing.TB, fs vfs.FS) (map[asl.Reference]asl.Artifact, []as
 		t.Fatal(err)
 	}
 	phase(2000)
+	var clone *vfs.MemFS
+	if kill {
+		clone = fs.(*vfs.MemFS).CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return acked, entries
+	return acked, entries, clone
 }
 
 // acked2 returns one artifact of acked (a re-put of a stored artifact).
@@ -278,6 +292,8 @@ type flipReport struct {
 	// entriesLost counts index entries (derived data) that read as absent.
 	entriesLost int
 	slowest     time.Duration // the slowest single read (Open, Get, Verify)
+	// unopenable: Open failed (with ErrIntegrity: salvage is the way out).
+	unopenable bool
 }
 
 // salvageFunc, when set (salvage_test.go), copies what can be read from the
@@ -409,6 +425,7 @@ func checkFlip(t testing.TB, fs vfs.FS, acked map[asl.Reference]asl.Artifact, en
 		}
 	}
 	rep.lost = lost
+	rep.unopenable = openFailed
 	switch {
 	case len(wrongBytes) > 0:
 		rep.outcome, rep.detail = flipWrongBytes, strings.Join(wrongBytes, "; ")
@@ -463,6 +480,17 @@ func TestFlipBytes(t *testing.T) {
 			byKind[flipKind(p)] = append(byKind[flipKind(p)], p)
 		}
 	}
+	// Kind "pack-killed": the packs of a store whose process was killed
+	// before the index commits of its last puts (issue 20): Open must
+	// rebuild them from the pack tails, past the damage.
+	killedAcked, _, killed := flipWorkloadKill(t, vfs.NewCrashableMem(), true)
+	killedFiles := memFiles{}
+	snapshotFS(t, killed, "store", killedFiles)
+	for p, b := range killedFiles {
+		if len(b) > 0 && flipKind(p) == "pack" {
+			byKind["pack-killed"] = append(byKind["pack-killed"], p)
+		}
+	}
 	kinds := make([]string, 0, len(byKind))
 	for k := range byKind {
 		slices.Sort(byKind[k])
@@ -476,6 +504,7 @@ func TestFlipBytes(t *testing.T) {
 		out     [flipOutcomes]int
 		lost    int
 		entries int
+		unopen  int
 		slowest time.Duration
 	}
 	rows := map[string]*row{}
@@ -484,9 +513,13 @@ func TestFlipBytes(t *testing.T) {
 		kind := kinds[i%len(kinds)]
 		paths := byKind[kind]
 		path := paths[rng.IntN(len(paths))]
-		off := rng.Int64N(int64(len(files[path])))
+		set, setAcked, setEntries := files, acked, entries
+		if kind == "pack-killed" {
+			set, setAcked, setEntries = killedFiles, killedAcked, nil
+		}
+		off := rng.Int64N(int64(len(set[path])))
 		x := byte(1 + rng.IntN(255))
-		rep := checkFlip(t, restoreFS(t, files, path, off, x), acked, entries)
+		rep := checkFlip(t, restoreFS(t, set, path, off, x), setAcked, setEntries)
 		r := rows[kind]
 		if r == nil {
 			r = &row{}
@@ -497,23 +530,26 @@ func TestFlipBytes(t *testing.T) {
 		r.slowest = max(r.slowest, rep.slowest)
 		r.lost += rep.lost
 		r.entries += rep.entriesLost
+		if rep.unopenable {
+			r.unopen++
+		}
 		if rep.outcome <= flipSilentLoss {
-			bad = append(bad, fmt.Sprintf("%s byte %d ^ %#02x: %s: %s", path, off, x, flipOutcomeNames[rep.outcome], rep.detail))
+			bad = append(bad, fmt.Sprintf("%s %s byte %d ^ %#02x: %s: %s", kind, path, off, x, flipOutcomeNames[rep.outcome], rep.detail))
 		}
 		if testing.Verbose() {
-			t.Logf("flip %d: %s byte %d/%d ^ %#02x: %s %s (slowest read %v)", i, path, off, len(files[path]), x, flipOutcomeNames[rep.outcome], rep.detail, rep.slowest.Round(time.Millisecond))
+			t.Logf("flip %d: %s %s byte %d/%d ^ %#02x: %s %s (slowest read %v)", i, kind, path, off, len(set[path]), x, flipOutcomeNames[rep.outcome], rep.detail, rep.slowest.Round(time.Millisecond))
 		}
 	}
 	var tb strings.Builder
 	fmt.Fprintf(&tb, "%d acknowledged artifacts, %d index entries, %d flips, seed %d\n", len(acked), len(entries), n, seed)
-	fmt.Fprintf(&tb, "%-10s %6s %9s %9s %9s %6s %12s %12s %15s %13s %14s\n", "kind", "flips", "harmless", "recovered", "detected", "lost", "wrong class", "wrong bytes", "artifacts lost", "entries lost", "slowest read")
+	fmt.Fprintf(&tb, "%-11s %6s %9s %9s %9s %6s %12s %12s %15s %13s %11s %14s\n", "kind", "flips", "harmless", "recovered", "detected", "lost", "wrong class", "wrong bytes", "artifacts lost", "entries lost", "unopenable", "slowest read")
 	var total row
 	for _, k := range kinds {
 		r := rows[k]
 		if r == nil {
 			continue
 		}
-		fmt.Fprintf(&tb, "%-10s %6d %9d %9d %9d %6d %12d %12d %15d %13d %14v\n", k, r.flips, r.out[flipHarmless], r.out[flipRecovered], r.out[flipDetected], r.out[flipSilentLoss], r.out[flipWrongClass], r.out[flipWrongBytes], r.lost, r.entries, r.slowest.Round(time.Millisecond))
+		fmt.Fprintf(&tb, "%-11s %6d %9d %9d %9d %6d %12d %12d %15d %13d %11d %14v\n", k, r.flips, r.out[flipHarmless], r.out[flipRecovered], r.out[flipDetected], r.out[flipSilentLoss], r.out[flipWrongClass], r.out[flipWrongBytes], r.lost, r.entries, r.unopen, r.slowest.Round(time.Millisecond))
 		total.flips += r.flips
 		for o := range r.out {
 			total.out[o] += r.out[o]
@@ -521,8 +557,9 @@ func TestFlipBytes(t *testing.T) {
 		total.slowest = max(total.slowest, r.slowest)
 		total.lost += r.lost
 		total.entries += r.entries
+		total.unopen += r.unopen
 	}
-	fmt.Fprintf(&tb, "%-10s %6d %9d %9d %9d %6d %12d %12d %15d %13d %14v\n", "all", total.flips, total.out[flipHarmless], total.out[flipRecovered], total.out[flipDetected], total.out[flipSilentLoss], total.out[flipWrongClass], total.out[flipWrongBytes], total.lost, total.entries, total.slowest.Round(time.Millisecond))
+	fmt.Fprintf(&tb, "%-11s %6d %9d %9d %9d %6d %12d %12d %15d %13d %11d %14v\n", "all", total.flips, total.out[flipHarmless], total.out[flipRecovered], total.out[flipDetected], total.out[flipSilentLoss], total.out[flipWrongClass], total.out[flipWrongBytes], total.lost, total.entries, total.unopen, total.slowest.Round(time.Millisecond))
 	t.Logf("flip table:\n%s", tb.String())
 	if out := os.Getenv("AMDUAT_FLIPS_OUT"); out != "" {
 		if err := os.WriteFile(out, []byte(tb.String()+strings.Join(bad, "\n")+"\n"), 0o644); err != nil {

@@ -746,6 +746,9 @@ func (s *Store) pruneDead(point func(string)) error {
 	if err := it.Close(); err != nil {
 		return ioErr(err)
 	}
+	if err := s.pruneDamage(b, deadPack); err != nil {
+		return err
+	}
 	if b.Empty() {
 		return nil
 	}

@@ -653,7 +653,7 @@ func (s *Store) recoverPacks(full bool) (map[asl.Reference]pendingRecord, error)
 		}
 		return nil, err
 	}
-	if len(pending) == 0 {
+	if b.Empty() {
 		b.Close()
 		return nil, nil
 	}
@@ -694,8 +694,18 @@ func (s *Store) scanPacks(b *pebble.Batch, full bool) (map[asl.Reference]pending
 		for p := wm; p < size; {
 			sc, err := s.packs.scan(id, p)
 			if errors.Is(err, asl.ErrIntegrity) {
-				clean = false // the rest of the pack is garbage
-				break
+				clean = false
+				q := s.packs.resync(id, p+1, size)
+				if q >= size {
+					break // a torn write: nothing after it checks
+				}
+				// Damage: records that check follow it. Record it, and
+				// index what follows (SPECS.md §6.4, "Recovery").
+				if err := s.recordDamage(b, id, p, q, sc, err); err != nil {
+					return nil, err
+				}
+				p = q
+				continue
 			}
 			if err != nil {
 				return nil, err
@@ -776,7 +786,8 @@ func (s *Store) scanPacks(b *pebble.Batch, full bool) (map[asl.Reference]pending
 // names it, for a whole one its payload, and where the next record starts.
 // When scan fails after the record's head decoded, it still returns the
 // kind and reference (and, for a large record, next): what was lost can be
-// named.
+// named; for a whole artifact whose chunk value checks but whose payload
+// hashes to another reference (a damaged head), rec and data too.
 type scanned struct {
 	kind int
 	ref  asl.Reference
@@ -830,6 +841,9 @@ func (pk *packs) scan(id, p uint64) (scanned, error) {
 			return named, err
 		}
 		if err := verify(ref, rec.header(), data); err != nil {
+			// The chunk value checks but the head names another
+			// reference: keep what the bytes hash to (recordDamage).
+			named.rec, named.data = rec, data
 			return named, fmt.Errorf("pack %d at %d: %w", id, p, err)
 		}
 		return scanned{kind: kind, ref: ref, rec: rec, data: data, next: c + uint64(len(v))}, nil
@@ -1017,4 +1031,33 @@ func (p *packs) readInto(id, offset uint64, dst []byte) ([]byte, error) {
 		return nil, damaged("pack %d ends inside the record at %d", id, offset)
 	}
 	return dst, nil
+}
+
+// resync finds the first offset from p on where a pack record that checks
+// starts (or size): the bytes of a damaged record are skipped. Salvage and
+// Open's recovery scan use it alike (SPECS.md §6.4, "Recovery", "Damage").
+func (pk *packs) resync(id, p, size uint64) uint64 {
+	r, err := pk.reader(id)
+	if err != nil {
+		return size
+	}
+	const window = 1 << 20
+	buf := make([]byte, window+1)
+	for at := p; at < size; at += window {
+		n, err := r.ReadAt(buf, int64(at))
+		if err != nil && !errors.Is(err, io.EOF) {
+			return size
+		}
+		for i := 0; i+1 < n; i++ {
+			// A record head is a map of 2 to 5 pairs whose first key is 1
+			// (a reference) or 3 (a part's stored size).
+			if buf[i] < 0xa2 || buf[i] > 0xa5 || buf[i+1] != 0x01 && buf[i+1] != 0x03 {
+				continue
+			}
+			if _, err := pk.scan(id, at+uint64(i)); err == nil {
+				return at + uint64(i)
+			}
+		}
+	}
+	return size
 }

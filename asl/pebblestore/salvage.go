@@ -365,7 +365,7 @@ func (sv *salvager) pack(id, size uint64) error {
 			if sc.kind == recordSingle || sc.kind == recordLarge {
 				sv.fail(sc.ref, err)
 			}
-			q := sv.resync(id, p+1, size)
+			q := pk.resync(id, p+1, size)
 			sv.rep.Damage = append(sv.rep.Damage, fmt.Errorf("pack %d (%s): bytes %d to %d hold no record that checks: %w", id, packName(id), p, q, err))
 			p = q
 			continue
@@ -389,35 +389,6 @@ func (sv *salvager) pack(id, size uint64) error {
 	}
 	sv.scanned += int64(size - done)
 	return nil
-}
-
-// resync finds the first offset from p on where a pack record that checks
-// starts (or size): the bytes of a damaged record are skipped.
-func (sv *salvager) resync(id, p, size uint64) uint64 {
-	pk := sv.old.packs
-	r, err := pk.reader(id)
-	if err != nil {
-		return size
-	}
-	const window = 1 << 20
-	buf := make([]byte, window+1)
-	for at := p; at < size; at += window {
-		n, err := r.ReadAt(buf, int64(at))
-		if err != nil && !errors.Is(err, io.EOF) {
-			return size
-		}
-		for i := 0; i+1 < n; i++ {
-			// A record head is a map of 2 to 5 pairs whose first key is 1
-			// (a reference) or 3 (a part's stored size).
-			if buf[i] < 0xa2 || buf[i] > 0xa5 || buf[i+1] != 0x01 && buf[i+1] != 0x03 {
-				continue
-			}
-			if _, err := pk.scan(id, at+uint64(i)); err == nil {
-				return at + uint64(i)
-			}
-		}
-	}
-	return size
 }
 
 // large copies a verified large artifact from its parts: read and verified

@@ -146,6 +146,7 @@ type Store struct {
 	commits       atomic.Uint64 // Pebble batch commits, for tests
 	recovered     int           // staged blobs deleted by Open
 	packRecovered int           // pack records indexed by Open
+	packDamaged   int           // damaged pack regions Open found before records that check
 	fullRescan    bool          // Open rescanned every pack record (checkMetadata)
 	unsynced      atomic.Bool   // a commit relied on a pack's sync
 

@@ -96,6 +96,9 @@ func (s *Store) fetch(ctx context.Context, ref asl.Reference) (io.ReadCloser, as
 	if _, err := io.ReadFull(body, head); err != nil {
 		return fail(s.errorf("fetch", key, ref, err))
 	}
+	if isZObject(head) {
+		return s.fetchZ(ref, key, head, body, info.Size)
+	}
 	if isManifest(head) {
 		m, err := s.readManifest(ctx, ref, key, head, body, info.Size)
 		body.Close()
@@ -121,7 +124,7 @@ func (s *Store) fetch(ctx context.Context, ref asl.Reference) (io.ReadCloser, as
 	if err != nil {
 		return fail(err)
 	}
-	fr := &fetchReader{s: s, vr: vr, body: body, key: key, ref: ref, size: hdr.Size}
+	fr := &fetchReader{s: s, vr: vr, body: body, key: key, ref: ref, size: hdr.Size, wholeHdr: hdr}
 	if hdr.Size > fetchWholeMax {
 		return fr, hdr, nil
 	}
@@ -156,6 +159,9 @@ type fetchReader struct {
 	// lr and hdr are set for a large artifact (a manifest's parts).
 	lr  *largeReader
 	hdr asl.Header
+	// wholeHdr is the header of a whole object (its length locates a
+	// payload byte in the object).
+	wholeHdr asl.Header
 }
 
 // WriteTo implements io.WriterTo (io.Copy uses it): a large artifact
@@ -181,7 +187,15 @@ func (f *fetchReader) Read(p []byte) (int, error) {
 		return n, fmt.Errorf("s3store: fetch s3://%s/%s: %w", f.s.bucket, f.key, err)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		// The object store promised the bytes (Content-Length): a body
-		// cut short is the connection's failure, an I/O error.
+		// cut short is the connection's failure, an I/O error, unless
+		// the object store cut it because it found its copy damaged
+		// there (MinIO stops a body at a block that fails its bitrot
+		// check): a read of the next byte says which.
+		if f.lr == nil {
+			if perr := f.s.probe(f.key, f.ref, int64(headerLen(f.hdrOf()))+int64(f.read)); errors.Is(perr, asl.ErrIntegrity) {
+				return n, fmt.Errorf("s3store: fetch s3://%s/%s (%s): body ended after %d of %d payload bytes: %w", f.s.bucket, f.key, f.ref, f.read, f.size, perr)
+			}
+		}
 		return n, fmt.Errorf("s3store: fetch s3://%s/%s (%s): connection ended after %d of %d payload bytes: %w",
 			f.s.bucket, f.key, f.ref, f.read, f.size, err)
 	default:
@@ -226,6 +240,9 @@ func (s *Store) stat(ctx context.Context, ref asl.Reference, key string) (asl.In
 		return asl.Info{}, s.errorf("stat", key, ref, err)
 	}
 	total := contentTotal(h, info.Size)
+	if isZObject(head) {
+		return s.statZ(ref, key, head, total)
+	}
 	if isManifest(head) {
 		hdr, _, _, err := parseManifestHead(head, total)
 		if err != nil {
@@ -450,11 +467,12 @@ func (s *Store) differs(ctx context.Context, key string, b []byte) (bool, error)
 // overwritten, so a re-put repairs it). A conflicting concurrent conditional write (409) is retried.
 func (s *Store) putObject(ctx context.Context, ref asl.Reference, b []byte) error {
 	key := s.ArtifactKey(ref)
-	po := minio.PutObjectOptions{ContentType: "application/octet-stream", DisableContentSha256: bodySHA256(ref) != ""}
+	b, sha := encodeObject(ref, b) // compressed where it pays (compress.go)
+	po := minio.PutObjectOptions{ContentType: "application/octet-stream", DisableContentSha256: sha != ""}
 	po.SetMatchETagExcept("*")
 	var err error
 	for attempt := range 6 {
-		_, err = s.core.PutObject(ctx, s.bucket, key, bytes.NewReader(b), int64(len(b)), "", bodySHA256(ref), po)
+		_, err = s.core.PutObject(ctx, s.bucket, key, bytes.NewReader(b), int64(len(b)), "", sha, po)
 		if err == nil {
 			return nil
 		}
@@ -464,7 +482,9 @@ func (s *Store) putObject(ctx context.Context, ref asl.Reference, b []byte) erro
 				return s.errorf("put (stat existing)", key, ref, err)
 			}
 			if !differs {
-				return nil
+				// Stored: its grace starts again, safe from a
+				// collection running meanwhile (SPECS.md §6.7).
+				return s.refresh(ctx, ref, key, b, sha)
 			}
 			// Damaged (or of another form): replace it with the bytes
 			// just hashed to ref.
@@ -582,4 +602,36 @@ func (s *Store) GetBatch(ctx context.Context, refs []asl.Reference, limit int64,
 		}
 	}
 	return nil
+}
+
+// hdrOf is the header of the artifact read (for a whole object, rebuilt
+// from its size: only its length is used).
+func (f *fetchReader) hdrOf() asl.Header {
+	if f.lr != nil {
+		return f.hdr
+	}
+	return f.wholeHdr
+}
+
+// probe reads, on a fresh request, the byte at off of key, where a body
+// broke off: ErrIntegrity when the object store says it cannot read its
+// data there (an unreadable code), or answers the request and then cannot
+// send that one byte (MinIO sends the headers of a ranged read before it
+// finds the block damaged): the same byte failing twice, the second time
+// on a response of one byte, is the store's copy, not the network.
+func (s *Store) probe(key string, ref asl.Reference, off int64) error {
+	o := minio.GetObjectOptions{}
+	if err := o.SetRange(off, off); err != nil {
+		return err
+	}
+	body, _, _, err := s.core.GetObject(context.Background(), s.bucket, key, o)
+	if err != nil {
+		return s.errorf("fetch", key, ref, err)
+	}
+	defer body.Close()
+	n, err := io.Copy(io.Discard, body)
+	if n == 0 && (err == nil || errors.Is(err, io.ErrUnexpectedEOF)) {
+		return fmt.Errorf("the object store cannot send its byte %d (its copy is damaged there, bitrot): %w", off, asl.ErrIntegrity)
+	}
+	return err
 }

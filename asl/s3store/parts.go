@@ -86,7 +86,7 @@ func partCount(size, partSize uint64) uint64 {
 
 // isManifest says whether an object beginning with b is a manifest.
 func isManifest(b []byte) bool {
-	return len(b) > 0 && b[0] == manifestMagic[0]
+	return len(b) > 0 && b[0] == manifestMagic[0] && !isZObject(b)
 }
 
 // parseManifestHead decodes the fixed fields of a manifest from its first
@@ -285,7 +285,7 @@ func (s *Store) putManifest(ctx context.Context, ref asl.Reference, mb []byte) e
 				return s.errorf("put (read existing manifest)", key, ref, err)
 			}
 			if same {
-				return nil
+				return s.refresh(ctx, ref, key, mb, "")
 			}
 			po = minio.PutObjectOptions{ContentType: "application/octet-stream", DisableMultipart: true}
 			continue

@@ -33,7 +33,7 @@ import (
 // Format and Version are the config object's (SPECS.md §6.7).
 const (
 	Format  = "amduat-s3store"
-	Version = 2
+	Version = 3
 )
 
 // Defaults.
@@ -97,6 +97,13 @@ type Options struct {
 	// per directory.
 	CacheDir  string
 	CacheSize int64
+	// TouchAge: a put of an artifact already stored whose object is older
+	// rewrites it, so that its grace starts again (default
+	// DefaultTouchAge; negative: always). GC refuses a grace shorter
+	// than its own store's TouchAge (SPECS.md §6.7).
+	TouchAge time.Duration
+	// Lease of a running collection (default DefaultLease).
+	Lease time.Duration
 }
 
 // Store is an asl.Store, asl.Indexer, asl.IndexSeeker and
@@ -110,6 +117,8 @@ type Store struct {
 	opts   Options
 	cache  *diskCache // nil without Options.CacheDir
 
+	children ChildrenFunc // SetChildren
+
 	mu     sync.RWMutex
 	closed bool
 }
@@ -122,7 +131,8 @@ var (
 )
 
 // ParseURL splits s3://BUCKET[/PREFIX][?endpoint=HOST:PORT&region=R&insecure=1&path-style=1]
-// into bucket, prefix and Options; the environment variables
+// into bucket, prefix and Options (the endpoint may also be written
+// http://HOST:PORT, which implies insecure, or https://HOST:PORT); the environment variables
 // AMDUAT_S3_ENDPOINT, AMDUAT_S3_REGION, AMDUAT_S3_INSECURE and
 // AMDUAT_S3_PATH_STYLE give what the URL leaves out (SPECS.md §6.7).
 func ParseURL(s string) (bucket, prefix string, o Options, err error) {
@@ -160,6 +170,25 @@ func ParseURL(s string) (bucket, prefix string, o Options, err error) {
 	}
 	if o.PathStyle, err = flag("path-style", "AMDUAT_S3_PATH_STYLE"); err != nil {
 		return "", "", o, err
+	}
+	// An endpoint written as a URL, the form MinIO and most clients print:
+	// http:// implies insecure, https:// secure; an explicit insecure that
+	// says otherwise is refused.
+	if scheme, rest, ok := strings.Cut(o.Endpoint, "://"); ok {
+		explicit := get("insecure", "AMDUAT_S3_INSECURE") != ""
+		switch scheme {
+		case "http", "https":
+		default:
+			return "", "", o, fmt.Errorf("store %q: endpoint %q: scheme %q (want http://, https:// or HOST:PORT)", s, o.Endpoint, scheme)
+		}
+		if host, path, _ := strings.Cut(rest, "/"); host == "" || path != "" {
+			return "", "", o, fmt.Errorf("store %q: endpoint %q: want HOST[:PORT] after the scheme, no path", s, o.Endpoint)
+		}
+		insecure := scheme == "http"
+		if explicit && o.Insecure != insecure {
+			return "", "", o, fmt.Errorf("store %q: endpoint %q says %s but insecure=%t", s, o.Endpoint, scheme, o.Insecure)
+		}
+		o.Endpoint, o.Insecure = strings.TrimSuffix(rest, "/"), insecure
 	}
 	for k := range q {
 		switch k {
@@ -302,6 +331,7 @@ func OpenURL(ctx context.Context, u string, create bool, o Options) (*Store, err
 	uo.AccessKey, uo.SecretKey, uo.Hash = o.AccessKey, o.SecretKey, o.Hash
 	uo.PartSize, uo.Parallel, uo.MaxRetries, uo.Transport = o.PartSize, o.Parallel, o.MaxRetries, o.Transport
 	uo.CacheDir, uo.CacheSize = o.CacheDir, o.CacheSize
+	uo.TouchAge, uo.Lease = o.TouchAge, o.Lease
 	if create {
 		return Create(ctx, bucket, prefix, uo)
 	}
@@ -335,31 +365,32 @@ func (s *Store) readConfig(ctx context.Context) error {
 	if err := d.Decode(&c); err != nil || c.Format != Format || !atEOF(d) {
 		return fmt.Errorf("s3store: s3://%s/%s is no %s config object: %w", s.bucket, key, Format, asl.ErrIntegrity)
 	}
-	if c.Version != Version && c.Version != 1 {
+	if c.Version < 1 || c.Version > Version {
 		return fmt.Errorf("s3store: s3://%s/%s: layout version %d: %w", s.bucket, key, c.Version, asl.ErrUnsupported)
 	}
 	if _, ok := asl.LookupHash(asl.HashID(c.Hash)); !ok {
 		return fmt.Errorf("s3store: s3://%s/%s: hash 0x%04x: %w", s.bucket, key, c.Hash, asl.ErrUnsupported)
 	}
 	s.hash = asl.HashID(c.Hash)
-	if c.Version == 1 {
+	if c.Version < Version {
 		return s.upgrade(ctx, key, info.ETag)
 	}
 	return nil
 }
 
-// upgrade rewrites a version 1 config object as version 2 (SPECS.md §6.7,
-// "Versions"), conditionally on the ETag read, so that a process of an
-// older release refuses the bucket rather than read the manifests this
-// one writes as damaged artifacts. Everything version 1 wrote reads
-// unchanged.
+// upgrade rewrites a version 1 or 2 config object as the current version
+// (SPECS.md §6.7, "Versions"), conditionally on the ETag read, so that a
+// process of an older release refuses the bucket rather than read the
+// manifests or compressed objects this one writes as damaged artifacts,
+// or write beside a collection without its protocol. Everything an older
+// version wrote reads unchanged.
 func (s *Store) upgrade(ctx context.Context, key, etag string) error {
 	body, _ := json.Marshal(config{Format: Format, Version: Version, Hash: uint16(s.hash)})
 	po := minio.PutObjectOptions{ContentType: "application/json"}
 	po.SetMatchETag(etag)
 	_, err := s.core.Client.PutObject(ctx, s.bucket, key, bytes.NewReader(body), int64(len(body)), po)
 	if err != nil && !alreadyExists(err) { // 412: another process upgraded it first
-		return s.errorf("upgrade config to layout version 2", key, asl.Reference{}, err)
+		return s.errorf("upgrade config to the current layout version", key, asl.Reference{}, err)
 	}
 	return nil
 }
@@ -461,10 +492,28 @@ func (s *Store) errorf(op, key string, ref asl.Reference, err error) error {
 	if !ref.IsZero() {
 		where += " (" + ref.String() + ")"
 	}
-	if c := code(err); c == "NoSuchKey" {
+	switch c := code(err); {
+	case c == "NoSuchKey":
 		return fmt.Errorf("s3store: %s %s: %w", op, where, asl.ErrNotFound)
+	case unreadableCode(c):
+		return fmt.Errorf("s3store: %s %s: the object store cannot read the object's data (%s: its copy is damaged, bitrot): %w: %w", op, where, c, err, asl.ErrIntegrity)
 	}
 	return fmt.Errorf("s3store: %s %s: %w", op, where, err)
+}
+
+// unreadableCode reports whether an S3 error code says the object store
+// found the object's own data damaged (SPECS.md §6.7, "Damage"): MinIO
+// answers a read of an object whose data files fail its bitrot checks
+// with SlowDownRead (503, "Resource requested is unreadable": too few
+// intact shards, which on one drive means a damaged one; its client
+// retried it already) or XMinioObjectTampered, and an S3 server whose
+// stored checksum does not match with BadDigest/XAmzContentChecksumMismatch.
+func unreadableCode(c string) bool {
+	switch c {
+	case "SlowDownRead", "XMinioObjectTampered", "XMinioErasureReadQuorum":
+		return true
+	}
+	return false
 }
 
 // checkRef refuses the zero reference (malformed: ErrIntegrity) and an

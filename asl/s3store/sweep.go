@@ -168,7 +168,7 @@ func (s *Store) loadManifest(ctx context.Context, key string) (*manifest, error)
 	// nothing is allocated for them). A manifest is read up to the
 	// longest one there can be, whatever size the listing claims (it may
 	// be -1, unknown); a longer object fails decodeManifest.
-	b := make([]byte, 1)
+	b := make([]byte, 8) // a compressed object's magic tells it from a manifest's
 	if _, err := io.ReadFull(body, b); err != nil {
 		return nil, s.errorf("sweep (read manifest)", key, asl.Reference{}, err)
 	}

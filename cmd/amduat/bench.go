@@ -59,8 +59,11 @@ target. The groups, in order:
                 evaluation (GOMAXPROCS workers) against sequential, same run
   hostile       hostile programs (a 5,000-input concat of a 1 MiB const, a
                 64-node doubling chain, a 1M-node chain and fan-in), without
-                and with limits, each in its own pel run process under a
-                1 GiB memory budget: status, time and peak RSS
+                and with limits, and hostile WebAssembly nodes (memory grown
+                to 65,535 and 65,536 pages, 320 MiB and 1.6 GiB writers, 64
+                grown tables, four 4 GiB nodes, a deep recursion), each in
+                its own pel run process under a 1 GiB memory budget: status,
+                time and peak RSS
   server        amduat serve on loopback against the embedded store: PutBatch
                 and get of 1 KiB artifacts with 1, 16 and 64 clients, pel run
                 p50/p99, a 64-client load test checking every answer, and a

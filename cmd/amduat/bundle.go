@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,39 +17,6 @@ import (
 func init() {
 	addCommand(newExportCmd)
 	addCommand(newImportCmd)
-}
-
-// createAtomic opens a temporary file beside path; commit syncs it and
-// renames it into place, abort removes it.
-func createAtomic(path string) (f *os.File, commit func() error, abort func(), err error) {
-	if err := checkOutputPath(path); err != nil {
-		return nil, nil, nil, err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".amduat-*")
-	if err != nil {
-		return nil, nil, nil, fail(exitIO, path, unwrapPathError(err))
-	}
-	abort = func() { tmp.Close(); os.Remove(tmp.Name()) }
-	commit = func() error {
-		if err := tmp.Chmod(0o644); err != nil {
-			abort()
-			return fail(exitIO, path, err)
-		}
-		if err := tmp.Sync(); err != nil {
-			abort()
-			return fail(exitIO, path, err)
-		}
-		if err := tmp.Close(); err != nil {
-			os.Remove(tmp.Name())
-			return fail(exitIO, path, err)
-		}
-		if err := os.Rename(tmp.Name(), path); err != nil {
-			os.Remove(tmp.Name())
-			return fail(exitIO, path, unwrapPathError(err))
-		}
-		return nil
-	}
-	return tmp, commit, abort, nil
 }
 
 // progress draws a one-line counter on stderr, at most 10 times a second,
@@ -127,7 +93,7 @@ JSON: {"output", "artifacts", "bytes", "roots", "absent", "undecodable"}.`,
 			var w io.Writer = a.stdout
 			commit, abort := func() error { return nil }, func() {}
 			if out != "-" {
-				f, cm, ab, err := createAtomic(out)
+				f, cm, ab, err := createOutput(out)
 				if err != nil {
 					return err
 				}
@@ -312,7 +278,7 @@ func (a *app) getBatch(out string) (err error) {
 		return usagef("--json needs -o FILE (standard output would carry the bundle)")
 	}
 	if !toStdout {
-		f, cm, ab, err := createAtomic(out)
+		f, cm, ab, err := createOutput(out)
 		if err != nil {
 			return err
 		}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,9 +18,10 @@ func newGCCmd(a *app) *cobra.Command {
 		keepRuns   int
 		compact    float64
 		olderThan  time.Duration
+		grace      time.Duration
 	)
 	c := &cobra.Command{
-		Use:   "gc [--dry-run] [--keep-within DURATION] [--keep-runs N] [--compact-below F] | gc --store s3://… [--dry-run] [--older-than DURATION]",
+		Use:   "gc [--dry-run] [--keep-within DURATION] [--keep-runs N] [--compact-below F] | gc --store s3://… [--dry-run] [--grace DURATION] [--older-than DURATION]",
 		Short: "Delete what no pin reaches and give the space back",
 		Long: `Collect garbage (SPECS.md §6.4, "Garbage collection"): mark everything the
 pins reach (SPECS.md §19.6), and with --keep-within DURATION (e.g. 168h) or
@@ -36,18 +36,30 @@ rewritten and deleted, and the index is compacted.
 a crash, nothing reachable is lost and running gc again finishes the job.
 An artifact put or read by the same process while gc runs is kept.
 
-Prints "deleted N artifacts (B bytes), E index entries; reclaimed R bytes
-(packs P -> Q bytes)". Needs an embedded store or a bucket (exit 5 against a
-server).
+Prints "deleted N of S artifacts (B bytes), E index entries; reached M
+from R roots", then (not with --dry-run) "packs: C compacted, D deleted, W
+artifacts rewritten; P -> Q bytes (reclaimed R) in T"; JSON: the report.
 
-On a bucket (--store s3://…, SPECS.md §6.7, "Leftovers") gc collects no
-artifacts (there are no pins or run log there); it sweeps what interrupted
-puts left: part objects no manifest names, staging objects and incomplete
-uploads of layout version 1, each older than --older-than (default 24h,
-which must exceed the longest put). It prints "swept N parts (B bytes) and
-S staging leftovers; kept R named parts, Y younger than D"; JSON: the
-report. A damaged manifest is reported on stderr and makes the exit code 4;
-the sweep still finishes.`,
+Against a server (--store http://…; a token with the admin scope) the
+server collects its own store while it keeps serving, and the output is
+the same; what clients put or read meanwhile is kept. A directory that
+a running server holds is refused (exit 6) with the command that works:
+amduat gc --store http://HOST:PORT.
+
+On a bucket (--store s3://…, SPECS.md §6.7, "Garbage collection") gc runs
+while other servers keep reading and writing the bucket: it marks what the
+pins (and --keep-within/--keep-runs) reach and deletes every other artifact
+last written more than --grace (default 24h) before the mark began; a
+writer that re-puts or pins an artifact during the sweep keeps it (the
+artifact's shard is skipped). One gc at a time per bucket (another: exit
+6). It then sweeps what interrupted puts left: part objects no manifest
+names, staging objects and incomplete uploads of layout version 1, each
+older than --older-than (default 24h, which must exceed the longest put).
+It prints "deleted N of L artifacts (B bytes); reached R from K roots (P
+pins); kept Y younger than G and C in S shards writers held", then "swept
+N parts (B bytes) and S staging leftovers; kept R named parts, Y younger
+than D"; JSON: the report. A damaged manifest is reported on stderr and
+makes the exit code 4; the sweep still finishes.`,
 		Example: `  amduat gc --dry-run
   amduat pin add release-1 REF && amduat gc
   amduat gc --keep-within 168h`,
@@ -57,20 +69,20 @@ the sweep still finishes.`,
 				return usagef("--keep-runs and --keep-within must not be negative")
 			}
 			if isS3(a.storeDir) {
-				if keepRuns != 0 || keepWithin != 0 || c.Flags().Changed("compact-below") {
-					return usagef("on a bucket gc sweeps leftovers only: --keep-runs, --keep-within and --compact-below do not apply")
+				if c.Flags().Changed("compact-below") {
+					return usagef("--compact-below applies to an embedded store only (a bucket gives space back as it deletes)")
 				}
-				return a.sweepS3(c, dry, olderThan)
+				return a.gcBucket(c, dry, grace, olderThan, keepWithin, keepRuns)
 			}
-			if c.Flags().Changed("older-than") {
-				return usagef("--older-than applies to a bucket (s3://…) only")
+			if c.Flags().Changed("older-than") || c.Flags().Changed("grace") {
+				return usagef("--older-than and --grace apply to a bucket (s3://…) only")
 			}
-			s, err := a.openEmbedded("gc", false)
+			s, err := a.openGC()
 			if err != nil {
 				return err
 			}
 			defer closeStore(s, a.storeDir, &err)
-			rep, err := closure.Collect(c.Context(), s, closure.GCOptions{
+			rep, err := collect(c.Context(), s, closure.GCOptions{
 				DryRun: dry, KeepWithin: keepWithin, KeepRuns: keepRuns, CompactBelow: compact,
 			})
 			if err != nil {
@@ -102,40 +114,6 @@ the sweep still finishes.`,
 	c.Flags().IntVar(&keepRuns, "keep-runs", 0, "also keep what the newest N logged runs reach")
 	c.Flags().Float64Var(&compact, "compact-below", 0, "rewrite packs whose live fraction is below F (0: 0.5; negative: none)")
 	c.Flags().DurationVar(&olderThan, "older-than", s3store.DefaultSweepAge, "on a bucket: sweep only leftovers older than DURATION")
+	c.Flags().DurationVar(&grace, "grace", s3store.DefaultGrace, "on a bucket: keep unreachable artifacts written within DURATION before the mark")
 	return c
-}
-
-// sweepS3 is gc on a bucket: s3store.Sweep.
-func (a *app) sweepS3(c *cobra.Command, dry bool, olderThan time.Duration) (err error) {
-	if olderThan < 0 {
-		return usagef("--older-than must not be negative")
-	}
-	s, err := a.openS3(false, 0)
-	if err != nil {
-		return err
-	}
-	defer closeStore(s, a.storeDir, &err)
-	rep, err := s.Sweep(c.Context(), olderThan, dry)
-	if err != nil {
-		return failAuto(a.storeDir, err)
-	}
-	for _, d := range rep.Damaged {
-		a.warnf("", errors.New(d))
-	}
-	if a.jsonOut {
-		if err := a.printJSON(rep); err != nil {
-			return err
-		}
-	} else {
-		verb := "swept"
-		if dry {
-			verb = "would sweep"
-		}
-		a.printf("%s %d parts (%d bytes) and %d staging leftovers; kept %d named parts, %d younger than %s\n",
-			verb, rep.Removed, rep.RemovedBytes, rep.Staging, rep.Referenced, rep.Young, olderThan)
-	}
-	if len(rep.Damaged) > 0 {
-		return exitStatus(exitIntegrity)
-	}
-	return nil
 }

@@ -1,12 +1,7 @@
 package main
 
 import (
-	"errors"
-	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -32,11 +27,12 @@ func tagPtr(h asl.Header) *uint32 {
 
 func newGetCmd(a *app) *cobra.Command {
 	var (
-		out   string
-		stdin bool
+		out              string
+		stdin            bool
+		recursive, force bool
 	)
 	c := &cobra.Command{
-		Use:   "get REF [-o FILE] | get --stdin [-o FILE]",
+		Use:   "get REF [-o FILE] | get -r TREE -o DIR [--force] | get --stdin [-o FILE]",
 		Short: "Write an artifact's bytes to stdout or FILE, verified",
 		Long: `Stream the bytes of the artifact REF to standard output, or to FILE with -o.
 Bytes are verified against REF as they are read. With -o the file is written
@@ -49,18 +45,41 @@ the exit code tells. With --json, -o is required and a JSON summary is printed.
 bundle (BUNDLE/1, SPECS.md §19: each artifact framed with its reference,
 the references as roots) to stdout or FILE; "amduat import" reads it back. A
 reference that is not stored stops the stream (exit 3) before the trailer,
-so a reader sees it is incomplete.`,
+so a reader sees it is incomplete.
+
+REF may be TREE:path, a path inside a directory stored by put -r (TREE is
+the tree's reference, full or abbreviated): "get $tree:src/main.go".
+
+-r TREE -o DIR restores a directory stored by put -r into DIR (created if
+missing): files with mode 0644, or 0755 when executable, each verified
+against its reference; symbolic links as links (created last); empty
+directories too. No path is written outside DIR, whatever links DIR or the
+tree hold. Anything already at a path the tree writes is refused (exit 1,
+before anything is written) unless --force, which replaces files and links
+(never directories). With --json a summary {"ref","output","files",
+"directories","symlinks","bytes"} is printed.`,
 		Example: `  amduat get 00011f1d4ea7...e895e4 > hello.txt
-  amduat get -o hello.txt 00011f1d4ea7...e895e4`,
+  amduat get -o hello.txt 00011f1d4ea7...e895e4
+  amduat get -r "$tree" -o restored/
+  amduat get "$tree:docs/README.md"`,
 		Args: func(c *cobra.Command, args []string) error {
 			if stdin {
 				return stdinArgs(&stdin)(c, args)
+			}
+			if recursive && (out == "" || out == "-") {
+				return usagef("-r needs -o DIR, the directory to restore into")
 			}
 			return rangeArgs(1, 1)(c, args)
 		},
 		RunE: func(c *cobra.Command, args []string) (err error) {
 			if stdin {
 				return a.getBatch(out)
+			}
+			if recursive {
+				return a.restoreTree(c.Context(), args[0], out, force)
+			}
+			if force {
+				return usagef("--force applies to get -r")
 			}
 			ref, err := a.parseRef(args[0])
 			if err != nil {
@@ -91,7 +110,7 @@ so a reader sees it is incomplete.`,
 				}
 				return nil
 			}
-			if err := writeAtomic(out, rc); err != nil {
+			if err := writeOutput(c.Context(), out, rc); err != nil {
 				return err
 			}
 			if a.jsonOut {
@@ -100,60 +119,9 @@ so a reader sees it is incomplete.`,
 			return nil
 		},
 	}
-	c.Flags().StringVarP(&out, "output", "o", "", "write to FILE (atomically) instead of stdout")
+	c.Flags().StringVarP(&out, "output", "o", "", "write to FILE instead of stdout: a regular file is replaced atomically, a symlink is written through, a device or FIFO is written in place")
 	c.Flags().BoolVar(&stdin, "stdin", false, "read references from standard input and write them as one bundle")
+	c.Flags().BoolVarP(&recursive, "recursive", "r", false, "restore the directory TREE into DIR (-o)")
+	c.Flags().BoolVar(&force, "force", false, "with -r: replace files and symbolic links already in DIR")
 	return c
-}
-
-// checkOutputPath fails, before anything is read, when path cannot be
-// written as a file: it names a directory (or ends in a slash), or its
-// directory does not exist.
-func checkOutputPath(path string) error {
-	if strings.HasSuffix(path, "/") || strings.HasSuffix(path, string(filepath.Separator)) {
-		return fail(exitUsage, path, errors.New("is a directory path; -o needs a file name"))
-	}
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return fail(exitUsage, path, errors.New("is a directory; -o needs a file name"))
-	}
-	dir := filepath.Dir(path)
-	st, err := os.Stat(dir)
-	if err != nil {
-		return fail(exitIO, path, fmt.Errorf("directory %s: %w", dir, unwrapPathError(err)))
-	}
-	if !st.IsDir() {
-		return fail(exitIO, path, fmt.Errorf("%s is not a directory", dir))
-	}
-	return nil
-}
-
-// writeAtomic copies r into path through a temporary file in the same
-// directory, synced and renamed into place; on any error the temporary file
-// is removed and path is untouched.
-func writeAtomic(path string, r io.Reader) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".amduat-*")
-	if err != nil {
-		return fail(exitIO, path, unwrapPathError(err))
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := io.Copy(tmp, r); err != nil {
-		return failAuto(path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return fail(exitIO, path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fail(exitIO, path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fail(exitIO, path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fail(exitIO, path, unwrapPathError(err))
-	}
-	return nil
 }

@@ -55,11 +55,11 @@ func hashSource(src string, r io.Reader, id asl.HashID, tag asl.TypeTag, hasTag 
 		if len(head) <= putStreamThreshold {
 			r, size = bytes.NewReader(head), int64(len(head))
 		} else {
-			tmp, err := os.CreateTemp("", "amduat-hash-*")
+			tmp, release, err := createTemp("", "amduat-hash-*")
 			if err != nil {
 				return asl.Reference{}, 0, fail(exitIO, src, fmt.Errorf("spooling: %w", err))
 			}
-			defer os.Remove(tmp.Name())
+			defer release()
 			defer tmp.Close()
 			n, err := io.Copy(tmp, io.MultiReader(bytes.NewReader(head), r))
 			if err == nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -137,8 +138,10 @@ func TestPutTreeNamesStdinPaths(t *testing.T) {
 	r := c.must(0, "put", "-r", "--names", dir)
 	hz := strings.TrimSpace(c.runIn(strings.NewReader("z"), "hash").stdout)
 	want := hz + " " + filepath.Join(dir, "a", "b", "z") + "\n" + refHello + " " + filepath.Join(dir, "x") + "\n"
-	if r.stdout != want {
-		t.Fatalf("put -r --names:\n%s\nwant\n%s", r.stdout, want)
+	// The files, then the tree (SPECS.md §19.10) named by the DIR.
+	files, treeLine, _ := strings.Cut(r.stdout, want)
+	if files != "" || !regexp.MustCompile(`^0001[0-9a-f]{64} `+regexp.QuoteMeta(dir)+"\n$").MatchString(treeLine) {
+		t.Fatalf("put -r --names:\n%s\nwant\n%sREF %s", r.stdout, want, dir)
 	}
 	r = c.must(exitUsage, "put", dir)
 	if !strings.Contains(r.stderr, "put -r") {
@@ -188,11 +191,23 @@ func TestInputFileVersionCompletionDocs(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(c.cwd, "man", "amduat-export.1")); err != nil {
 		t.Fatal(err)
 	}
-	// pel build --strict refuses a program that can never run OK.
+	// pel build refuses a program that can never run OK (--strict is the
+	// default and still accepted); --allow-invalid stores it with a warning.
 	bad := c.write("bad.json", []byte(`{"nodes":[{"id":1,"op":"pel.bytes.nope","version":1}],"roots":[{"node":1}]}`))
 	r = c.must(exitUsage, "pel", "build", "--strict", bad)
 	oneErrorLine(t, r, "pel build")
-	c.must(0, "pel", "build", bad)
+	r = c.must(exitUsage, "pel", "build", bad)
+	if !strings.Contains(r.stderr, "--allow-invalid") {
+		t.Fatalf("pel build of an invalid program: %q does not name --allow-invalid", r.stderr)
+	}
+	c.must(0, "pel", "build", "--allow-invalid", bad)
+	// a cycle likewise
+	cycle := c.write("cycle.json", []byte(`{"nodes":[{"id":1,"op":"pel.bytes.concat","version":1,"inputs":[{"node":2}]},{"id":2,"op":"pel.bytes.concat","version":1,"inputs":[{"node":1}]}],"roots":[{"node":1}]}`))
+	oneErrorLine(t, c.must(exitUsage, "pel", "build", cycle), "pel build")
+	// --program naming a file says to build it first.
+	if r := c.must(exitUsage, "pel", "run", "--program", bad); !strings.Contains(r.stderr, "amduat pel build "+bad) {
+		t.Fatalf("pel run --program FILE.json: %q", r.stderr)
+	}
 }
 
 // Ctrl-C prints "interrupted" and exits 130; log --follow prints runs made

@@ -9,14 +9,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/httpstore"
 	"github.com/amduat/amduat/asl/pebblestore"
 	"github.com/amduat/amduat/asl/s3store"
-	"github.com/amduat/amduat/closure"
 )
 
 // The store life cycle commands of SPECS.md §16.3: pins (named roots), rm,
-// and the repair path of verify. They need the embedded store; against a
-// server (--store http://…) they are ERR_UNSUPPORTED (exit 5).
+// and the repair path of verify. Pins and rm work on the embedded store and
+// on a server (--store http://…, its admin routes: maintain.go).
 
 func init() {
 	addCommand(newPinCmd)
@@ -66,7 +66,10 @@ func newPinCmd(a *app) *cobra.Command {
                      NAME that names another reference needs --force
                      (exit 1 without it)
   pin ls             lists the pins, "NAME REF" in name order
-  pin rm NAME...     removes pins (a NAME that is not a pin: exit 3)`,
+  pin rm NAME...     removes pins (a NAME that is not a pin: exit 3)
+
+Against a server (--store http://…) the server keeps the pins of its store
+(a token with the admin scope; SPECS.md §18.10); the output is the same.`,
 		Args: minArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			return usagef("unknown pin subcommand %q (add, ls, rm)", args[0])
@@ -81,7 +84,7 @@ func newPinCmd(a *app) *cobra.Command {
 			if err := pebblestore.CheckPinName(args[0]); err != nil {
 				return usageErr(err)
 			}
-			s, err := a.openEmbedded("pin", false)
+			s, err := a.openMaint("pin add", false)
 			if err != nil {
 				return err
 			}
@@ -113,7 +116,7 @@ func newPinCmd(a *app) *cobra.Command {
 		Short: "List the pins",
 		Args:  rangeArgs(0, 0),
 		RunE: func(c *cobra.Command, _ []string) (err error) {
-			s, err := a.openEmbedded("pin ls", true)
+			s, err := a.openMaint("pin ls", true)
 			if err != nil {
 				return err
 			}
@@ -141,7 +144,7 @@ func newPinCmd(a *app) *cobra.Command {
 		Short: "Remove pins",
 		Args:  minArgs(1),
 		RunE: func(c *cobra.Command, args []string) (err error) {
-			s, err := a.openEmbedded("pin rm", false)
+			s, err := a.openMaint("pin rm", false)
 			if err != nil {
 				return err
 			}
@@ -181,13 +184,9 @@ func newPinCmd(a *app) *cobra.Command {
 	return c
 }
 
-type rmItem struct {
-	Ref     asl.Reference `json:"ref"`
-	State   string        `json:"state"` // deleted, missing, refused
-	Reason  string        `json:"reason,omitempty"`
-	Forced  string        `json:"forced,omitempty"`
-	Deleted bool          `json:"deleted"`
-}
+// rmItem is one line of `rm --json` (states deleted, missing, refused,
+// kept), the same object a server answers (SPECS.md §18.10).
+type rmItem = httpstore.DeleteItem
 
 func newRmCmd(a *app) *cobra.Command {
 	var force bool
@@ -205,11 +204,12 @@ with the reason ("pinned as NAME", "reachable from pin NAME"), unless
 not stored is reported "missing".
 
 Exit 0 when every REF was deleted, 1 when some were refused (nothing
-deleted), 3 when some were missing (the others deleted). Needs an embedded
-store (exit 5 against a server).`,
+deleted), 3 when some were missing (the others deleted). Against a server
+(--store http://…) the server judges and deletes, in one request (a token
+with the admin scope).`,
 		Args: minArgs(1),
 		RunE: func(c *cobra.Command, args []string) (err error) {
-			s, err := a.openEmbedded("rm", false)
+			s, err := a.openMaint("rm", false)
 			if err != nil {
 				return err
 			}
@@ -220,59 +220,24 @@ store (exit 5 against a server).`,
 					return err
 				}
 			}
-			ctx := c.Context()
-			pins, err := s.Pins(ctx)
+			items, err := removeRefs(c.Context(), s, refs, force)
 			if err != nil {
 				return failAuto("", err)
 			}
-			roots := make([]closure.Root, len(pins))
-			for i, p := range pins {
-				roots[i] = closure.Root{Name: p.Name, Ref: p.Ref}
-			}
-			why, err := closure.Protected(ctx, s, roots, refs)
-			if err != nil {
-				return failAuto("", err)
-			}
-			items := make([]rmItem, len(refs))
-			refused := 0
-			for i, ref := range refs {
-				items[i].Ref = ref
-				if r, ok := why[ref]; ok {
-					if force {
-						items[i].Forced = r
-					} else {
-						items[i].State, items[i].Reason = "refused", r
-						refused++
-						a.warnf(ref.String(), fmt.Errorf("refused: %s (use --force to delete it anyway)", r))
-					}
+			refused, missing := 0, 0
+			for _, it := range items {
+				if it.State == "refused" {
+					refused++
+					a.warnf(it.Ref.String(), fmt.Errorf("refused: %s (use --force to delete it anyway)", it.Reason))
 				}
 			}
-			missing := 0
 			if refused == 0 {
-				del, err := s.Delete(ctx, refs)
-				if err != nil {
-					return failAuto("", err)
-				}
-				done := map[asl.Reference]bool{}
-				for i, ok := range del {
-					if ok {
-						done[refs[i]] = true
-					}
-				}
-				for i := range items {
-					if done[items[i].Ref] {
-						items[i].State, items[i].Deleted = "deleted", true
-						a.printf("deleted %s\n", items[i].Ref)
+				for _, it := range items {
+					if it.Deleted {
+						a.printf("deleted %s\n", it.Ref)
 					} else {
-						items[i].State = "missing"
 						missing++
-						a.warnf(items[i].Ref.String(), errors.New("not stored"))
-					}
-				}
-			} else {
-				for i := range items {
-					if items[i].State == "" {
-						items[i].State = "kept"
+						a.warnf(it.Ref.String(), errors.New("not stored"))
 					}
 				}
 			}

@@ -59,7 +59,7 @@ func TestPinAndRm(t *testing.T) {
 		{"free", []string{"rm", refEmpty}, 0, "deleted " + refEmpty},
 		{"missing", []string{"rm", refEmpty}, 3, "not stored"},
 		{"forced", []string{"rm", "--force", refHello}, 0, "deleted " + refHello},
-		{"remote", []string{"--store", "http://127.0.0.1:1", "rm", refHiTag}, 5, "embedded store"},
+		{"no server", []string{"--store", "http://127.0.0.1:1", "rm", refHiTag}, 6, "connection refused"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -188,7 +188,7 @@ func TestGcCLI(t *testing.T) {
 		t.Fatalf("gc: %q", r.stdout)
 	}
 	c.must(0, "verify")
-	c.must(5, "--store", "http://127.0.0.1:1", "gc")
+	c.must(6, "--store", "http://127.0.0.1:1", "gc")
 }
 
 // copyTree copies the regular files under src to dst.

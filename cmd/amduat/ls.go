@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -97,11 +98,11 @@ func statItemOf(in asl.Info) statItem {
 
 func newLsCmd(a *app) *cobra.Command {
 	var (
-		ff    filterFlags
-		quiet bool
+		ff               filterFlags
+		quiet, recursive bool
 	)
 	c := &cobra.Command{
-		Use:   "ls [--type-tag N|none] [--min-size N] [--max-size N] [-q]",
+		Use:   "ls [--type-tag N|none] [--min-size N] [--max-size N] [-q] | ls TREE [-r] [-q]",
 		Short: "List stored artifacts (streaming, in reference order)",
 		Long: `List every stored artifact, in ascending reference order, one line each:
 
@@ -115,12 +116,35 @@ not grow with the store, and the first line appears at once.
 With --json the output is JSON lines, not one document: one object per
 artifact, {"ref","size","type_tag","stored_size","compression"} (the objects
 of stat --json), so that a listing of millions of artifacts streams. An
-error after the listing began is one last line {"error","code","command"}.`,
+error after the listing began is one last line {"error","code","command"}.
+
+ls TREE lists a directory stored by put -r (TREE/1; TREE:path names a
+sub-directory), in name order, one line per entry:
+
+  KIND SIZE REF NAME
+
+KIND is file, executable, directory or symlink; SIZE the file's length
+(a symlink's: its target's; a directory's: its tree artifact's). -r lists
+everything below, with paths relative to TREE; -q prints only the names.
+Names that hold a control character, a quote, a backslash or bytes that are
+not UTF-8 are printed Go-quoted. With --json: JSON lines
+{"path","kind","executable","size","ref"}.`,
 		Example: `  amduat ls
   amduat ls --type-tag 0x103 -q        # every surface result
-  amduat ls --min-size 1M --json | jq -r .ref`,
-		Args: rangeArgs(0, 0),
-		RunE: func(c *cobra.Command, _ []string) (err error) {
+  amduat ls --min-size 1M --json | jq -r .ref
+  amduat ls -r "$tree"                   # a snapshot made by put -r
+  amduat ls "$tree:src/lib"`,
+		Args: rangeArgs(0, 1),
+		RunE: func(c *cobra.Command, args []string) (err error) {
+			if len(args) == 1 {
+				if ff.set() {
+					return usagef("--type-tag, --min-size and --max-size select stored artifacts; with TREE they do not apply")
+				}
+				return a.lsTree(c.Context(), args[0], recursive, quiet)
+			}
+			if recursive {
+				return usagef("-r lists a TREE recursively; give the tree's reference")
+			}
 			f, err := ff.filter()
 			if err != nil {
 				return err
@@ -161,7 +185,8 @@ error after the listing began is one last line {"error","code","command"}.`,
 		},
 	}
 	ff.add(c)
-	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the references")
+	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the references (with TREE: only the names)")
+	c.Flags().BoolVarP(&recursive, "recursive", "r", false, "with TREE: list every entry below it, with its path")
 	return c
 }
 
@@ -216,8 +241,9 @@ func tagName(t asl.TypeTag) string {
 
 func newDuCmd(a *app) *cobra.Command {
 	var ff filterFlags
+	var human bool
 	c := &cobra.Command{
-		Use:     "du [--type-tag N|none] [--min-size N] [--max-size N]",
+		Use:     "du [-h] [--type-tag N|none] [--min-size N] [--max-size N]",
 		Aliases: []string{"stats"},
 		Short:   "Summarise the store: counts, logical and stored bytes by type tag",
 		Long: `Read every artifact's index entry once (no payload bytes) and print, per type
@@ -289,11 +315,17 @@ backend gave no stored size (not included in stored_bytes).`,
 			if a.jsonOut {
 				return a.printJSON(res)
 			}
+			bytesText := func(n uint64) string {
+				if human {
+					return humanSize(n)
+				}
+				return strconv.FormatUint(n, 10)
+			}
 			stored := func(u aslutil.TagUsage) string {
 				if u.UnknownStored > 0 {
-					return fmt.Sprintf("%d+?", u.StoredBytes)
+					return bytesText(u.StoredBytes) + "+?"
 				}
-				return strconv.FormatUint(u.StoredBytes, 10)
+				return bytesText(u.StoredBytes)
 			}
 			tw := newTable(a.stdout)
 			tw.row("TYPE_TAG", "COUNT", "BYTES", "STORED", "NAME")
@@ -303,9 +335,9 @@ backend gave no stored size (not included in stored_bytes).`,
 					name = tagName(r.Tag)
 				}
 				tw.row(asl.Header{HasTag: r.HasTag, Tag: r.Tag}.TagString(), strconv.FormatUint(r.Count, 10),
-					strconv.FormatUint(r.Bytes, 10), stored(r), name)
+					bytesText(r.Bytes), stored(r), name)
 			}
-			tw.row("total", strconv.FormatUint(u.Total.Count, 10), strconv.FormatUint(u.Total.Bytes, 10), stored(u.Total), "")
+			tw.row("total", strconv.FormatUint(u.Total.Count, 10), bytesText(u.Total.Bytes), stored(u.Total), "")
 			tw.flush()
 			for _, h := range res.ByHash {
 				fmt.Fprintf(a.stdout, "hash %s %d\n", h.Hash, h.Count)
@@ -319,15 +351,42 @@ backend gave no stored size (not included in stored_bytes).`,
 				size += p.Size
 				live += p.LiveBytes
 			}
-			fmt.Fprintf(a.stdout, "packs %d bytes %d live %s\n", len(res.Packs), size, liveFraction(live, size))
+			fmt.Fprintf(a.stdout, "packs %d bytes %s live %s\n", len(res.Packs), bytesText(uint64(size)), liveFraction(live, size))
 			for _, p := range res.Packs {
-				fmt.Fprintf(a.stdout, "pack %d size %d records %d live %s\n", p.ID, p.Size, p.Records, liveFraction(p.LiveBytes, p.Size))
+				fmt.Fprintf(a.stdout, "pack %d size %s records %d live %s\n", p.ID, bytesText(uint64(p.Size)), p.Records, liveFraction(p.LiveBytes, p.Size))
 			}
 			return nil
 		},
 	}
 	ff.add(c)
+	c.Flags().BoolVarP(&human, "human-readable", "h", false, "print sizes as du -h does (1023, 1.0K, 4.5M, 12G: powers of 1024)")
+	c.Flags().Bool("help", false, "help for du (-h is --human-readable here, as in du)")
 	return c
+}
+
+// humanSize writes n as du -h does: bytes below 1024, else one decimal
+// below 10 units and none from 10 up, rounded up, in K, M, G, T, P, E
+// (powers of 1024).
+func humanSize(n uint64) string {
+	if n < 1024 {
+		return strconv.FormatUint(n, 10)
+	}
+	v := float64(n)
+	for _, u := range "KMGTPE" {
+		v /= 1024
+		if v < 10 {
+			if r := math.Ceil(v*10) / 10; r < 10 {
+				return strconv.FormatFloat(r, 'f', 1, 64) + string(u)
+			}
+			return "10" + string(u)
+		}
+		if v < 1024 {
+			if r := math.Ceil(v); r < 1024 {
+				return strconv.FormatFloat(r, 'f', 0, 64) + string(u)
+			}
+		}
+	}
+	return strconv.FormatFloat(math.Ceil(v), 'f', 0, 64) + "E"
 }
 
 // table aligns columns: the first left-aligned, the others right-aligned,

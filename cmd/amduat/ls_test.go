@@ -17,3 +17,18 @@ func TestAppendStatLineMatchesStatLine(t *testing.T) {
 		}
 	}
 }
+
+func TestHumanSize(t *testing.T) {
+	for _, tc := range []struct {
+		n    uint64
+		want string
+	}{
+		{0, "0"}, {1023, "1023"}, {1024, "1.0K"}, {1025, "1.1K"}, {10 * 1024, "10K"},
+		{10*1024 - 1, "10K"}, {1023 * 1024, "1023K"}, {1023*1024 + 1, "1.0M"},
+		{3000000, "2.9M"}, {12 << 30, "12G"}, {1 << 60, "1.0E"}, {^uint64(0), "16E"},
+	} {
+		if got := humanSize(tc.n); got != tc.want {
+			t.Errorf("humanSize(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+}

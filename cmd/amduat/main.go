@@ -27,15 +27,16 @@ import (
 	"golang.org/x/term"
 
 	"github.com/amduat/amduat/asl"
-	"github.com/amduat/amduat/asl/httpstore"
 	"github.com/amduat/amduat/asl/pebblestore"
 	"github.com/amduat/amduat/asl/s3store"
+	"github.com/amduat/amduat/closure"
 )
 
 // app holds the global flags and the process's streams for one invocation.
 type app struct {
 	storeDir string
 	jsonOut  bool
+	caCert   string // --ca-cert: a PEM file trusted for https:// stores
 
 	stdin          io.Reader
 	stdout, stderr io.Writer
@@ -79,6 +80,7 @@ func main() {
 		default:
 		}
 		time.Sleep(interruptGrace)
+		removeTemps()
 		fmt.Fprintln(os.Stderr, "amduat: interrupted")
 		os.Exit(exitInterrupted)
 	}()
@@ -130,8 +132,9 @@ goes to stderr).
 	if def == "" {
 		def = defaultStoreDir
 	}
-	root.PersistentFlags().StringVar(&a.storeDir, "store", def, "the store: a directory, http(s)://HOST:PORT of an amduat serve, or s3://BUCKET/PREFIX?… (env AMDUAT_STORE; token in AMDUAT_TOKEN)")
+	root.PersistentFlags().StringVar(&a.storeDir, "store", def, "the store: a directory, http(s)://HOST:PORT or unix:///SOCKET of an amduat serve, or s3://BUCKET/PREFIX?… (env AMDUAT_STORE; token in AMDUAT_TOKEN)")
 	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "print one JSON object on stdout")
+	root.PersistentFlags().StringVar(&a.caCert, "ca-cert", os.Getenv("AMDUAT_CA_CERT"), "trust this PEM certificate (a self-signed server's, or its CA's) for https:// stores, besides the system's (env AMDUAT_CA_CERT)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(flagValueErr(err)) })
 	root.CompletionOptions.DisableDefaultCmd = true // completion.go defines it
 	setVersionFlag(root)
@@ -282,7 +285,7 @@ type backend interface {
 
 // isRemote reports whether a --store value names a server, not a directory.
 func isRemote(store string) bool {
-	return strings.HasPrefix(store, "http://") || strings.HasPrefix(store, "https://")
+	return strings.HasPrefix(store, "http://") || strings.HasPrefix(store, "https://") || isUnixStore(store)
 }
 
 // isS3 reports whether a --store value names an S3 bucket (SPECS.md §6.7):
@@ -307,8 +310,12 @@ func checkStoreValue(s string) error {
 		if _, _, _, err := s3store.ParseURL(s); err != nil {
 			return usageErr(err)
 		}
+	case "unix":
+		if _, err := unixSocketPath(s); err != nil {
+			return usageErr(err)
+		}
 	default:
-		return usagef("store %s: unknown scheme %q: want a directory, http://, https:// or s3://", s, scheme)
+		return usagef("store %s: unknown scheme %q: want a directory, http://, https://, unix:// or s3://", s, scheme)
 	}
 	return nil
 }
@@ -319,7 +326,11 @@ func (a *app) openS3(create bool, hash asl.HashID) (*s3store.Store, error) {
 	if err := checkStoreValue(a.storeDir); err != nil {
 		return nil, err
 	}
-	s, err := s3store.OpenURL(a.context(), a.storeDir, create, s3store.Options{Hash: hash, CacheDir: a.s3Cache.CacheDir, CacheSize: a.s3Cache.CacheSize})
+	touch, err := touchAge()
+	if err != nil {
+		return nil, err
+	}
+	s, err := s3store.OpenURL(a.context(), a.storeDir, create, s3store.Options{Hash: hash, CacheDir: a.s3Cache.CacheDir, CacheSize: a.s3Cache.CacheSize, TouchAge: touch})
 	if errors.Is(err, s3store.ErrNoStore) {
 		return nil, fail(exitStore, a.storeDir, fmt.Errorf("no store here (create one with `amduat init --store %s`): %w", a.storeDir, err))
 	}
@@ -329,6 +340,7 @@ func (a *app) openS3(create bool, hash asl.HashID) (*s3store.Store, error) {
 	if err != nil {
 		return nil, failAuto(a.storeDir, err)
 	}
+	s.SetChildren(closure.ChildrenFunc(s)) // pins keep what they reach from a concurrent gc (SPECS.md §6.7)
 	return s, nil
 }
 
@@ -364,11 +376,7 @@ func (a *app) open(opts *pebblestore.Options) (backend, error) {
 		return nil, err
 	}
 	if isRemote(a.storeDir) {
-		c, err := httpstore.Open(a.context(), a.storeDir, httpstore.Options{Token: os.Getenv("AMDUAT_TOKEN")})
-		if err != nil {
-			return nil, failAuto(a.storeDir, err)
-		}
-		return c, nil
+		return a.openRemote(a.storeDir)
 	}
 	if isS3(a.storeDir) {
 		return a.openS3(false, 0)

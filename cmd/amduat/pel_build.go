@@ -25,11 +25,12 @@ const maxProgramJSON = 256 << 20
 
 func newPELBuildCmd(a *app) *cobra.Command {
 	var (
-		hashName string
-		strict   bool
+		hashName     string
+		strict       bool
+		allowInvalid bool
 	)
 	c := &cobra.Command{
-		Use:   "build FILE.json | - [--strict]",
+		Use:   "build FILE.json | - [--allow-invalid]",
 		Short: "Store a program written in the JSON program format",
 		Long: `Parse FILE (or standard input for "-") in the JSON program format
 (SPECS.md §15), encode it as ProgramBytes, store it as a program artifact
@@ -41,14 +42,14 @@ func newPELBuildCmd(a *app) *cobra.Command {
   ],"roots":[{"node":2,"output":0}]}
 
 Text that is not JSON, or not the program format, is a usage error (exit 2);
-JSON syntax and type errors name FILE:LINE:COLUMN. Programs that encode but
-are not valid for the operations (the kernel's and amduat.wasm.run: unknown
-operation, wrong input count, undecodable params, cycles, dangling
-references) are stored anyway, so that
-invalid programs can be run and inspected; build then prints one warning line
-on stderr, and --json reports "valid":false and the "problem". With
---strict such a program, which can never run OK, is refused instead: nothing
-is stored and the exit code is 2. Output indexes (of node inputs and roots)
+JSON syntax and type errors name FILE:LINE:COLUMN. A program that encodes but
+is not valid for the operations this binary knows (the kernel's and
+amduat.wasm.run: unknown operation, wrong input count, undecodable params,
+cycles, dangling references) can never run OK here: it is refused (exit 2,
+nothing stored, the problem named). --allow-invalid stores it anyway (for
+conformance vectors, for operations another implementation knows, to run and
+inspect the INVALID_PROGRAM result): build then prints one warning line on
+stderr, and --json reports "valid":false and the "problem". Output indexes (of node inputs and roots)
 are not checked: how many outputs a node has is known only when it runs, so a
 program naming an output a node lacks builds as valid and ends INVALID_PROGRAM
 (exit 12) when run.
@@ -77,9 +78,9 @@ Errors in the JSON name FILE:LINE:COLUMN and the member, in JSON terms
 			if err != nil {
 				return usageErr(fmt.Errorf("%s: %w", src, err))
 			}
-			if strict {
+			if !allowInvalid {
 				if chk := report.NewBuild(asl.Reference{}, art, p, reg); !chk.Valid {
-					return usageErr(fmt.Errorf("%s: not stored (--strict): Exec_DAG would report INVALID_PROGRAM: %s", src, chk.Problem))
+					return usageErr(fmt.Errorf("%s: not stored: Exec_DAG would report INVALID_PROGRAM: %s (--allow-invalid stores it anyway)", src, chk.Problem))
 				}
 			}
 			ref, err := a.storeProgram(c.Context(), hashName, src, art)
@@ -98,7 +99,9 @@ Errors in the JSON name FILE:LINE:COLUMN and the member, in JSON terms
 		},
 	}
 	c.Flags().StringVar(&hashName, "hash", "", "hash for the program artifact: sha256 or blake3 (default: the store's)")
-	c.Flags().BoolVar(&strict, "strict", false, "refuse (exit 2, nothing stored) a program that can never run OK")
+	c.Flags().BoolVar(&allowInvalid, "allow-invalid", false, "store a program that can never run OK here (unknown operation, cycle, …) with a warning instead of refusing it (exit 2)")
+	c.Flags().BoolVar(&strict, "strict", true, "refuse a program that can never run OK (the default; kept for scripts)")
+	_ = c.Flags().MarkHidden("strict")
 	return c
 }
 

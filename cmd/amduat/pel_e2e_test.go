@@ -175,7 +175,8 @@ func TestPELRunFailures(t *testing.T) {
 	slice := strings.TrimSpace(c.must(0, "pel", "seed", "slice").stdout)
 
 	unknownOp := c.write("unknown.json", []byte(`{"nodes":[{"id":1,"op":"acme.frobnicate","version":1,"inputs":[{"input":0}]}],"roots":[{"node":1,"output":0}]}`))
-	br := c.must(0, "pel", "build", unknownOp)
+	oneErrorLine(t, c.must(exitUsage, "pel", "build", unknownOp), "pel build")
+	br := c.must(0, "pel", "build", "--allow-invalid", unknownOp)
 	oneErrorLine(t, br, "pel build")
 	if !strings.Contains(br.stderr, "warning") || !strings.Contains(br.stderr, "unknown operation acme.frobnicate version 1") {
 		t.Fatalf("build warning %q", br.stderr)
@@ -432,7 +433,7 @@ func TestPELShowGolden(t *testing.T) {
   {"id":2,"op":"pel.bytes.hash.asl1","version":1,"inputs":[{"node":1}]},
   {"id":1,"op":"pel.bytes.concat","version":1,"inputs":[{"input":0},{"input":0}]}
 ],"roots":[{"node":4,"output":0},{"node":3,"output":0}]}`))).stdout)
-	broken := strings.TrimSpace(c.must(0, "pel", "build", c.write("broken.json", []byte(`{"nodes":[
+	broken := strings.TrimSpace(c.must(0, "pel", "build", "--allow-invalid", c.write("broken.json", []byte(`{"nodes":[
   {"id":1,"op":"acme.\"quoted\"\\op","version":3,"inputs":[{"node":7,"output":1}],"params":{"raw":"00ff"}}
 ],"roots":[{"node":9,"output":0}]}`))).stdout)
 

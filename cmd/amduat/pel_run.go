@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strings"
 	"time"
@@ -147,7 +148,8 @@ result like any other run. --timeout D is a wall-time bound: exceeding it
 abandons the run between nodes with exit 6, and nothing is stored.
 --max-memory and --max-work are operational bounds of this machine, not
 part of the request (§12.8): --max-memory bounds the output bytes held in
-memory at once, --max-work (default 64G) the bytes of all node outputs
+memory at once (and, in a second account, what WebAssembly nodes hold: their
+memories, tables and outputs, §20.8), --max-work (default 64G) the bytes of all node outputs
 together, which a run must hash or store even when it holds none of them
 (a concat refers to its inputs' bytes). Exceeding either stops the run
 before the node that would cross it, with exit 8, and nothing is stored.
@@ -192,6 +194,9 @@ for itself.
 			}
 			req := surf.Request{}
 			if req.ProgramRef, err = a.parseRef(programArg); err != nil {
+				if st, serr := os.Stat(programArg); serr == nil && st.Mode().IsRegular() || strings.HasSuffix(programArg, ".json") {
+					return usagef("--program %s: takes the reference of a stored program, not a file; store it first with `amduat pel build %s` and pass the reference it prints", programArg, programArg)
+				}
 				return err
 			}
 			var refArgs []string
@@ -247,7 +252,7 @@ for itself.
 				}
 				run, err = runRemote(ctx, c, rr)
 			} else {
-				reg, regDone, rerr := a.opRegistry(ctx, false)
+				reg, regDone, rerr := a.opRegistryBudget(ctx, false, memoryBudget(maxMemory))
 				if rerr != nil {
 					return rerr
 				}
@@ -276,8 +281,8 @@ for itself.
 	f.BoolVarP(&quiet, "quiet", "q", false, "print only the output references")
 	f.StringVar(&hashName, "hash", "", "hash for the stored outputs, result and trace: sha256 or blake3 (default: the store's)")
 	f.Uint64Var(&limits.MaxNodes, "max-nodes", 0, "deterministic bound on the nodes evaluated (0: none)")
-	f.Uint64Var(&limits.MaxOutputBytes, "max-output-bytes", 0, "deterministic bound on the total bytes of all node outputs (0: none)")
-	f.Uint64Var(&maxMemory, "max-memory", 0, "bytes of node outputs a run may hold at once; above it the run fails with exit 8 and stores nothing (0: the Go memory limit if GOMEMLIMIT is set, else 3/4 of physical memory)")
+	f.Var(sizeValue{&limits.MaxOutputBytes}, "max-output-bytes", "deterministic bound on the total bytes of all node outputs (K, M, G, T suffixes; 0: none)")
+	f.Var(sizeValue{&maxMemory}, "max-memory", "bytes of node outputs a run may hold at once (and, separately, of its WebAssembly nodes' memories, tables and outputs; K, M, G, T suffixes); above it the run fails with exit 8 and stores nothing (0: the Go memory limit if GOMEMLIMIT is set, else 3/4 of physical memory)")
 	f.Var(sizeValue{&maxWork}, "max-work", "bytes all node outputs of a run may total (K, M, G, T suffixes; 0: none); above it the run fails with exit 8 and stores nothing")
 	f.IntVar(&jobs, "jobs", 0, "goroutines running independent nodes' operations (0: GOMAXPROCS; 1: sequential); changes no byte")
 	f.DurationVar(&timeout, "timeout", 0, "wall-time bound, e.g. 30s (0: none); exceeding it stores nothing")

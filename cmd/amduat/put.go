@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -131,27 +129,14 @@ func (p *putter) item(src string, ref asl.Reference, size uint64, streamed bool)
 	return it
 }
 
-// addTree stores every regular file under root (root itself when it is a
-// file), in lexical path order, skipping symbolic links and special files.
-func (p *putter) addTree(ctx context.Context, root string) error {
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return fail(exitIO, path, unwrapPathError(err))
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		return p.add(ctx, path)
-	})
-	return err
-}
-
 // add stores the file src, or standard input when src is "-".
 func (p *putter) add(ctx context.Context, src string) error {
 	if src == "-" {
+		if f, ok := p.stdin.(*os.File); ok {
+			if st, err := f.Stat(); err == nil && st.IsDir() {
+				return fail(exitUsage, "-", errors.New("standard input is a directory (put -r DIR stores the files under a directory)"))
+			}
+		}
 		size, known := regularSize(p.stdin)
 		return p.addReader(ctx, "-", p.stdin, size, known)
 	}
@@ -219,17 +204,20 @@ func (p *putter) addReader(ctx context.Context, src string, r io.Reader, size in
 	}
 	// Size unknown and large: spool to a temporary file to learn the size
 	// that Put needs up front.
-	tmp, err := os.CreateTemp("", "amduat-put-*")
+	tmp, release, err := createTemp("", "amduat-put-*")
 	if err != nil {
 		return fail(exitIO, src, fmt.Errorf("spooling: %w", err))
 	}
-	defer os.Remove(tmp.Name())
+	defer release()
 	defer tmp.Close()
 	if _, err := tmp.Write(head); err != nil {
 		return fail(exitIO, src, fmt.Errorf("spooling: %w", err))
 	}
-	n, err := io.Copy(tmp, r)
+	n, err := io.Copy(tmp, ctxReader{ctx, r})
 	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return fail(exitIO, src, fmt.Errorf("spooling: %w", err))
 	}
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
@@ -291,8 +279,9 @@ func (p *putter) flush(ctx context.Context) error {
 }
 
 type putResult struct {
-	Hash      string    `json:"hash"`
-	Artifacts []putItem `json:"artifacts"`
+	Hash      string     `json:"hash"`
+	Artifacts []putItem  `json:"artifacts"`
+	Trees     []treeItem `json:"trees,omitempty"` // put -r: one per DIR
 }
 
 func newPutCmd(a *app) *cobra.Command {
@@ -300,9 +289,10 @@ func newPutCmd(a *app) *cobra.Command {
 		tag                         typeTagValue
 		hashName                    string
 		names, recursive, stdinList bool
+		excludes, excludeFrom       []string
 	)
 	c := &cobra.Command{
-		Use:   "put [--type-tag N] [--hash sha256|blake3] [--names] [-r] [FILE|DIR...] | --stdin-paths",
+		Use:   "put [--type-tag N] [--hash sha256|blake3] [--names] [-r [--exclude PATTERN]... [--exclude-from FILE]] [FILE|DIR...] | --stdin-paths",
 		Short: "Store files (or stdin) as artifacts and print their references",
 		Long: `Store each FILE as an artifact and print its reference, one per line, in
 input order. With no FILE, or FILE "-", read standard input.
@@ -317,14 +307,26 @@ is not a regular file and exceeds 4 MiB is spooled to a temporary file in
 $TMPDIR first, because a put needs the size up front.
 
 --names prints "REF NAME" lines (NAME: the file as given, "-" for standard
-input), as ipfs add does. -r stores the regular files under each DIR,
-recursively, in lexical path order (symbolic links and other special files
-are skipped). --stdin-paths reads file names from standard input, one per
+input), as ipfs add does. --stdin-paths reads file names from standard input, one per
 line, instead of the arguments (as git hash-object --stdin-paths), so that
-any number of files take one process and the batch path.`,
+any number of files take one process and the batch path.
+
+-r stores a snapshot of each DIR: every regular file under it (printed as
+above, in lexical path order), each symbolic link as a link (its target
+stored as an artifact, never followed), and one directory artifact per
+directory (TREE/1, SPECS.md §19.9: names, kinds, the executable bit, sizes
+and references; no times or owners, so the same content gives the same
+reference). The DIR's tree reference is printed last ("REF DIR" with
+--names). FIFOs, sockets and devices are skipped, with a count on stderr.
+--exclude PATTERN (repeatable) and --exclude-from FILE leave out paths
+matching gitignore patterns, relative to DIR (e.g. '*.o', 'build/',
+'/TODO', 'docs/**/*.tmp', '!keep.o'); an excluded directory is not read.
+"amduat get -r TREE -o DIR" restores it, "amduat ls TREE", "amduat diff"
+and TREE:path read it.`,
 		Example: `  amduat put notes.txt photo.jpg
   printf hello | amduat put
-  amduat put --type-tag 0x101 --hash blake3 program.bin`,
+  amduat put --type-tag 0x101 --hash blake3 program.bin
+  amduat put -r --exclude '*.o' --exclude .git/ src | tail -n 1   # the tree`,
 		RunE: func(c *cobra.Command, args []string) (err error) {
 			if stdinList && len(args) > 0 {
 				return usagef("--stdin-paths takes no arguments, got %d", len(args))
@@ -340,6 +342,23 @@ any number of files take one process and the batch path.`,
 			}
 			if dashes > 1 {
 				return usagef("standard input (-) can be given only once")
+			}
+			var x *excluder
+			if len(excludes)+len(excludeFrom) > 0 {
+				if !recursive {
+					return usageErr(errExcludeNeedsR)
+				}
+				x = &excluder{}
+				for _, pat := range excludes {
+					if err := x.add(pat); err != nil {
+						return usageErr(err)
+					}
+				}
+				for _, f := range excludeFrom {
+					if err := x.addFile(f); err != nil {
+						return fail(exitUsage, f, unwrapPathError(err))
+					}
+				}
 			}
 			s, err := a.openStore()
 			if err != nil {
@@ -387,8 +406,26 @@ any number of files take one process and the batch path.`,
 			}
 			for _, src := range args {
 				if recursive && src != "-" {
-					if err := p.addTree(ctx, src); err != nil {
+					it, ok, err := p.putTree(ctx, src, x)
+					if err != nil {
 						return err
+					}
+					if it.Skipped > 0 {
+						a.warnf("", fmt.Errorf("%s: skipped %s (FIFO, socket or device: no content to store)", src, plural(it.Skipped, "special file")))
+					}
+					if !ok {
+						continue
+					}
+					if a.jsonOut {
+						res.Trees = append(res.Trees, it)
+						continue
+					}
+					line := it.Ref.String() + "\n"
+					if names {
+						line = it.Ref.String() + " " + it.Source + "\n"
+					}
+					if _, err := io.WriteString(a.stdout, line); err != nil {
+						return fail(exitIO, "stdout", err)
 					}
 					continue
 				}
@@ -408,7 +445,9 @@ any number of files take one process and the batch path.`,
 	c.Flags().Var(&tag, "type-tag", "type tag for the artifacts: decimal or 0x hex (default: untagged)")
 	c.Flags().StringVar(&hashName, "hash", "", "hash for the artifacts: sha256 or blake3 (default: the store's)")
 	c.Flags().BoolVar(&names, "names", false, `print "REF NAME" lines`)
-	c.Flags().BoolVarP(&recursive, "recursive", "r", false, "store the regular files under each DIR, recursively")
+	c.Flags().BoolVarP(&recursive, "recursive", "r", false, "store each DIR as a snapshot: its files, symlinks and a tree; print the tree's reference last")
+	c.Flags().StringArrayVar(&excludes, "exclude", nil, "with -r: leave out paths matching this gitignore pattern (repeatable)")
+	c.Flags().StringArrayVar(&excludeFrom, "exclude-from", nil, "with -r: read gitignore patterns from FILE (repeatable)")
 	c.Flags().BoolVar(&stdinList, "stdin-paths", false, "read the file names from standard input, one per line")
 	return c
 }

@@ -45,7 +45,24 @@ func isLowerHex(s string) bool {
 // optionally with "..."/"…" and a suffix, as in the README) is resolved
 // against the store, which is opened here and handed to the command's own
 // openStore. Malformed text and an ambiguous prefix are usage errors.
+// TREE:path (a tree's reference, full or abbreviated, then a path inside
+// it, SPECS.md §19.10) is resolved through the store to the reference of
+// the entry the path names (resolveTreePath).
 func (a *app) parseRef(s string) (asl.Reference, error) {
+	if treeArg, path, ok := strings.Cut(s, ":"); ok {
+		root, err := a.parseRef(treeArg)
+		if err != nil {
+			return asl.Reference{}, err
+		}
+		if a.early == nil {
+			st, err := a.openStoreReadOnly()
+			if err != nil {
+				return asl.Reference{}, err
+			}
+			a.early = st
+		}
+		return resolveTreePath(a.context(), a.early, s, root, path)
+	}
 	ref, perr := asl.ParseReference(s)
 	if perr == nil {
 		return ref, nil
@@ -66,6 +83,17 @@ func (a *app) parseRef(s string) (asl.Reference, error) {
 // parseRefIn is parseRef for a command that holds the store already (the
 // batch modes reading references from standard input).
 func (a *app) parseRefIn(st asl.Enumerator, s string) (asl.Reference, error) {
+	if treeArg, path, ok := strings.Cut(s, ":"); ok {
+		f, isFetcher := st.(asl.Fetcher)
+		if !isFetcher {
+			return asl.Reference{}, usagef("bad argument: %q: TREE:path cannot be resolved here", s)
+		}
+		root, err := a.parseRefIn(st, treeArg)
+		if err != nil {
+			return asl.Reference{}, err
+		}
+		return resolveTreePath(a.context(), f, s, root, path)
+	}
 	ref, perr := asl.ParseReference(s)
 	if perr == nil {
 		return ref, nil

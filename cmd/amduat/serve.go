@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -50,7 +51,14 @@ AMDUAT_TOKEN).
 Without --auth-file the server has no authentication, so it listens only on
 a loopback address or a unix socket; another address needs --auth-file, or
 --insecure-no-auth to serve without tokens anyway. Tokens carry the scopes
-read, write and run (amduat token --help).
+read, write, run and admin (amduat token --help).
+
+The server keeps its store while it serves: amduat pin, rm and gc with
+--store http://ADDR (a token with the admin scope) run on it and print what
+they print against a directory (SPECS.md §18.10). --max-size SIZE makes the
+store a cache: past SIZE stored bytes the least recently used artifacts
+that no pin reaches are evicted, down to 90% of SIZE; nothing a pin reaches
+is evicted; /metrics counts evictions (SPECS.md §18.11).
 
 One log line per request goes to stderr (--log-format text or json). On
 SIGINT or SIGTERM the server stops accepting connections, lets requests in
@@ -178,7 +186,12 @@ DIR.`,
 			}
 			url := scheme + "://" + ln.Addr().String()
 			if network == "unix" {
-				url = "unix:" + addr
+				abs, err := filepath.Abs(addr)
+				if err != nil {
+					ln.Close()
+					return fail(exitIO, addr, err)
+				}
+				url = unixStoreURL(abs)
 			}
 			info := serveJSON{Store: a.storeDir, URL: url, Listen: ln.Addr().String(), Auth: auth != nil, TLS: tlsCert != ""}
 			if a.jsonOut {
@@ -189,7 +202,7 @@ DIR.`,
 			}
 			logger.Info("serving", "store", a.storeDir, "url", url, "auth", auth != nil, "tls", tlsCert != "")
 			errc := make(chan error, 1)
-			go func() { errc <- hs.Serve(ln) }()
+			go func() { errc <- hs.Serve(server.JSONErrors(ln)) }()
 			select {
 			case err := <-errc:
 				return fail(exitIO, addr, err)
@@ -231,6 +244,7 @@ DIR.`,
 	limits.RunWorkBudget = defaultWorkBudget
 	f.Var(sizeValue{&limits.RunWorkBudget}, "max-run-work", "bytes all node outputs of one run may total (K, M, G, T suffixes; 0: none); above it the run fails with 500 and stores nothing (SPECS §12.8)")
 	f.IntVar(&limits.RunWorkers, "run-jobs", 0, "goroutines running independent nodes' operations within one run (0: GOMAXPROCS; 1: sequential); changes no byte (SPECS §12.10)")
+	f.Var(sizeValue{&limits.MaxStoreBytes}, "max-size", "bound the stored bytes of the store's artifacts (K, M, G, T suffixes; 0: none): past it the least recently used artifacts no pin reaches are evicted (SPECS §18.11)")
 	f.DurationVar(&limits.RunTimeout, "run-timeout", d.RunTimeout, "wall-time bound of one run or replay (504 beyond)")
 	f.DurationVar(&limits.IdleTimeout, "idle-timeout", d.IdleTimeout, "longest a request body or response may make no progress")
 	f.DurationVar(&headerTimeout, "read-header-timeout", 10*time.Second, "longest a client may take to send request headers")

@@ -127,7 +127,7 @@ func TestServeUnixSocket(t *testing.T) {
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "amduat.sock")
 	url := startServe(t, filepath.Join(dir, "served"), "--unix", sock)
-	if url != "unix:"+sock {
+	if url != "unix://"+sock {
 		t.Fatalf("serve --unix prints %s", url)
 	}
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {

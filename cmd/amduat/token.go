@@ -17,8 +17,10 @@ func newTokenCmd(a *app) *cobra.Command {
 		Short: "Manage the bearer tokens of amduat serve (add, list, revoke)",
 		Long: `A token file (amduat serve --auth-file FILE; SPECS.md §18.7) holds one entry per
 token: its name, the SHA-256 of its text and its scopes: read (get, has,
-stat, list, show, provenance, metrics), write (put, build) and run (pel run,
-pel verify). The text of a token is printed once, by add, and never stored.
+stat, list, show, provenance, metrics), write (put, build), run (pel run,
+pel verify) and admin (pin, rm and gc against the server; SPECS.md §18.10).
+Scopes are independent: give an admin token read too when it should read
+(--scope read,admin). The text of a token is printed once, by add, and never stored.
 A running server reads the file again when it changes, so add and revoke
 take effect within a second. Clients send the token from AMDUAT_TOKEN.`,
 	}
@@ -31,7 +33,7 @@ take effect within a second. Clients send the token from AMDUAT_TOKEN.`,
 	}
 	var scopes string
 	add := &cobra.Command{
-		Use:   "add NAME --scope read,write,run",
+		Use:   "add NAME --scope read,write,run,admin",
 		Short: "Create a token and print its text (once)",
 		Args:  rangeArgs(1, 1),
 		RunE: func(_ *cobra.Command, args []string) error {
@@ -53,7 +55,7 @@ take effect within a second. Clients send the token from AMDUAT_TOKEN.`,
 			return nil
 		},
 	}
-	add.Flags().StringVar(&scopes, "scope", "read", "comma-separated scopes: read, write, run")
+	add.Flags().StringVar(&scopes, "scope", "read", "comma-separated scopes: read, write, run, admin")
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List token names and scopes",

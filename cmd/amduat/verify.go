@@ -55,7 +55,9 @@ stderr as one line; a summary line goes to stdout:
   checked C of S artifacts (B bytes): X corrupt, Y failed
 
 --sample N checks the N artifacts whose sample keys are smallest; --sample P%
-checks each artifact whose sample key lies in the lowest P% of the key space.
+checks each artifact whose sample key lies in the lowest P% of the key space
+(and, when that selects none of a non-empty store, the one with the
+smallest key).
 The sample key of an artifact is the first 8 bytes (big-endian) of
 SHA-256(u32 len(seed) || seed || ReferenceBytes): the same store and seed
 always select the same artifacts, and another --seed selects another subset.

@@ -50,12 +50,20 @@ func (a *app) wasmCacheDir(readOnly bool) string {
 // directory that cannot be used falls back to compiling in memory only:
 // the cache changes no output.
 func (a *app) opRegistry(ctx context.Context, readOnly bool) (*opreg.Registry, func(), error) {
+	return a.opRegistryBudget(ctx, readOnly, 0)
+}
+
+// opRegistryBudget is opRegistry whose WebAssembly calls hold at most
+// budget bytes of linear memory, tables and outputs together
+// (wasmop.Options.MemoryBudget, SPECS.md §20.8; 0: unbounded): pel run
+// gives it --max-memory.
+func (a *app) opRegistryBudget(ctx context.Context, readOnly bool, budget uint64) (*opreg.Registry, func(), error) {
 	if dir := a.wasmCacheDir(readOnly); dir != "" {
-		if reg, done, err := newRegistry(ctx, wasmop.Options{CacheDir: dir}); err == nil {
+		if reg, done, err := newRegistry(ctx, wasmop.Options{CacheDir: dir, MemoryBudget: budget}); err == nil {
 			return reg, done, nil
 		}
 	}
-	return newRegistry(ctx, wasmop.Options{})
+	return newRegistry(ctx, wasmop.Options{MemoryBudget: budget})
 }
 
 // staticOps is the registry of commands that only parse, check or render

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/tree"
 	"github.com/amduat/amduat/pel"
 	"github.com/amduat/amduat/surf"
 	"github.com/amduat/amduat/tgk"
@@ -28,6 +29,7 @@ type artifactPage struct {
 	StoredSize  string
 	Compression string
 	Notice      string
+	Browse      string // the directory page of a tree
 
 	Program    *programView
 	Result     *resultView
@@ -97,6 +99,9 @@ func (h *handler) serveArtifact(w http.ResponseWriter, r *http.Request, text str
 			return
 		}
 		p.Preview = prev
+	}
+	if info.HasTag && info.Tag == tree.Tag {
+		p.Kind, p.Browse = "directory tree", h.treeURL(ref, "")
 	}
 	p.Why = h.provView(ctx, ref, true)
 	p.Uses = h.provView(ctx, ref, false)

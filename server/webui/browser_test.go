@@ -1,11 +1,9 @@
 package webui_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,21 +12,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/amduat/amduat/asl/pebblestore"
+	"github.com/amduat/amduat/internal/browsertest"
 	"github.com/amduat/amduat/server/webui"
 )
-
-// chromiumPath finds Debian's chromium: /usr/bin/chromium, else chromium
-// on PATH.
-func chromiumPath() (string, bool) {
-	const debian = "/usr/bin/chromium"
-	if _, err := os.Stat(debian); err == nil {
-		return debian, true
-	}
-	if p, err := exec.LookPath("chromium"); err == nil {
-		return p, true
-	}
-	return "", false
-}
 
 // TestBrowser loads the pages of real runs (an OK run and a run that fails
 // at runtime, stored in the embedded store) in headless Chromium, reads the
@@ -36,10 +22,6 @@ func chromiumPath() (string, bool) {
 // saves screenshots to t.TempDir() and, when AMDUAT_SCREENSHOT_DIR is set,
 // there too.
 func TestBrowser(t *testing.T) {
-	exe, ok := chromiumPath()
-	if !ok {
-		t.Skip("chromium not installed: apt-get install -y chromium; browser test skipped")
-	}
 	start := time.Now()
 	s, err := pebblestore.Create(t.TempDir(), nil)
 	if err != nil {
@@ -53,25 +35,7 @@ func TestBrowser(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1360, 1000),
-	)
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	defer acancel()
-	bctx, bcancel := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
-	defer bcancel()
+	bctx := browsertest.Start(t, 90*time.Second)
 
 	shotDirs := []string{t.TempDir()}
 	if d := os.Getenv("AMDUAT_SCREENSHOT_DIR"); d != "" {

@@ -44,6 +44,7 @@ import (
 	"strings"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/tree"
 	"github.com/amduat/amduat/opreg"
 )
 
@@ -62,6 +63,10 @@ type Options struct {
 	// Ops holds the operations program pages check validity against and
 	// render readable params of; nil means opreg.Kernel().
 	Ops *opreg.Registry
+	// Session, when set, reports the token name of the browser session a
+	// request carries ("" for none) and the CSRF token its sign-out form
+	// must send (SPECS.md §18.8, "Signing in").
+	Session func(*http.Request) (name, csrf string)
 }
 
 const (
@@ -120,12 +125,15 @@ type handler struct {
 	rawURL     func(asl.Reference) string
 	maxPreview int
 	reg        *opreg.Registry
+	session    func(*http.Request) (string, string)
 }
 
 // New returns the web view of s. It serves, under opts.Prefix:
 //
-//	""                 the search page; ?ref=REF opens an artifact
+//	""                 the home page (pins, recent runs, search); ?ref=REF
+//	                   opens an artifact, ?ref=NAME what the pin NAME names
 //	"a/REF"            the page of one artifact
+//	"t/TREE/PATH/"     a directory of a tree, by name
 //	"static/style.css" the style sheet
 //
 // Only GET and HEAD are allowed. A malformed reference is answered 400, a
@@ -147,7 +155,7 @@ func New(s asl.Store, opts Options) http.Handler {
 	if reg == nil {
 		reg = opreg.Kernel()
 	}
-	return &handler{s: s, prefix: prefix, rawURL: opts.RawURL, maxPreview: mp, reg: reg}
+	return &handler{s: s, prefix: prefix, rawURL: opts.RawURL, maxPreview: mp, reg: reg, session: opts.Session}
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -179,6 +187,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Write(styleCSS)
 	case strings.HasPrefix(rest, "a/") && !strings.Contains(rest[2:], "/"):
 		h.serveArtifact(w, r, rest[2:])
+	case strings.HasPrefix(rest, "t/"):
+		h.serveTree(w, r, rest[2:])
 	default:
 		h.errorPage(w, http.StatusNotFound, "not found", fmt.Sprintf("No page at %s.", r.URL.Path))
 	}
@@ -194,10 +204,6 @@ type page struct {
 	Prefix string
 	Title  string
 	Query  string // the text in the search box
-}
-
-type indexPage struct {
-	page
 }
 
 type errorPageData struct {
@@ -219,10 +225,19 @@ func (h *handler) artifactURL(ref asl.Reference) string {
 func (h *handler) serveIndex(w http.ResponseWriter, r *http.Request) {
 	q, asked := r.URL.Query()["ref"]
 	if !asked {
-		h.render(w, http.StatusOK, "index", indexPage{h.page("Find an artifact", "")})
+		h.serveHome(w, r)
 		return
 	}
 	text := strings.TrimSpace(q[0])
+	if name, ok := h.pinNamed(r.Context(), text); ok {
+		// A pin's name finds what it names: its directory page for a tree.
+		if info, err := h.s.Stat(r.Context(), name); err == nil && info.HasTag && info.Tag == tree.Tag {
+			http.Redirect(w, r, h.treeURL(name, ""), http.StatusSeeOther)
+			return
+		}
+		http.Redirect(w, r, h.artifactURL(name), http.StatusSeeOther)
+		return
+	}
 	ref, ok := h.parseRef(w, text)
 	if !ok {
 		return
@@ -291,4 +306,24 @@ func (h *handler) render(w http.ResponseWriter, status int, name string, data an
 	w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
 	w.WriteHeader(status)
 	w.Write(b.Bytes())
+}
+
+type loginPage struct {
+	page
+	CSRF    string
+	Message string
+}
+
+// RenderLogin writes the sign-in page of a view mounted at prefix: a form
+// posting a token to prefix+"login" with the CSRF token csrf, and msg (when
+// not empty) saying why the last attempt failed.
+func RenderLogin(w http.ResponseWriter, prefix string, status int, csrf, msg string) {
+	h := New(nil, Options{Prefix: prefix}).(*handler)
+	hd := w.Header()
+	hd.Set("Content-Security-Policy", headerCSP)
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Referrer-Policy", "no-referrer")
+	hd.Set("X-Frame-Options", "DENY")
+	hd.Set("Cache-Control", "no-store")
+	h.render(w, status, "login", loginPage{page: h.page("Sign in", ""), CSRF: csrf, Message: msg})
 }

@@ -1,0 +1,154 @@
+package s3store_test
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/minio/minio-go/v7"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/pebblestore"
+	"github.com/amduat/amduat/asl/s3store/miniotest"
+)
+
+// textCorpus is the Go sources under GOROOT/src/DIR: text as users store
+// it, each file one artifact.
+func textCorpus(t testing.TB, dir string) []asl.Artifact {
+	var arts []asl.Artifact
+	root := filepath.Join(runtime.GOROOT(), "src", dir)
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err == nil {
+			arts = append(arts, asl.Untagged(b))
+		}
+		return err
+	})
+	if err != nil || len(arts) == 0 {
+		t.Skipf("no Go sources under %s: %v", root, err)
+	}
+	return arts
+}
+
+func dirSize(t testing.TB, dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// TestCompressedSize: a bucket stores text compressed as the embedded
+// store does (SPECS.md §6.7, "Compression"): the objects of the same files
+// take at most 1.1 times the embedded store's directory, every artifact
+// reads back, and an object a layout-2 writer stored uncompressed still
+// reads.
+func TestCompressedSize(t *testing.T) {
+	m := miniotest.Start(t)
+	ctx := t.Context()
+	arts := textCorpus(t, "net/http")
+	st := create(t, m, "zsize", options(m))
+	refs, err := st.PutBatch(ctx, asl.HashSHA256, arts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw, bucket int64
+	for _, a := range arts {
+		raw += int64(len(asl.EncodeArtifact(a)))
+	}
+	for obj := range st.Client().ListObjects(ctx, st.Bucket(), minio.ListObjectsOptions{Prefix: st.Prefix() + "a/", Recursive: true}) {
+		if obj.Err != nil {
+			t.Fatal(obj.Err)
+		}
+		bucket += obj.Size
+	}
+	dir := t.TempDir()
+	ps, err := pebblestore.Create(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ps.PutBatch(ctx, asl.HashSHA256, arts); err != nil {
+		t.Fatal(err)
+	}
+	var embedded int64
+	if err := ps.Enumerate(ctx, asl.Reference{}, func(in asl.Info) error { embedded += in.StoredSize; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := ps.Close(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d files, %d bytes as ArtifactBytes: bucket objects %d bytes (%.3fx), embedded store's stored payloads %d bytes (%.3fx; directory %d bytes, preallocated); bucket/embedded = %.3f",
+		len(arts), raw, bucket, float64(bucket)/float64(raw), embedded, float64(embedded)/float64(raw), dirSize(t, dir), float64(bucket)/float64(embedded))
+	if float64(bucket) > 1.1*float64(embedded) {
+		t.Errorf("bucket holds %d bytes, more than 1.1 x the embedded store's %d", bucket, embedded)
+	}
+	zstd := 0
+	for i, ref := range refs {
+		got, err := asl.Get(ctx, st, ref, 1<<30)
+		if err != nil || !bytes.Equal(got.Bytes, arts[i].Bytes) {
+			t.Fatalf("get %s: %v", ref, err)
+		}
+		in, err := st.Stat(ctx, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in.Compression == "zstd" {
+			zstd++
+			if in.StoredSize >= int64(len(arts[i].Bytes)) {
+				t.Errorf("%s: stored %d bytes compressed of %d", ref, in.StoredSize, len(arts[i].Bytes))
+			}
+		}
+	}
+	if zstd == 0 {
+		t.Fatal("nothing was compressed")
+	}
+	// An uncompressed object (layout 2, or a payload that does not pay)
+	// reads as before; a re-put stores it compressed.
+	a := arts[0]
+	ref := refs[0]
+	ab := asl.EncodeArtifact(a)
+	if _, err := st.Client().PutObject(ctx, st.Bucket(), st.ArtifactKey(ref), bytes.NewReader(ab), int64(len(ab)), minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := asl.Get(ctx, st, ref, 1<<30); err != nil || !bytes.Equal(got.Bytes, a.Bytes) {
+		t.Fatalf("get of an uncompressed object: %v", err)
+	}
+	if in, err := st.Stat(ctx, ref); err != nil || in.Compression != "none" {
+		t.Fatalf("stat of an uncompressed object = %+v, %v", in, err)
+	}
+	if _, err := asl.PutArtifact(ctx, st, asl.HashSHA256, a); err != nil {
+		t.Fatal(err)
+	}
+	if in, err := st.Stat(ctx, ref); err != nil || (in.Compression != "zstd") != (len(a.Bytes) < 4096) {
+		t.Fatalf("stat after a re-put = %+v, %v", in, err)
+	}
+	// A damaged frame is ERR_INTEGRITY, never wrong bytes.
+	obj, err := st.Client().GetObject(ctx, st.Bucket(), st.ArtifactKey(refs[1]), minio.GetObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := new(bytes.Buffer)
+	b.ReadFrom(obj)
+	obj.Close()
+	bad := b.Bytes()
+	bad[len(bad)-5] ^= 0x40
+	if _, err := st.Client().PutObject(ctx, st.Bucket(), st.ArtifactKey(refs[1]), bytes.NewReader(bad), int64(len(bad)), minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := asl.Get(ctx, st, refs[1], 1<<30); !errors.Is(err, asl.ErrIntegrity) {
+		t.Fatalf("get of a damaged compressed object = %v, want ErrIntegrity", err)
+	}
+}

@@ -1,0 +1,5 @@
+package wasmop
+
+import "syscall"
+
+const mapNoReserve = syscall.MAP_NORESERVE

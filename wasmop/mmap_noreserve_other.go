@@ -1,0 +1,5 @@
+//go:build darwin || freebsd || netbsd || openbsd
+
+package wasmop
+
+const mapNoReserve = 0
