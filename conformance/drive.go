@@ -269,15 +269,43 @@ func Test(ctx context.Context, opts TestOptions) (TestReport, error) {
 		}
 	}
 	if opts.Generate > 0 {
-		g := NewCaseGenerator(opts.Seed)
-		for i := 0; i < opts.Generate; i++ {
-			c, err := g.Next()
-			if err != nil {
-				return rep, fmt.Errorf("generating case %d: %w", i, err)
+		// Cases are drawn (and answered by this implementation) on another
+		// goroutine while the testee answers, in order, at most 64 ahead.
+		type drawn struct {
+			c   Case
+			err error
+		}
+		ch := make(chan drawn, 64)
+		gctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go func() {
+			defer close(ch)
+			g := NewCaseGenerator(opts.Seed)
+			for i := 0; i < opts.Generate; i++ {
+				c, err := g.Next()
+				if err != nil {
+					err = fmt.Errorf("generating case %d: %w", i, err)
+				}
+				select {
+				case ch <- drawn{c, err}:
+				case <-gctx.Done():
+					return
+				}
+				if err != nil {
+					return
+				}
 			}
-			if err := runCase(c); err != nil {
+		}()
+		for d := range ch {
+			if d.err != nil {
+				return rep, d.err
+			}
+			if err := runCase(d.c); err != nil {
 				return rep, err
 			}
+		}
+		if err := ctx.Err(); err != nil {
+			return rep, err
 		}
 	}
 	rep.Restarts = t.restarts
@@ -490,6 +518,9 @@ func (t *testee) ask(ctx context.Context, c Case, opts TestOptions) (string, err
 	}
 	if resp.Error != "" {
 		return "testee error: " + oneLine(resp.Error), nil
+	}
+	if bytes.Equal(resp.Output, c.Expect) {
+		return "", nil // the same bytes: equal in canonical form too
 	}
 	got, err := CanonicalJSON(resp.Output)
 	if err != nil {

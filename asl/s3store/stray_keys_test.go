@@ -34,13 +34,13 @@ func TestStrayArtifactKeys(t *testing.T) {
 }
 
 // TestConfigUnsupported (SPECS.md §6.7): a config naming an unregistered
-// hash, or a layout version other than 1 and 2, is ERR_UNSUPPORTED (a
+// hash, or a layout version above the one this release writes, is ERR_UNSUPPORTED (a
 // malformed config is ERR_INTEGRITY: TestConfigRejects).
 func TestConfigUnsupported(t *testing.T) {
 	m := miniotest.Start(t)
 	o := options(m)
 	st := create(t, m, "config-unsupported", o)
-	for _, c := range []string{`{"format":"amduat-s3store","version":2,"hash":30583}`, `{"format":"amduat-s3store","version":3,"hash":1}`} {
+	for _, c := range []string{`{"format":"amduat-s3store","version":2,"hash":30583}`, `{"format":"amduat-s3store","version":4,"hash":1}`} {
 		putObject(t, st, st.Prefix()+"config", []byte(c))
 		st2, err := s3store.Open(t.Context(), st.Bucket(), st.Prefix(), o)
 		if err == nil {

@@ -4,7 +4,8 @@
 It speaks amduat-testee/1 on stdin/stdout: 4-byte big-endian length, then one
 JSON object.  It implements the ASL core (§3-§5: artifacts, references, the
 text form, EncodedRef, derivation under SHA-256 and BLAKE3-256), BUNDLE/1
-(§19) and the program codec (§9), written from SPECS.md alone.
+(§19), the program codec (§9), ExecutionResultValue bytes (§8) and TGK/1
+edges (§17.1), written from SPECS.md alone.
 
     amduat conformance test -- python3 conformance/testee-python/testee.py
 """
@@ -128,6 +129,7 @@ class Reader:
         return v
 
     def u8(self, f): return self.take(1, f)[0]
+    def u16(self, f): return struct.unpack(">H", self.take(2, f))[0]
     def u32(self, f): return struct.unpack(">I", self.take(4, f))[0]
     def u64(self, f): return struct.unpack(">Q", self.take(8, f))[0]
 
@@ -383,6 +385,82 @@ def program_decode(b):
     return {"nodes": nodes, "roots": roots}
 
 
+# --- ExecutionResultValue bytes (§8) -----------------------------------------
+
+def status_code_ok(status, code):
+    return code == status if status < 4 else code not in (0, 2, 3)
+
+
+def value_encode(v):
+    out = bytearray(struct.pack(">HB", v["pel1_version"], v["status"]))
+    out += encoded_ref(parse_text(v["scheme_ref"]))
+    out += struct.pack(">BII", v["kind"], v["status_code"], len(v["diagnostics"]))
+    for d in v["diagnostics"]:
+        msg = d["message"].encode("utf-8") if d.get("message") is not None else hx(d["message_hex"])
+        out += struct.pack(">II", d["code"], len(msg)) + msg
+    return bytes(out)
+
+
+def value_decode(b):
+    r = Reader(b)
+    if r.u16("pel1_version") != 1:
+        r.fail("pel1_version", 0)
+    off = r.off
+    status = r.u8("status")
+    if status > 4:
+        r.fail("status", off)
+    scheme = read_encoded_ref(r, "scheme_ref")
+    off = r.off
+    if r.u8("summary.kind") != status:
+        r.fail("summary.kind", off)
+    off = r.off
+    code = r.u32("summary.status_code")
+    if not status_code_ok(status, code):
+        r.fail("summary.status_code", off)
+    diags = []
+    for _ in range(r.count("diagnostics.count", 8)):
+        dcode = r.u32("diagnostics.code")
+        msg = r.prefixed(4, "diagnostics.message")
+        try:
+            diags.append({"code": dcode, "message": msg.decode("utf-8")})
+        except UnicodeDecodeError:
+            diags.append({"code": dcode, "message_hex": msg.hex()})
+    r.done()
+    return {"pel1_version": 1, "status": status, "scheme_ref": scheme.hex(), "kind": status,
+            "status_code": code, "diagnostics": diags}
+
+
+# --- ENC/TGK1-EDGE/1 (§17.1) -------------------------------------------------
+
+def edge_encode(e):
+    out = bytearray(struct.pack(">I", e["edge_type"]))
+    for side in ("from", "to"):
+        out += struct.pack(">I", len(e[side]))
+        for ep in e[side]:
+            out += bytes([ep["role"]]) + encoded_ref(parse_text(ep["ref"]))
+    return bytes(out)
+
+
+def edge_decode(b):
+    r = Reader(b)
+    e = {"edge_type": r.u32("edge_type")}
+    for side in ("from", "to"):
+        start = r.off
+        n = r.count(side + ".count", 7)
+        if n == 0:
+            r.fail(side + ".count", start)
+        eps = []
+        for _ in range(n):
+            off = r.off
+            role = r.u8(side + ".role")
+            if not 1 <= role <= 6:
+                r.fail(side + ".role", off)
+            eps.append({"role": role, "ref": read_encoded_ref(r, side + ".ref").hex()})
+        e[side] = eps
+    r.done()
+    return e
+
+
 # --- Requests ---------------------------------------------------------------
 
 def hx(s):
@@ -433,6 +511,11 @@ def k_program_encode(i):
     return {"program_bytes": b.hex(), "reference": ref.hex()}
 
 
+def k_edge_encode(i):
+    b = edge_encode(i["edge"])
+    return {"edge_bytes": b.hex(), "reference": derive(SHA256, 0x00000201, b).hex()}
+
+
 KINDS = {
     "artifact_encode": lambda i: {"artifact_bytes": encode_artifact(i["type_tag"], hx(i["bytes"])).hex()},
     "artifact_decode": k_artifact_decode,
@@ -452,6 +535,10 @@ KINDS = {
     "bundle_decode": k_bundle_decode,
     "program_encode": k_program_encode,
     "program_decode": lambda i: {"program": program_decode(hx(i["program_bytes"]))},
+    "result_value_encode": lambda i: {"value_bytes": value_encode(i["value"]).hex()},
+    "result_value_decode": lambda i: {"value": value_decode(hx(i["value_bytes"]))},
+    "edge_encode": k_edge_encode,
+    "edge_decode": lambda i: {"edge": edge_decode(hx(i["edge_bytes"]))},
 }
 
 
