@@ -22,7 +22,7 @@ func readmeBlock(t *testing.T, root, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile("(?s)<!-- walkthrough: "+regexp.QuoteMeta(name)+" -->\n```sh\n(.*?)\n```\n").FindSubmatch(readme)
+	m := regexp.MustCompile("(?s)<!-- walkthrough: " + regexp.QuoteMeta(name) + " -->\n```sh\n(.*?)\n```\n").FindSubmatch(readme)
 	if m == nil {
 		t.Fatalf("README.md has no shell block after <!-- walkthrough: %s -->", name)
 	}
