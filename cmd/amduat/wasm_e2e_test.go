@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -150,15 +149,7 @@ func TestWasmServe(t *testing.T) {
 // "<!-- walkthrough: write an operation in Go -->".
 func walkthroughScript(t *testing.T, root string) string {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile("(?s)<!-- walkthrough: write an operation in Go -->\n```sh\n(.*?)\n```\n").FindSubmatch(readme)
-	if m == nil {
-		t.Fatal("README.md has no walkthrough block after its marker")
-	}
-	return string(m[1])
+	return readmeBlock(t, root, "write an operation in Go")
 }
 
 // TestReadmeWasmWalkthrough runs the README's "Write an operation in Go"
