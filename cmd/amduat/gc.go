@@ -37,7 +37,9 @@ a crash, nothing reachable is lost and running gc again finishes the job.
 An artifact put or read by the same process while gc runs is kept.
 
 Prints "deleted N of S artifacts (B bytes), E index entries; reached M
-from R roots", then (not with --dry-run) "packs: C compacted, D deleted, W
+from R roots" ("would delete …" with --dry-run: N of the S stored
+artifacts no root reaches, B their stored bytes, E the index entries naming
+them, M the references the mark reached from the R roots), then (not with --dry-run) "packs: C compacted, D deleted, W
 artifacts rewritten; P -> Q bytes (reclaimed R) in T"; JSON: the report.
 
 Against a server (--store http://…; a token with the admin scope) the

@@ -28,14 +28,24 @@ func init() {
 func embedded(s backend, what string) (*pebblestore.Store, error) {
 	ps, ok := s.(*pebblestore.Store)
 	if !ok {
-		return nil, fail(exitUnsupported, "", fmt.Errorf("%s needs an embedded store (--store DIR), not a server: %w", what, asl.ErrUnsupported))
+		return nil, notEmbedded("", what, s)
 	}
 	return ps, nil
 }
 
+// notEmbedded is the ERR_UNSUPPORTED (exit 5) of a command that needs the
+// embedded store, naming what the store is instead.
+func notEmbedded(subject, what string, s any) error {
+	kind := "a server"
+	if _, ok := s.(*s3store.Store); ok {
+		kind = "a bucket"
+	}
+	return fail(exitUnsupported, subject, fmt.Errorf("%s needs an embedded store (--store DIR), not %s: %w", what, kind, asl.ErrUnsupported))
+}
+
 func (a *app) openEmbedded(what string, readOnly bool) (*pebblestore.Store, error) {
 	if isRemote(a.storeDir) {
-		return nil, fail(exitUnsupported, a.storeDir, fmt.Errorf("%s needs an embedded store (--store DIR), not a server: %w", what, asl.ErrUnsupported))
+		return nil, notEmbedded(a.storeDir, what, nil)
 	}
 	var s backend
 	var err error
