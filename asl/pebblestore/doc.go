@@ -63,6 +63,13 @@
 //     reading), and compacts packs: copy, sync, repoint, then remove the
 //     file; a crash at any point loses nothing reachable (SPECS.md §6.4,
 //     "Deletion", "Repair", "Garbage collection").
+//   - Store metadata that nothing rebuilds (pins and their history, the
+//     run log, the cache salt, tombstones) is appended as checksummed
+//     records to meta.journal and synced before a change returns; Pebble
+//     holds a copy, which Open brings up to date from the journal's
+//     watermark on, and which rewrites a damaged journal (SPECS.md §6.4,
+//     "Metadata journal"). GC waits for a PutThenPin, so nothing is
+//     garbage between a put and its pin.
 //   - Store-internal records are deterministic CBOR (RFC 8949 core
 //     deterministic encoding), decoded strictly; they never replace a
 //     normative encoding.

@@ -509,7 +509,8 @@ func (s *Store) commitMeta(b *pebble.Batch, sync bool) error {
 }
 
 // writeMetaEntries writes entries of metadata spaces: journal first
-// (synced), then Pebble's copy. del deletes the keys instead.
+// (synced), then Pebble's copy (unsynced, as a packed batch's index
+// records: Open replays what it lost). del deletes the keys instead.
 func (s *Store) writeMetaEntries(entries []asl.IndexEntry, del bool) error {
 	if len(entries) == 0 {
 		return nil
@@ -531,7 +532,8 @@ func (s *Store) writeMetaEntries(entries []asl.IndexEntry, del bool) error {
 	if err := s.journalAppend(recs); err != nil {
 		return err
 	}
-	return s.commitMeta(b, !del)
+	// The journal is the durable copy; Close and Sync sync Pebble's log.
+	return s.commitMeta(b, false)
 }
 
 // splitMeta separates the entries of metadata spaces from the others.
@@ -683,7 +685,8 @@ func (s *Store) PinLog(ctx context.Context, name string) ([]asl.PinChange, error
 var _ asl.PinLogger = (*Store)(nil)
 
 // PutThenPin runs put, which stores artifacts through s (Put, PutBatch,
-// PutIndexed; never Pin, Unpin or GC, which would wait for it), then pins
+// PutIndexed without entries of metadata spaces; never Pin, Unpin, GC or
+// a PutIndexed with run log entries, which would wait for it), then pins
 // the pins it returns, with no garbage collection in between: a
 // collection waits for the whole call, so nothing put is garbage between
 // the put and its pin (SPECS.md §19.8). Each pin is durable, with its

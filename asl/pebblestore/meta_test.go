@@ -363,3 +363,40 @@ func TestSalvageKeepsMeta(t *testing.T) {
 		t.Errorf("salvaged: %v", bad)
 	}
 }
+
+// TestPutPinnedUnderGC: collections running back to back never take what
+// PutBatchPinned stores before its pin lands.
+func TestPutPinnedUnderGC(t *testing.T) {
+	s := newMemStore(t, nil)
+	ctx := context.Background()
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			if _, err := s.GC(ctx, GCOptions{Children: noChildren}); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	for i := range 30 {
+		art := asl.Untagged([]byte{byte(i), 'p'})
+		refs, err := s.PutBatchPinned(ctx, asl.HashSHA256, []asl.Artifact{art}, 0, "p", asl.PinOptions{Force: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Stat(ctx, refs[0]); err != nil {
+			t.Fatalf("put %d: pinned artifact gone: %v", i, err)
+		}
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

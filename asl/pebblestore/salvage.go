@@ -77,7 +77,12 @@ const (
 //     artifact not copied yet (inline, staged as chunks or packed, in any
 //     layout version) is read, verified and copied, or reported lost by
 //     name; damage on the way is skipped and reported, as by Enumerate;
-//  3. the index entries that can be read are copied.
+//  3. the records of the metadata journal that check (pins and their
+//     history, the run log, the cache salt) are replayed into the new
+//     store; its tombstones, and those Pebble's copy still holds, keep the
+//     copies they deleted out of steps 1 and 2 (SPECS.md §6.4);
+//  4. the index entries that can be read are copied (those of the
+//     metadata spaces only when the journal was damaged or missing).
 //
 // Every byte copied is verified against its reference: the new store
 // holds no byte that the damaged one did not prove. to must not hold a
