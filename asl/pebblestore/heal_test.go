@@ -1,0 +1,149 @@
+package pebblestore
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/aslutil"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// healStore creates a store on fs holding arts (the last one deleted) and
+// closes it.
+func healStore(t *testing.T, fs vfs.FS) ([]asl.Artifact, []asl.Reference) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := Create("store", &Options{FS: fs, DefaultHash: asl.HashSHA256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arts := make([]asl.Artifact, 30)
+	for i := range arts {
+		arts[i] = asl.Tagged(asl.TypeTag(i), genBytes(4000+uint64(i), 100+i*97, i%2 == 0))
+	}
+	arts = append(arts, asl.Untagged(genBytes(4100, 5*DefaultChunkSize+3, true))) // large
+	refs, err := s.PutBatch(ctx, asl.HashSHA256, arts[:30])
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs = append(refs, put(t, s, asl.HashSHA256, arts[30]))
+	if _, err := s.Delete(ctx, refs[29:30]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return arts, refs
+}
+
+// TestHealIndex: when Pebble's files are damaged or gone, a writable Open
+// moves them aside, rebuilds the index from the packs, reports it, and
+// serves every artifact; a deleted artifact stays deleted when its
+// tombstone still reads (SPECS.md §6.4, "Rebuilding the index").
+func TestHealIndex(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name       string
+		damage     func(t *testing.T, fs vfs.FS)
+		keepsTombs bool
+	}{
+		{"MANIFEST garbage", func(t *testing.T, fs vfs.FS) {
+			for _, n := range listNames(t, fs, "store") {
+				if strings.HasPrefix(n, "MANIFEST-") {
+					overwrite(t, fs, "store/"+n, []byte(strings.Repeat("garbage ", 64)))
+				}
+			}
+		}, false},
+		{"Pebble's files gone", func(t *testing.T, fs vfs.FS) {
+			for _, n := range listNames(t, fs, "store") {
+				if pebbleFile(n) {
+					if err := fs.Remove("store/" + n); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}, false},
+		{"config record's table gone", func(t *testing.T, fs vfs.FS) {
+			for _, n := range listNames(t, fs, "store") {
+				if strings.HasSuffix(n, ".sst") {
+					if err := fs.Remove("store/" + n); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := vfs.NewMem()
+			arts, refs := healStore(t, fs)
+			tc.damage(t, fs)
+			var reported []RebuildReport
+			s, err := Open("store", &Options{FS: fs, OnRebuild: func(r RebuildReport) { reported = append(reported, r) }})
+			if err != nil {
+				t.Fatalf("Open of the damaged store: %v", err)
+			}
+			defer s.Close()
+			rep, ok := s.Rebuilt()
+			if !ok || len(reported) != 1 || rep.Artifacts < 30 || !errors.Is(rep.Cause, asl.ErrIntegrity) {
+				t.Fatalf("Rebuilt = %+v, %v; reported %d", rep, ok, len(reported))
+			}
+			t.Log(rep)
+			for i, ref := range refs[:29] {
+				if got := get(t, s, ref); !sameArtifact(got, arts[i]) {
+					t.Fatalf("artifact %d differs", i)
+				}
+			}
+			if got := get(t, s, refs[30]); !sameArtifact(got, arts[30]) {
+				t.Fatal("large artifact differs")
+			}
+			_, err = s.Stat(ctx, refs[29])
+			if tc.keepsTombs && !errors.Is(err, asl.ErrNotFound) {
+				t.Fatalf("deleted artifact after the rebuild: %v", err)
+			}
+			vr, err := aslutil.Verify(ctx, s, aslutil.VerifyOptions{}, nil)
+			if err != nil || len(vr.Failures) != 0 || len(vr.Damage) != 0 {
+				t.Fatalf("verify after the rebuild: %+v, %v", vr, err)
+			}
+			if s.DefaultHash() != asl.HashSHA256 {
+				t.Fatalf("default hash %v", s.DefaultHash())
+			}
+			// A second open finds a healthy index.
+			s.Close()
+			s2, err := Open("store", &Options{FS: fs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s2.Close()
+			if _, ok := s2.Rebuilt(); ok || s2.packRecovered != 0 {
+				t.Fatalf("second open rebuilt again (%d records)", s2.packRecovered)
+			}
+		})
+	}
+}
+
+func listNames(t *testing.T, fs vfs.FS, dir string) []string {
+	t.Helper()
+	names, err := fs.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+func overwrite(t *testing.T, fs vfs.FS, path string, b []byte) {
+	t.Helper()
+	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(b); err != nil {
+		t.Fatal(err)
+	}
+}
