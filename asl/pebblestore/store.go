@@ -167,9 +167,9 @@ type Store struct {
 
 	rebuilt  *RebuildReport // Open rebuilt the index from the packs (heal.go)
 	readOnly bool           // opened with Options.ReadOnly
-	roIndex  *pebble.Batch // read-only: index records of pack records found by Open, for Enumerate
-	lock     *pebble.Lock  // the store's lock (writable stores)
-	space    *spaceGuard   // out-of-space handling (writable stores)
+	roIndex  *pebble.Batch  // read-only: index records of pack records found by Open, for Enumerate
+	lock     *pebble.Lock   // the store's lock (writable stores)
+	space    *spaceGuard    // out-of-space handling (writable stores)
 }
 
 var _ asl.Store = (*Store)(nil)
