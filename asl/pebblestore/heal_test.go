@@ -3,8 +3,12 @@ package pebblestore
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/aslutil"
@@ -146,4 +150,56 @@ func overwrite(t *testing.T, fs vfs.FS, path string, b []byte) {
 	if _, err := f.Write(b); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestRebuildTime measures (asserting nothing about speed) how long a
+// writable Open takes to rebuild the index of AMDUAT_REBUILD_N artifacts of
+// 1 KiB from the packs after Pebble's files are gone, on disk; it runs only
+// when AMDUAT_REBUILD_N is set (SPECS.md §6.4 quotes its figure).
+func TestRebuildTime(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("AMDUAT_REBUILD_N"))
+	if n <= 0 {
+		t.Skip("set AMDUAT_REBUILD_N to measure a rebuild")
+	}
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "store")
+	s, err := Create(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for done := 0; done < n; {
+		k := min(1000, n-done)
+		arts := make([]asl.Artifact, k)
+		for i := range arts {
+			arts[i] = asl.Untagged(genBytes(uint64(done+i), 1024, false))
+		}
+		if _, err := s.PutBatch(ctx, asl.HashSHA256, arts); err != nil {
+			t.Fatal(err)
+		}
+		done += k
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	names, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range names {
+		if pebbleFile(e.Name()) {
+			os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}
+	start := time.Now()
+	s, err = Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := time.Since(start)
+	rep, _ := s.Rebuilt()
+	s.Close()
+	if rep.Artifacts != n {
+		t.Fatalf("rebuilt %d of %d", rep.Artifacts, n)
+	}
+	t.Logf("rebuilt the index of %d artifacts of 1 KiB in %v: %v per million", n, d.Round(time.Millisecond), (d * time.Duration(1_000_000) / time.Duration(n)).Round(time.Second))
 }
