@@ -2,6 +2,7 @@ package pebblestore
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -171,7 +172,9 @@ func TestRebuildTime(t *testing.T) {
 		k := min(1000, n-done)
 		arts := make([]asl.Artifact, k)
 		for i := range arts {
-			arts[i] = asl.Untagged(genBytes(uint64(done+i), 1024, false))
+			b := genBytes(uint64(done+i), 1024, false)
+			binary.BigEndian.PutUint64(b, uint64(done+i)) // genBytes seeds are 16-bit
+			arts[i] = asl.Untagged(b)
 		}
 		if _, err := s.PutBatch(ctx, asl.HashSHA256, arts); err != nil {
 			t.Fatal(err)
