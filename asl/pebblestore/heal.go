@@ -26,7 +26,8 @@ type RebuildReport struct {
 	// moved to, for inspection; nothing reads it again.
 	Aside string
 	// Hash is the default hash of the rebuilt store: the damaged config
-	// record's, or, when it did not read, Options.DefaultHash (HashGuessed).
+	// record's, or, when it did not read (HashGuessed), the hash of the
+	// first artifact of the packs (Options.DefaultHash when none reads).
 	Hash        asl.HashID
 	HashGuessed bool
 	// Artifacts counts the pack records indexed; Damaged the damaged pack
@@ -43,7 +44,7 @@ type RebuildReport struct {
 func (r RebuildReport) String() string {
 	hash := ""
 	if r.HashGuessed {
-		hash = fmt.Sprintf("; the config record was lost: default hash set to 0x%04x", uint16(r.Hash))
+		hash = fmt.Sprintf("; the config record was lost: default hash set to 0x%04x, the hash of the first packed artifact", uint16(r.Hash))
 	}
 	return fmt.Sprintf("the store's index was damaged (%v): rebuilt it from the packs: %d artifacts indexed, %d damaged pack regions recorded, %d tombstones kept, %d metadata records replayed, in %v; the damaged files are in %s%s",
 		oneLineErr(r.Cause), r.Artifacts, r.Damaged, r.Tombstones, r.Metadata, r.Duration.Round(time.Millisecond), r.Aside, hash)
@@ -159,6 +160,13 @@ func rebuildIndex(dir string, s settings, cause error) (RebuildReport, error) {
 		}
 		rep.Metadata = m
 	}
+	if rep.HashGuessed {
+		// The config record is lost: the packs' first artifact was put
+		// under the store's default hash (put uses it unless told).
+		if h, ok := packsHash(fs, dir); ok {
+			rep.Hash = h
+		}
+	}
 	// The config record last: until it is durable, the next Open finds
 	// no config beside pack files (damage) and rebuilds again.
 	cfg := configRecord{Format: formatName, Version: formatVersion, Hash: uint16(rep.Hash)}
@@ -232,4 +240,35 @@ func readDamagedIndex(old *pebble.DB, rep *RebuildReport, tombs *[][2][]byte) (b
 		}
 	}
 	return false, nil
+}
+
+// packsHash is the hash id of the first whole or large artifact record of
+// the lowest pack that checks.
+func packsHash(fs vfs.FS, dir string) (asl.HashID, bool) {
+	pk, err := listPacks(fs, dir)
+	if err != nil {
+		return 0, false
+	}
+	defer pk.close()
+	for _, id := range pk.atOpen {
+		st, err := fs.Stat(fs.PathJoin(pk.dir, packName(id)))
+		if err != nil {
+			continue
+		}
+		size := uint64(st.Size())
+		for p := uint64(len(packMagic)); p < size; {
+			sc, err := pk.scan(id, p)
+			if err != nil {
+				if p = pk.resync(id, p+1, size); p >= size {
+					break
+				}
+				continue
+			}
+			if sc.kind != recordPart {
+				return sc.ref.HashID(), true
+			}
+			p = sc.next
+		}
+	}
+	return 0, false
 }
