@@ -33,9 +33,10 @@ type RebuildReport struct {
 	// Artifacts counts the pack records indexed; Damaged the damaged pack
 	// regions recorded ("Recovery").
 	Artifacts, Damaged int
-	// Tombstones counts the tombstones read from the damaged files and
-	// kept; Metadata the metadata records replayed (ReplayMetadata).
-	Tombstones, Metadata int
+	// Tombstones and Entries count the tombstones and index entries (pins
+	// and the run log among them) read from the damaged files and kept;
+	// Metadata the metadata records replayed (ReplayMetadata).
+	Tombstones, Entries, Metadata int
 	// Duration is how long the rebuild took.
 	Duration time.Duration
 }
@@ -46,8 +47,8 @@ func (r RebuildReport) String() string {
 	if r.HashGuessed {
 		hash = fmt.Sprintf("; the config record was lost: default hash set to 0x%04x, the hash of the first packed artifact", uint16(r.Hash))
 	}
-	return fmt.Sprintf("the store's index was damaged (%v): rebuilt it from the packs: %d artifacts indexed, %d damaged pack regions recorded, %d tombstones kept, %d metadata records replayed, in %v; the damaged files are in %s%s",
-		oneLineErr(r.Cause), r.Artifacts, r.Damaged, r.Tombstones, r.Metadata, r.Duration.Round(time.Millisecond), r.Aside, hash)
+	return fmt.Sprintf("the store's index was damaged (%v): rebuilt it from the packs: %d artifacts indexed, %d damaged pack regions recorded, %d tombstones and %d index entries (pins, run log) kept, %d metadata records replayed, in %v; the damaged files are in %s%s",
+		oneLineErr(r.Cause), r.Artifacts, r.Damaged, r.Tombstones, r.Entries, r.Metadata, r.Duration.Round(time.Millisecond), r.Aside, hash)
 }
 
 func oneLineErr(err error) string {
@@ -91,15 +92,6 @@ func pebbleFile(name string) bool {
 func rebuildIndex(dir string, s settings, cause error) (RebuildReport, error) {
 	rep := RebuildReport{Cause: cause, Hash: s.hash}
 	fs := s.fs
-	lock, err := pebble.LockDirectory(dir, fs)
-	if err != nil {
-		if locked(err) {
-			return rep, ErrLocked
-		}
-		return rep, fmt.Errorf("locking: %w", err)
-	}
-	unlock := sync.OnceValue(lock.Close)
-	defer unlock()
 	// What the damaged files still give (read in place, read-only): the
 	// config, the tombstones, and whether artifacts live in Pebble itself
 	// (the version 1-2 layout, PackMin > 0), which a rebuild from the packs
@@ -116,6 +108,16 @@ func rebuildIndex(dir string, s settings, cause error) (RebuildReport, error) {
 			return rep, fmt.Errorf("the index holds artifacts stored outside the packs (version 2 layout), which a rebuild from the packs would lose: run salvage")
 		}
 	}
+	// Then the lock (Pebble's read-only open above takes it too).
+	lock, err := pebble.LockDirectory(dir, fs)
+	if err != nil {
+		if locked(err) {
+			return rep, ErrLocked
+		}
+		return rep, fmt.Errorf("locking: %w", err)
+	}
+	unlock := sync.OnceValue(lock.Close)
+	defer unlock()
 	names, err := fs.List(dir)
 	if err != nil {
 		return rep, err
@@ -152,7 +154,7 @@ func rebuildIndex(dir string, s settings, cause error) (RebuildReport, error) {
 	for _, kv := range tombs {
 		_ = b.Set(kv[0], kv[1], nil)
 	}
-	rep.Tombstones = len(tombs)
+	rep.Tombstones = len(tombs) - rep.Entries
 	if ReplayMetadata != nil {
 		m, err := ReplayMetadata(fs, dir, b)
 		if err != nil {
@@ -213,6 +215,17 @@ func readDamagedIndex(old *pebble.DB, rep *RebuildReport, tombs *[][2][]byte) (b
 				if _, err := tombPositions(v); err == nil {
 					*tombs = append(*tombs, [2][]byte{bytes.Clone(it.Key()), bytes.Clone(v)})
 				}
+			}
+		}
+		it.Close()
+	}
+	// The index entries that still read (pins and the run log among
+	// them, SPECS.md §6.5), kept as they are.
+	if it, err := old.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixIndexEntry}, UpperBound: []byte{prefixIndexEntry + 1}}); err == nil {
+		for ok := it.First(); ok; ok = it.Next() {
+			if v, err := it.ValueAndErr(); err == nil {
+				*tombs = append(*tombs, [2][]byte{bytes.Clone(it.Key()), bytes.Clone(v)})
+				rep.Entries++
 			}
 		}
 		it.Close()

@@ -38,6 +38,9 @@ func healStore(t *testing.T, fs vfs.FS) ([]asl.Artifact, []asl.Reference) {
 	if _, err := s.Delete(ctx, refs[29:30]); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.Pin(ctx, "keep", refs[0], asl.PinOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.db.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -65,6 +68,13 @@ func TestHealIndex(t *testing.T) {
 				}
 			}
 		}, false},
+		{"OPTIONS garbage", func(t *testing.T, fs vfs.FS) {
+			for _, n := range listNames(t, fs, "store") {
+				if strings.HasPrefix(n, "OPTIONS-") {
+					overwrite(t, fs, "store/"+n, []byte("[Version]\n  garbage\n"))
+				}
+			}
+		}, true},
 		{"Pebble's files gone", func(t *testing.T, fs vfs.FS) {
 			for _, n := range listNames(t, fs, "store") {
 				if pebbleFile(n) {
@@ -110,6 +120,10 @@ func TestHealIndex(t *testing.T) {
 			_, err = s.Stat(ctx, refs[29])
 			if tc.keepsTombs && !errors.Is(err, asl.ErrNotFound) {
 				t.Fatalf("deleted artifact after the rebuild: %v", err)
+			}
+			// What the damaged files still give is kept: tombstones, pins.
+			if pins, err := s.Pins(ctx); tc.keepsTombs && (err != nil || len(pins) != 1 || pins[0].Ref != refs[0] || rep.Tombstones != 1) {
+				t.Fatalf("after the rebuild: pins %v (%v), %d tombstones kept; want the pin and 1", pins, err, rep.Tombstones)
 			}
 			vr, err := aslutil.Verify(ctx, s, aslutil.VerifyOptions{}, nil)
 			if err != nil || len(vr.Failures) != 0 || len(vr.Damage) != 0 {
