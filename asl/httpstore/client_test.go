@@ -976,3 +976,45 @@ func TestFreshBatchWithRepeats(t *testing.T) {
 		t.Fatalf("the server holds %d artifacts, want 7", n)
 	}
 }
+
+// TestFetchCutShort: a body that breaks off is told apart (issue 20): when
+// a new request for the byte where it broke gets that byte, the network
+// failed (an I/O error, not ERR_INTEGRITY); when the server cannot send it
+// either, the stored copy is damaged (ERR_INTEGRITY).
+func TestFetchCutShort(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		probeCut  bool
+		integrity bool
+	}{{"network", false, false}, {"damaged", true, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, httpstore.Options{})
+			a := asl.Untagged(bytes.Repeat([]byte("cut short "), 300))
+			ref, err := asl.PutArtifact(t.Context(), f.c, asl.HashSHA256, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.setHook(func(w http.ResponseWriter, r *http.Request) bool {
+				if !isArtifactGet(r) || r.Header.Get("Range") != "" && !tc.probeCut {
+					return false
+				}
+				rec := f.record(r)
+				for k, v := range rec.Header() {
+					w.Header()[k] = v
+				}
+				w.WriteHeader(rec.Code)
+				b := rec.Body.Bytes()
+				w.Write(b[:len(b)/2])
+				w.(http.Flusher).Flush()
+				panic(http.ErrAbortHandler) // the connection breaks
+			})
+			_, err = asl.Get(t.Context(), f.c, ref, 0)
+			if err == nil {
+				t.Fatal("Get succeeded")
+			}
+			if got := errors.Is(err, asl.ErrIntegrity); got != tc.integrity || !strings.Contains(err.Error(), "body ends after") {
+				t.Fatalf("Get: %v; ERR_INTEGRITY %v, want %v, after a body cut short", err, got, tc.integrity)
+			}
+		})
+	}
+}

@@ -72,6 +72,7 @@ func (c *Client) Fetch(ctx context.Context, ref asl.Reference) (io.ReadCloser, a
 		return fail(err)
 	}
 	fr := &fetchReader{vr: vr, body: resp.Body, shown: shown, size: hdr.Size}
+	fr.probe = func(off uint64) error { return c.probeByte(ctx, ref, off) }
 	if hdr.Size > fetchWholeMax {
 		return fr, hdr, nil
 	}
@@ -91,6 +92,37 @@ type fetchReader struct {
 	shown string
 	size  uint64
 	read  uint64
+	// probe reads the payload byte at an offset on a new request.
+	probe func(off uint64) error
+}
+
+// probeByte asks again for the payload byte at off of ref (a Range
+// request), after a body broke off there: asl.ErrIntegrity when the server
+// reports the artifact damaged, or answers and cannot send that one byte
+// either (the same byte failing twice, the second time on a response of
+// one byte, is the stored copy, not the network); nil when the byte
+// arrives (the connection failed); the request's error otherwise.
+func (c *Client) probeByte(ctx context.Context, ref asl.Reference, off uint64) error {
+	rq := &request{method: http.MethodGet, path: PathArtifact + ref.String(), idempotent: true,
+		header: http.Header{"Accept-Encoding": {"identity"}, "Range": {fmt.Sprintf("bytes=%d-%d", off, off)}}}
+	resp, err := c.do(ctx, rq)
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		// The server took the request and closed the connection without
+		// an answer, after the client's retries: it fails at that byte.
+		return fmt.Errorf("the server cannot send byte %d (%v): %w", off, err, asl.ErrIntegrity)
+	}
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(io.Discard, resp.Body)
+	if n == 0 && (err == nil || errors.Is(err, io.ErrUnexpectedEOF)) {
+		return fmt.Errorf("the server cannot send byte %d: %w", off, asl.ErrIntegrity)
+	}
+	if err != nil {
+		return err
+	}
+	return nil
 }
 
 func (f *fetchReader) Read(p []byte) (int, error) {
@@ -100,6 +132,19 @@ func (f *fetchReader) Read(p []byte) (int, error) {
 	case err == nil || err == io.EOF:
 		return n, err
 	case errors.Is(err, io.ErrUnexpectedEOF):
+		// The server cuts a response short when it finds the artifact
+		// damaged; so does a failing network. A fresh request for the
+		// byte where the body broke tells which (probeByte).
+		// The last byte too: the server sends it only once the whole
+		// payload verified (a digest that fails withholds the tail).
+		perr := f.probe(f.read)
+		if perr == nil && f.size > 0 {
+			perr = f.probe(f.size - 1)
+		}
+		if !errors.Is(perr, asl.ErrIntegrity) {
+			return n, fmt.Errorf("GET %s: body ends after %d of %d bytes, and new requests for byte %d and the last byte got them (%v): the connection failed: %w",
+				f.shown, f.read, f.size, f.read, perr, err)
+		}
 		return n, fmt.Errorf("GET %s: body ends after %d of %d bytes (the server cuts a response short when it finds the artifact damaged): %w: %w",
 			f.shown, f.read, f.size, asl.ErrIntegrity, err)
 	case errors.Is(err, asl.ErrIntegrity):

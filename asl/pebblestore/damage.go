@@ -76,6 +76,9 @@ func pebbleOpenErr(err error) error {
 func checkMetadata(fs vfs.FS, desc *pebble.DBDesc, dir string, po *pebble.Options) (full bool, err error) {
 	if desc.OptionsFilename != "" {
 		b, err := readWhole(fs, desc.OptionsFilename)
+		if errors.Is(err, os.ErrNotExist) {
+			return false, fmt.Errorf("%s is missing: %w: %w", desc.OptionsFilename, err, asl.ErrIntegrity)
+		}
 		if err != nil {
 			return false, fmt.Errorf("reading %s: %w", desc.OptionsFilename, err)
 		}
@@ -89,6 +92,10 @@ func checkMetadata(fs vfs.FS, desc *pebble.DBDesc, dir string, po *pebble.Option
 		return false, nil
 	}
 	f, err := fs.Open(desc.ManifestFilename)
+	if errors.Is(err, os.ErrNotExist) {
+		// The manifest marker names it: a MANIFEST gone is damage.
+		return false, fmt.Errorf("%s, which the manifest marker names, is missing: %w: %w", desc.ManifestFilename, err, asl.ErrIntegrity)
+	}
 	if err != nil {
 		return false, fmt.Errorf("opening %s: %w", desc.ManifestFilename, err)
 	}

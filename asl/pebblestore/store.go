@@ -94,6 +94,11 @@ type Options struct {
 	// times MemTableSize), negative means none. Open fails with ErrNoSpace
 	// when a missing reserve cannot be allocated.
 	ReserveSize int64
+	// OnRebuild, if set, is called when a writable Open found Pebble's
+	// files damaged and rebuilt the index from the packs (SPECS.md §6.4,
+	// "Rebuilding the index"), with what it did; the CLI prints it on
+	// stderr. Store.Rebuilt returns the same.
+	OnRebuild func(RebuildReport)
 }
 
 // DefaultReserveMemTables is the default reserve size in memtables: room for
@@ -160,11 +165,12 @@ type Store struct {
 	gcLive   atomic.Pointer[liveSet]
 	gcRun    sync.Mutex // one collection at a time
 
-	readOnly bool          // opened with Options.ReadOnly
-	roIndex  *pebble.Batch // read-only: index records of pack records found by Open, for Enumerate
-	lock     *pebble.Lock  // the store's lock (writable stores)
-	space    *spaceGuard   // out-of-space handling (writable stores)
-	meta     *metaState    // the metadata journal (meta.go)
+	rebuilt  *RebuildReport // Open rebuilt the index from the packs (heal.go)
+	readOnly bool           // opened with Options.ReadOnly
+	roIndex  *pebble.Batch  // read-only: index records of pack records found by Open, for Enumerate
+	lock     *pebble.Lock   // the store's lock (writable stores)
+	space    *spaceGuard    // out-of-space handling (writable stores)
+	meta     *metaState     // the metadata journal (meta.go)
 }
 
 var _ asl.Store = (*Store)(nil)
@@ -404,8 +410,56 @@ func Open(dir string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
 	if !desc.Exists {
+		if hasPacks(s.fs, dir) {
+			// Pebble's files are gone but the packs are there: rebuild.
+			return openHealed(dir, s, opts, fmt.Errorf("open store %s: Pebble's files are gone, the packs are not: %w", dir, asl.ErrIntegrity))
+		}
 		return nil, fmt.Errorf("open store %s: %w", dir, ErrNoStore)
 	}
+	st, err := openExisting(dir, s, desc)
+	if err != nil && healable(s.fs, dir, err) {
+		return openHealed(dir, s, opts, err)
+	}
+	return st, err
+}
+
+// openHealed rebuilds the index of the store in dir from its packs after
+// cause (damage to Pebble's files) and opens it (heal.go).
+func openHealed(dir string, s settings, opts *Options, cause error) (*Store, error) {
+	start := time.Now()
+	rep, err := rebuildIndex(dir, s, cause)
+	if err != nil {
+		return nil, fmt.Errorf("%w; rebuilding the index from the packs failed: %v", cause, err)
+	}
+	s.hash = rep.Hash
+	desc, err := pebble.Peek(dir, s.fs)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s after rebuilding its index: %w", dir, err)
+	}
+	st, err := openExisting(dir, s, desc)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s after rebuilding its index: %w", dir, err)
+	}
+	rep.Artifacts, rep.Damaged, rep.Duration = st.packRecovered, st.packDamaged, time.Since(start)
+	st.rebuilt = &rep
+	if opts != nil && opts.OnRebuild != nil {
+		opts.OnRebuild(rep)
+	}
+	return st, nil
+}
+
+// Rebuilt reports whether this Open rebuilt the index from the packs
+// because Pebble's files were damaged, and what it did.
+func (s *Store) Rebuilt() (RebuildReport, bool) {
+	if s.rebuilt == nil {
+		return RebuildReport{}, false
+	}
+	return *s.rebuilt, true
+}
+
+// openExisting opens for writing the store in dir, which holds a Pebble
+// database (desc).
+func openExisting(dir string, s settings, desc *pebble.DBDesc) (*Store, error) {
 	if err := s.checkMetadata(desc, dir); err != nil {
 		return nil, err
 	}

@@ -384,7 +384,7 @@ func (a *app) open(opts *pebblestore.Options) (backend, error) {
 	if st, serr := os.Stat(a.storeDir); serr == nil && !st.IsDir() {
 		return nil, fail(exitStore, a.storeDir, errors.New("is a file, not a store directory (create a store with `amduat init --store DIR`)"))
 	}
-	s, err := pebblestore.Open(a.storeDir, opts)
+	s, err := a.openPebble(opts)
 	if errors.Is(err, pebblestore.ErrNoStore) {
 		return nil, fail(exitStore, a.storeDir, &explained{"no store here (create one with `amduat init`, or point --store or AMDUAT_STORE at one)", pebblestore.ErrNoStore})
 	}
