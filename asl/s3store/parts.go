@@ -343,10 +343,9 @@ func (s *Store) putManifest(ctx context.Context, ref asl.Reference, mb []byte) e
 				return s.errorf("put (read existing manifest)", key, ref, err)
 			}
 			if same {
-				return s.refresh(ctx, ref, key, mb, "")
+				return s.refresh(ctx, ref, key, mb, "", false)
 			}
-			po = minio.PutObjectOptions{ContentType: "application/octet-stream", DisableMultipart: true}
-			continue
+			return s.refresh(ctx, ref, key, mb, "", true) // replace it (gc.go)
 		case code(err) == "ConditionalRequestConflict":
 			if err := sleepCtx(ctx, attempt); err != nil {
 				return err
