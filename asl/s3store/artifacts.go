@@ -484,12 +484,12 @@ func (s *Store) putObject(ctx context.Context, ref asl.Reference, b []byte) erro
 			if !differs {
 				// Stored: its grace starts again, safe from a
 				// collection running meanwhile (SPECS.md §6.7).
-				return s.refresh(ctx, ref, key, b, sha)
+				return s.refresh(ctx, ref, key, b, sha, false)
 			}
 			// Damaged (or of another form): replace it with the bytes
-			// just hashed to ref.
-			po = minio.PutObjectOptions{ContentType: "application/octet-stream", DisableContentSha256: po.DisableContentSha256}
-			continue
+			// just hashed to ref, safe from a collection running
+			// meanwhile (gc.go).
+			return s.refresh(ctx, ref, key, b, sha, true)
 		}
 		if code(err) != "ConditionalRequestConflict" {
 			break

@@ -2,11 +2,14 @@ package s3store
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/minio/minio-go/v7"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/zcodec"
@@ -130,4 +133,74 @@ func (s *Store) statZ(ref asl.Reference, key string, head []byte, total int64) (
 		return asl.Info{}, fmt.Errorf("s3store: stat s3://%s/%s (%s): compressed object of %d bytes has no frame: %w", s.bucket, key, ref, total, asl.ErrIntegrity)
 	}
 	return asl.Info{Ref: ref, Header: hdr, StoredSize: total - int64(n), Compression: "zstd"}, nil
+}
+
+// ZPartKey is the object key of a compressed part whose raw bytes have
+// SHA-256 digest d (SPECS.md §6.7, "Compression"): PREFIX z/DD/HEX. The
+// object is one zstd frame declaring the part's length.
+func (s *Store) ZPartKey(d [32]byte) string {
+	h := hex.EncodeToString(d[:])
+	return s.prefix + "z/" + h[:2] + "/" + h
+}
+
+// partKeyOf is the key of part i of m, by its codec.
+func (s *Store) partKeyOf(m *manifest, i int) string {
+	if m.codec(i) == codecZstd {
+		return s.ZPartKey(m.digests[i])
+	}
+	return s.PartKey(m.digests[i])
+}
+
+// putPartCompressed writes one part, compressed under ZPartKey when it
+// pays (zcodec), else raw under PartKey (putPart), and says which. Both
+// PUTs are unconditional, as putPart's (SPECS.md §6.7, "Large
+// artifacts").
+func (s *Store) putPartCompressed(ctx context.Context, d [32]byte, b []byte) (uint8, error) {
+	z, frame := zcodec.Compress(b, nil, zcodec.DefaultMinSize)
+	if !z {
+		return codecRaw, s.putPart(ctx, d, b)
+	}
+	key := s.ZPartKey(d)
+	sum := sha256.Sum256(frame)
+	_, err := s.core.PutObject(ctx, s.bucket, key, bytes.NewReader(frame), int64(len(frame)), "", hex.EncodeToString(sum[:]),
+		minio.PutObjectOptions{ContentType: "application/zstd", DisableContentSha256: true})
+	if err != nil {
+		return codecZstd, s.errorf("put part", key, asl.Reference{}, err)
+	}
+	return codecZstd, nil
+}
+
+// openPartOf opens part i of m: a raw part streams (openPart); a
+// compressed one is read whole (at most the part size) and decoded to
+// exactly its length before any byte is returned (a frame that does not
+// is asl.ErrIntegrity, as a resized raw part is).
+func (s *Store) openPartOf(ctx context.Context, ref asl.Reference, m *manifest, i int) (io.ReadCloser, error) {
+	n := m.partLen(i)
+	if m.codec(i) == codecRaw {
+		return s.openPart(ctx, ref, m.digests[i], n, i)
+	}
+	key := s.ZPartKey(m.digests[i])
+	body, info, _, err := s.core.GetObject(ctx, s.bucket, key, minio.GetObjectOptions{})
+	if err != nil {
+		if code(err) == "NoSuchKey" {
+			return nil, fmt.Errorf("s3store: fetch s3://%s/%s (%s): part %d (s3://%s/%s) is missing: %w",
+				s.bucket, s.ArtifactKey(ref), ref, i, s.bucket, key, asl.ErrIntegrity)
+		}
+		return nil, s.errorf(fmt.Sprintf("fetch part %d of %s", i, ref), key, asl.Reference{}, err)
+	}
+	defer body.Close()
+	if info.Size <= 0 || info.Size > int64(n) {
+		return nil, fmt.Errorf("s3store: fetch s3://%s/%s (%s): compressed part %d (s3://%s/%s) is %d bytes for %d: %w",
+			s.bucket, s.ArtifactKey(ref), ref, i, s.bucket, key, info.Size, n, asl.ErrIntegrity)
+	}
+	frame := make([]byte, info.Size)
+	if _, err := io.ReadFull(body, frame); err != nil {
+		return nil, s.errorf(fmt.Sprintf("fetch part %d of %s", i, ref), key, asl.Reference{}, err)
+	}
+	raw, err := zcodec.DecodeExact(frame, uint64(n), nil)
+	if err != nil {
+		return nil, fmt.Errorf("s3store: fetch s3://%s/%s (%s): compressed part %d (s3://%s/%s): %v: %w",
+			s.bucket, s.ArtifactKey(ref), ref, i, s.bucket, key, err, asl.ErrIntegrity)
+	}
+	return io.NopCloser(bytes.NewReader(raw)), nil
 }

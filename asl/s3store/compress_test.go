@@ -96,3 +96,33 @@ func FuzzZObject(f *testing.F) {
 		}
 	})
 }
+
+// TestManifestV2: a manifest naming a compressed part is version 2 (a
+// codec byte before each digest); every raw one stays version 1.
+func TestManifestV2(t *testing.T) {
+	m := exampleManifest()
+	m.codecs = []uint8{codecRaw, codecZstd, codecRaw}
+	b := m.encode()
+	want := "616d6473336d6602" + "0100000101000000000000000a" + "0000000000000004" + "00000003" +
+		"00" + strings.Repeat("a1", 32) + "01" + strings.Repeat("a2", 32) + "00" + strings.Repeat("a3", 32)
+	if hex.EncodeToString(b) != want {
+		t.Fatalf("encode = %x\nwant     %s", b, want)
+	}
+	d, err := decodeManifest(b)
+	if err != nil || !bytes.Equal(d.encode(), b) || d.codec(1) != codecZstd {
+		t.Fatalf("decode = %+v, %v", d, err)
+	}
+	for name, bad := range map[string][]byte{
+		"codec 2":         func() []byte { c := bytes.Clone(b); c[33+33] = 2; return c }(),
+		"no zstd part":    func() []byte { c := bytes.Clone(b); c[33+33] = 0; return c }(),
+		"version 1 sized": b[:len(b)-3],
+	} {
+		if _, err := decodeManifest(bad); !errors.Is(err, asl.ErrIntegrity) {
+			t.Errorf("%s: decode = %v, want ErrIntegrity", name, err)
+		}
+	}
+	m.codecs = []uint8{0, 0, 0}
+	if b := m.encode(); b[7] != 1 {
+		t.Fatalf("all-raw manifest written as version %d", b[7])
+	}
+}

@@ -189,15 +189,18 @@ func (s *Store) keepShard(ctx context.Context, st gcState, dd string) error {
 }
 
 // refresh is called by a put that found its artifact already stored at
-// key (b: the bytes the put would have written). An object older than the
-// touch age is written again, so that its grace starts again; if a
+// key (b: the bytes the put would have written), replace when the stored
+// object is not b (damaged, or of an older form) and must be overwritten.
+// An object older than the touch age (or to replace) is written again, so that its grace starts again; if a
 // collection ran meanwhile the object's shard is kept from it and the
 // object checked, and written again if it was removed (SPECS.md §6.7,
 // "What a writer does").
-func (s *Store) refresh(ctx context.Context, ref asl.Reference, key string, b []byte, sha string) error {
-	info, err := s.core.Client.StatObject(ctx, s.bucket, key, minio.StatObjectOptions{})
-	if err == nil && time.Since(info.LastModified) < s.touchAge() {
-		return nil
+func (s *Store) refresh(ctx context.Context, ref asl.Reference, key string, b []byte, sha string, replace bool) error {
+	if !replace {
+		info, err := s.core.Client.StatObject(ctx, s.bucket, key, minio.StatObjectOptions{})
+		if err == nil && time.Since(info.LastModified) < s.touchAge() {
+			return nil
+		}
 	}
 	g1, err := s.readGCState(ctx)
 	if err != nil {

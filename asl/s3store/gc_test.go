@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/minio/minio-go/v7"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/s3store"
@@ -396,4 +400,54 @@ func TestGCConcurrentWriters(t *testing.T) {
 	if deleted == 0 {
 		t.Error("no collection deleted anything: the test did not race")
 	}
+}
+
+// TestGCLease: a running collection rewrites its state within its lease;
+// a state left running by a collection that died is taken over once its
+// lease ran out, with the next generation.
+func TestGCLease(t *testing.T) {
+	m := miniotest.Start(t)
+	ctx := t.Context()
+	o := gcStoreOptions(m)
+	o.Lease = 400 * time.Millisecond
+	st := create(t, m, "lease", o)
+	stateKey := st.Prefix() + "gc/state"
+	putObject(t, st, stateKey, []byte(`{"gen":7,"running":true,"id":"dead","grace_ns":0}`))
+	refused := 0
+	var rep s3store.GCReport
+	var err error
+	for {
+		rep, err = st.GC(ctx, s3store.GCOptions{Grace: -1, BeforeSweep: func() {
+			// Wait for the lease to be renewed: the state is rewritten.
+			start := getObjectInfo(t, st, stateKey).LastModified
+			for getObjectInfo(t, st, stateKey).LastModified.Equal(start) {
+				runtime.Gosched()
+			}
+		}})
+		if !errors.Is(err, s3store.ErrGCRunning) {
+			break
+		}
+		refused++
+	}
+	t.Logf("refused %d times while the dead collection's lease ran", refused)
+	if err != nil || rep.Gen != 8 {
+		t.Fatalf("GC after a dead collection = %+v, %v (refused %d times)", rep, err, refused)
+	}
+	if b := string(getObject(t, st, stateKey)); !strings.Contains(b, `"gen":8,"running":false`) {
+		t.Fatalf("state after GC = %s", b)
+	}
+}
+
+func getObjectInfo(t *testing.T, st *s3store.Store, key string) minio.ObjectInfo {
+	t.Helper()
+	for obj := range st.Client().ListObjects(t.Context(), st.Bucket(), minio.ListObjectsOptions{Prefix: key}) {
+		if obj.Err != nil {
+			t.Fatal(obj.Err)
+		}
+		if obj.Key == key {
+			return obj
+		}
+	}
+	t.Fatalf("%s not listed", key)
+	return minio.ObjectInfo{}
 }

@@ -47,19 +47,57 @@ type manifest struct {
 	hdr      asl.Header
 	partSize uint64
 	digests  [][32]byte
+	// codecs[i] is part i's form (manifest version 2, compress.go):
+	// codecRaw at PartKey, codecZstd at ZPartKey. Nil (version 1): every
+	// part raw.
+	codecs []uint8
 }
 
-func manifestLen(hdr asl.Header, count int) int {
-	return 8 + int(headerLen(hdr)) + 12 + 32*count
+// Part forms (manifest version 2).
+const (
+	codecRaw  = 0
+	codecZstd = 1
+)
+
+// manifestLen is the length of a manifest of version 1 (32 bytes a part)
+// or 2 (33: a codec byte and the digest).
+func manifestLen(hdr asl.Header, count int, version ...byte) int {
+	per := 32
+	if len(version) > 0 && version[0] == 2 {
+		per = 33
+	}
+	return 8 + int(headerLen(hdr)) + 12 + per*count
+}
+
+// version is 2 when a part is compressed, else 1 (what layout 2 wrote).
+func (m *manifest) version() byte {
+	for _, c := range m.codecs {
+		if c != codecRaw {
+			return 2
+		}
+	}
+	return 1
+}
+
+func (m *manifest) codec(i int) uint8 {
+	if m.codecs == nil {
+		return codecRaw
+	}
+	return m.codecs[i]
 }
 
 func (m *manifest) encode() []byte {
-	b := make([]byte, 0, manifestLen(m.hdr, len(m.digests)))
-	b = append(b, manifestMagic[:]...)
+	v := m.version()
+	b := make([]byte, 0, manifestLen(m.hdr, len(m.digests), v))
+	b = append(b, manifestMagic[:7]...)
+	b = append(b, v)
 	b = m.hdr.AppendHeader(b)
 	b = binary.BigEndian.AppendUint64(b, m.partSize)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(m.digests)))
-	for _, d := range m.digests {
+	for i, d := range m.digests {
+		if v == 2 {
+			b = append(b, m.codec(i))
+		}
 		b = append(b, d[:]...)
 	}
 	return b
@@ -93,9 +131,10 @@ func isManifest(b []byte) bool {
 // bytes and checks them against the object's total length; it returns the
 // header, part size and count. Every rejection wraps asl.ErrIntegrity.
 func parseManifestHead(b []byte, total int64) (asl.Header, uint64, int, error) {
-	if len(b) < 8 || !bytes.Equal(b[:8], manifestMagic[:]) {
+	if len(b) < 8 || !bytes.Equal(b[:7], manifestMagic[:7]) || (b[7] != 1 && b[7] != 2) {
 		return asl.Header{}, 0, 0, fmt.Errorf("object starts with %x, neither ArtifactBytes nor a manifest: %w", b[:min(len(b), 8)], asl.ErrIntegrity)
 	}
+	v := b[7]
 	hdr, err := readHeader(bytes.NewReader(b[8:]))
 	if err != nil {
 		if !errors.Is(err, asl.ErrIntegrity) {
@@ -116,8 +155,8 @@ func parseManifestHead(b []byte, total int64) (asl.Header, uint64, int, error) {
 		return asl.Header{}, 0, 0, fmt.Errorf("manifest has %d parts of %d bytes for a payload of %d bytes: %w", count, ps, hdr.Size, asl.ErrIntegrity)
 	case count > maxParts:
 		return asl.Header{}, 0, 0, fmt.Errorf("manifest has %d parts, more than %d: %w", count, maxParts, asl.ErrIntegrity)
-	case total != int64(manifestLen(hdr, int(count))):
-		return asl.Header{}, 0, 0, fmt.Errorf("manifest is %d bytes, its fields say %d: %w", total, manifestLen(hdr, int(count)), asl.ErrIntegrity)
+	case total != int64(manifestLen(hdr, int(count), v)):
+		return asl.Header{}, 0, 0, fmt.Errorf("manifest is %d bytes, its fields say %d: %w", total, manifestLen(hdr, int(count), v), asl.ErrIntegrity)
 	}
 	return hdr, ps, int(count), nil
 }
@@ -130,6 +169,23 @@ func decodeManifest(b []byte) (*manifest, error) {
 	}
 	m := &manifest{hdr: hdr, partSize: ps, digests: make([][32]byte, count)}
 	o := 8 + int(headerLen(hdr)) + 12
+	if b[7] == 2 {
+		m.codecs = make([]uint8, count)
+		for i := range m.digests {
+			e := b[o+33*i:]
+			if e[0] != codecRaw && e[0] != codecZstd {
+				return nil, fmt.Errorf("manifest part %d has codec %d: %w", i, e[0], asl.ErrIntegrity)
+			}
+			m.codecs[i] = e[0]
+			copy(m.digests[i][:], e[1:33])
+		}
+		if m.version() != 2 {
+			// Canonical form: a manifest with no compressed part is
+			// written as version 1.
+			return nil, fmt.Errorf("manifest version 2 names no compressed part: %w", asl.ErrIntegrity)
+		}
+		return m, nil
+	}
 	for i := range m.digests {
 		copy(m.digests[i][:], b[o+32*i:])
 	}
@@ -192,7 +248,7 @@ func (s *Store) putLarge(ctx context.Context, h *asl.Hasher, hdr asl.Header, r i
 	if n > maxParts {
 		return asl.Reference{}, fmt.Errorf("s3store: put: %d bytes would be %d parts of %d, more than %d: %w", hdr.Size, n, ps, maxParts, asl.ErrUnsupported)
 	}
-	m := &manifest{hdr: hdr, partSize: ps, digests: make([][32]byte, n)}
+	m := &manifest{hdr: hdr, partSize: ps, digests: make([][32]byte, n), codecs: make([]uint8, n)}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	pool := newBufPool(largeParallel+1, int(ps))
@@ -225,7 +281,9 @@ func (s *Store) putLarge(ctx context.Context, h *asl.Hasher, hdr asl.Header, r i
 			go func() {
 				defer func() { pool.put(buf); <-sem; wg.Done() }()
 				m.digests[i] = sha256.Sum256(buf)
-				if err := s.putPart(ctx, m.digests[i], buf); err != nil {
+				var err error
+				m.codecs[i], err = s.putPartCompressed(ctx, m.digests[i], buf) // compress.go
+				if err != nil {
 					setErr(err)
 				}
 			}()
@@ -285,10 +343,9 @@ func (s *Store) putManifest(ctx context.Context, ref asl.Reference, mb []byte) e
 				return s.errorf("put (read existing manifest)", key, ref, err)
 			}
 			if same {
-				return s.refresh(ctx, ref, key, mb, "")
+				return s.refresh(ctx, ref, key, mb, "", false)
 			}
-			po = minio.PutObjectOptions{ContentType: "application/octet-stream", DisableMultipart: true}
-			continue
+			return s.refresh(ctx, ref, key, mb, "", true) // replace it (gc.go)
 		case code(err) == "ConditionalRequestConflict":
 			if err := sleepCtx(ctx, attempt); err != nil {
 				return err
@@ -374,7 +431,7 @@ func (s *Store) fetchLarge(ctx context.Context, ref asl.Reference, key string, m
 			case <-ctx.Done():
 				return
 			}
-			body, err := s.openPart(ctx, ref, m.digests[i], m.partLen(i), i)
+			body, err := s.openPartOf(ctx, ref, m, i) // compress.go
 			if err != nil {
 				err = located{err}
 			}
@@ -402,7 +459,7 @@ func (s *Store) fetchLarge(ctx context.Context, ref asl.Reference, key string, m
 			r.body.Close()
 			<-ahead
 			if err != nil {
-				lr.chunks <- chunk{err: located{fmt.Errorf("s3store: fetch part %d (s3://%s/%s) of %s: %w", i, s.bucket, s.PartKey(m.digests[i]), ref, err)}}
+				lr.chunks <- chunk{err: located{fmt.Errorf("s3store: fetch part %d (s3://%s/%s) of %s: %w", i, s.bucket, s.partKeyOf(m, i), ref, err)}}
 				return
 			}
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
 	"sort"
 	"time"
 
@@ -50,24 +49,26 @@ func (s *Store) Sweep(ctx context.Context, age time.Duration, dryRun bool) (Swee
 		return rep, err
 	}
 	var doomed []minio.ObjectInfo
-	lo := minio.ListObjectsOptions{Prefix: s.prefix + "p/", Recursive: true}
-	for obj := range s.core.Client.ListObjects(ctx, s.bucket, lo) {
-		if obj.Err != nil {
-			return rep, s.errorf("sweep (list parts)", lo.Prefix, asl.Reference{}, obj.Err)
-		}
-		rep.Parts++
-		switch {
-		case named[path.Base(obj.Key)]:
-			rep.Referenced++
-		case !obj.LastModified.Before(cutoff):
-			rep.Young++
-		default:
-			doomed = append(doomed, obj)
-			rep.Removed++
-			rep.RemovedBytes += obj.Size
+	for _, dir := range []string{"p/", "z/"} { // raw and compressed parts
+		lo := minio.ListObjectsOptions{Prefix: s.prefix + dir, Recursive: true}
+		for obj := range s.core.Client.ListObjects(ctx, s.bucket, lo) {
+			if obj.Err != nil {
+				return rep, s.errorf("sweep (list parts)", lo.Prefix, asl.Reference{}, obj.Err)
+			}
+			rep.Parts++
+			switch {
+			case named[obj.Key]:
+				rep.Referenced++
+			case !obj.LastModified.Before(cutoff):
+				rep.Young++
+			default:
+				doomed = append(doomed, obj)
+				rep.Removed++
+				rep.RemovedBytes += obj.Size
+			}
 		}
 	}
-	lo = minio.ListObjectsOptions{Prefix: s.prefix + "tmp/", Recursive: true}
+	lo := minio.ListObjectsOptions{Prefix: s.prefix + "tmp/", Recursive: true}
 	for obj := range s.core.Client.ListObjects(ctx, s.bucket, lo) {
 		if obj.Err != nil {
 			return rep, s.errorf("sweep (list staging)", lo.Prefix, asl.Reference{}, obj.Err)
@@ -107,13 +108,16 @@ func (s *Store) Sweep(ctx context.Context, age time.Duration, dryRun bool) (Swee
 }
 
 // mayBeManifest says whether an artifact object of size bytes can be a
-// manifest: 8 + 9 or 13 + 12 + 32n bytes, 1 <= n <= maxParts. Only those
+// manifest: 8 + 9 or 13 + 12 + 32n (version 1) or 33n (version 2)
+// bytes, 1 <= n <= maxParts. Only those
 // are read by Sweep.
 func mayBeManifest(size int64) bool {
 	for _, hl := range []int64{9, 13} {
 		rest := size - 8 - hl - 12
-		if rest >= 32 && rest%32 == 0 && rest/32 <= maxParts {
-			return true
+		for _, per := range []int64{32, 33} { // manifest version 1, 2
+			if rest >= per && rest%per == 0 && rest/per <= maxParts {
+				return true
+			}
 		}
 	}
 	return false
@@ -147,8 +151,8 @@ func (s *Store) namedParts(ctx context.Context, rep *SweepReport) (map[string]bo
 			return nil, errs[i]
 		case ms[i] != nil:
 			rep.Manifests++
-			for _, d := range ms[i].digests {
-				named[path.Base(s.PartKey(d))] = true
+			for j := range ms[i].digests {
+				named[s.partKeyOf(ms[i], j)] = true
 			}
 		}
 	}
@@ -175,7 +179,7 @@ func (s *Store) loadManifest(ctx context.Context, key string) (*manifest, error)
 	if !isManifest(b) {
 		return nil, nil
 	}
-	rest, err := io.ReadAll(io.LimitReader(body, int64(manifestLen(asl.Header{HasTag: true}, maxParts))))
+	rest, err := io.ReadAll(io.LimitReader(body, int64(manifestLen(asl.Header{HasTag: true}, maxParts, 2))))
 	if err != nil {
 		return nil, s.errorf("sweep (read manifest)", key, asl.Reference{}, err)
 	}

@@ -64,7 +64,8 @@ than D"; JSON: the report. A damaged manifest is reported on stderr and
 makes the exit code 4; the sweep still finishes.`,
 		Example: `  amduat gc --dry-run
   amduat pin add release-1 REF && amduat gc
-  amduat gc --keep-within 168h`,
+  amduat gc --keep-within 168h
+  amduat --store 's3://amduat/main?endpoint=127.0.0.1:9000' gc --grace 24h`,
 		Args: rangeArgs(0, 0),
 		RunE: func(c *cobra.Command, _ []string) (err error) {
 			if keepRuns < 0 || keepWithin < 0 {
