@@ -23,6 +23,7 @@ func TestRestartUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("restarts MinIO three times")
 	}
+	t.Parallel() // its own MinIO, which it stops
 	m := miniotest.Start(t)
 	o := options(m)
 	o.MaxRetries = 2

@@ -141,7 +141,7 @@ func (s *Server) start() error {
 		"MINIO_ROOT_USER="+s.AccessKey, "MINIO_ROOT_PASSWORD="+s.SecretKey,
 		"MINIO_BROWSER=off", "MINIO_UPDATE=off", "CI=true")
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
+	if err := startCmd(cmd); err != nil {
 		logf.Close()
 		return fmt.Errorf("miniotest: start %s: %w", s.bin, err)
 	}
