@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -67,6 +68,30 @@ const (
 // retryTransport sends a request again when the answer is transient.
 type retryTransport struct {
 	next http.RoundTripper
+
+	// gaveUp holds, by method and URL, the requests this transport
+	// stopped retrying, and when: the client library sends such an answer
+	// again itself (up to MaxRetries times), and those sends pass through
+	// at once, so that a server that stays unavailable costs a minute,
+	// not a minute per library retry.
+	mu     sync.Mutex
+	gaveUp map[string]time.Time
+}
+
+func (rt *retryTransport) recentlyGaveUp(key string) bool {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	t, ok := rt.gaveUp[key]
+	return ok && time.Since(t) < transientFor
+}
+
+func (rt *retryTransport) giveUp(key string) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.gaveUp == nil || len(rt.gaveUp) >= 1024 {
+		rt.gaveUp = map[string]time.Time{}
+	}
+	rt.gaveUp[key] = time.Now()
 }
 
 func (rt *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -80,7 +105,13 @@ func (rt *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		body, replayable = b, true
 	}
-	if !replayable {
+	key := req.Method + " " + req.URL.String()
+	if !replayable || rt.recentlyGaveUp(key) {
+		if body != nil {
+			r := req.Clone(req.Context())
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			return rt.next.RoundTrip(r)
+		}
 		return rt.next.RoundTrip(req)
 	}
 	var start time.Time
@@ -107,6 +138,7 @@ func (rt *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			start = time.Now()
 		}
 		if attempt > 0 && time.Since(start) >= transientFor {
+			rt.giveUp(key)
 			resp.Body.Close()
 			resp.Body = io.NopCloser(bytes.NewReader(head))
 			return resp, nil

@@ -86,6 +86,7 @@ func TestStoreSuite(t *testing.T) {
 		{"SmallParts", func(o s3store.Options) s3store.Options { o.PartSize = 5 << 20; o.Parallel = 2; return o }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			storetest.Run(t, func(t *testing.T) storetest.Backend {
 				return testStore{create(t, m, "suite", c.o(options(m)))}
 			})
