@@ -377,8 +377,10 @@ func TestPidCPU(t *testing.T) {
 	if _, ok := pidCPU(os.Getpid()); !ok {
 		t.Skip("no /proc/PID/stat here")
 	}
+	// Spin until this process has used 200 ms more CPU (by getrusage), not
+	// for 200 ms of wall time: a loaded machine gives less CPU per second.
 	x := 0
-	for deadline := time.Now().Add(200 * time.Millisecond); time.Now().Before(deadline); x++ {
+	for until := processCPU() + 200*time.Millisecond; processCPU() < until; x++ {
 	}
 	got, _ := pidCPU(os.Getpid())
 	want := processCPU()

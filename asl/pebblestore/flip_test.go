@@ -16,6 +16,7 @@ import (
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/aslutil"
+	"github.com/amduat/amduat/internal/longtest"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -447,7 +448,9 @@ func checkFlip(t testing.TB, fs vfs.FS, acked map[asl.Reference]asl.Artifact, en
 	return rep
 }
 
-// flipCount is the number of flips: AMDUAT_FLIPS, else a CI sample.
+// flipCount is the number of flips: AMDUAT_FLIPS, else a CI sample: 20
+// per kind, 5 under -race or -short unless AMDUAT_LONG=1 (.ci/run's long
+// step; internal/longtest).
 func flipCount(t *testing.T, kinds int) int {
 	if v := os.Getenv("AMDUAT_FLIPS"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -457,8 +460,8 @@ func flipCount(t *testing.T, kinds int) int {
 		return n
 	}
 	per := 20
-	if raceEnabled || testing.Short() {
-		per = 10
+	if (raceEnabled || testing.Short()) && !longtest.Enabled() {
+		per = 5
 	}
 	return per * kinds
 }

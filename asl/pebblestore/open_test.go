@@ -537,9 +537,12 @@ func TestReaderBesideBusyWriter(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
-	deadline := time.Now().Add(3 * time.Second)
+	// Three seconds of opens beside the writer, and at least 10 that
+	// succeed however slow the machine (two minutes bound a store that is
+	// always stale).
+	start := time.Now()
 	opens, stale := 0, 0
-	for time.Now().Before(deadline) {
+	for d := time.Duration(0); d < 3*time.Second || opens < 10 && d < 2*time.Minute; d = time.Since(start) {
 		mu.Lock()
 		seen := append([]asl.Reference(nil), acked...)
 		mu.Unlock()
@@ -626,7 +629,7 @@ func TestReadOnlyDirectory(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), ro) {
 		t.Fatalf("writer Open of a read-only directory: %v, want an error naming it", err)
 	}
-	if d := time.Since(start); d > 5*time.Second {
+	if d := time.Since(start); d > time.Minute { // a hang, not a timing
 		t.Fatalf("writer Open took %v to fail", d)
 	}
 	t.Logf("writer open: %v", err)

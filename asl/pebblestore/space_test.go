@@ -51,7 +51,9 @@ func within2[A, B any](t *testing.T, d time.Duration, what string, f func() (A, 
 	return p.a, p.b
 }
 
-const stepLimit = 20 * time.Second
+// stepLimit bounds each step: a hang, not a timing (a loaded machine may
+// take many seconds for a step).
+const stepLimit = 2 * time.Minute
 
 func checkNoSpace(t *testing.T, err error, dir, what string) {
 	t.Helper()
@@ -197,7 +199,7 @@ func TestNoSpaceInjected(t *testing.T) {
 			ss.model.full.Store(true)
 			start := time.Now()
 			_, err := ss.open(false)
-			if d := time.Since(start); d > 5*time.Second {
+			if d := time.Since(start); d > stepLimit {
 				t.Fatalf("Open took %v to give up", d)
 			} else {
 				t.Logf("Open gave up after %v: %v", d, err)

@@ -36,6 +36,7 @@ func dirBytes(t *testing.T, dir string) (n int64, files int) {
 // stays within its size, least recently used out first; concurrent gets of
 // one artifact leave one file.
 func TestCache(t *testing.T) {
+	t.Parallel() // its own MinIO, which it stops
 	m := miniotest.Start(t)
 	o := options(m)
 	o.PartSize = partSize

@@ -124,7 +124,8 @@ func incomplete(t *testing.T, st *s3store.Store) int {
 // parts and a manifest (SPECS.md §6.7), and read back verified; a short or
 // long stream leaves no artifact, no staging object and no open upload.
 func TestLarge(t *testing.T) {
-	m := miniotest.Start(t)
+	t.Parallel()
+	m := sharedServer(t)
 	o := options(m)
 	o.PartSize = 5 << 20
 	st := create(t, m, "large", o)
@@ -179,7 +180,8 @@ func TestLarge(t *testing.T) {
 // read as ERR_NOT_FOUND or ERR_INTEGRITY, never as wrong bytes (SPECS.md
 // §6.2), on the whole-read and the streaming paths.
 func TestBehindTheBack(t *testing.T) {
-	m := miniotest.Start(t)
+	t.Parallel()
+	m := sharedServer(t)
 	st := create(t, m, "damage", options(m))
 	ctx := t.Context()
 	other := asl.EncodeArtifact(asl.Untagged([]byte("other")))
@@ -243,7 +245,8 @@ func flip(b []byte, i int) []byte {
 // puts and index entries; concurrent puts of the same artifacts through
 // both are safe.
 func TestTwoStores(t *testing.T) {
-	m := miniotest.Start(t)
+	t.Parallel()
+	m := sharedServer(t)
 	ctx := t.Context()
 	o := options(m)
 	o.PartSize = 5 << 20 // the large artifact below takes the parts path
@@ -314,7 +317,8 @@ func TestTwoStores(t *testing.T) {
 // TestConfig: Open of nothing is ErrNoStore; Create again with the same
 // hash opens, with another hash is ErrExists.
 func TestConfig(t *testing.T) {
-	m := miniotest.Start(t)
+	t.Parallel()
+	m := sharedServer(t)
 	ctx := t.Context()
 	if _, err := s3store.Open(ctx, "nobucket", "", options(m)); !errors.Is(err, s3store.ErrNoStore) {
 		t.Errorf("Open(missing bucket) = %v, want ErrNoStore", err)
@@ -358,6 +362,7 @@ func (s *stopAt) Read(p []byte) (int, error) {
 // acknowledged is lost; a put interrupted by the crash leaves no artifact;
 // the same store works again once MinIO is back.
 func TestRestart(t *testing.T) {
+	t.Parallel() // its own MinIO, which it stops
 	m := miniotest.Start(t)
 	o := options(m)
 	o.MaxRetries = 2
@@ -468,7 +473,8 @@ func TestRestart(t *testing.T) {
 // TestGetBatch: the batch read calls fn in input order with each artifact
 // or its own content error.
 func TestGetBatch(t *testing.T) {
-	m := miniotest.Start(t)
+	t.Parallel()
+	m := sharedServer(t)
 	o := options(m)
 	o.Parallel = 3
 	st := create(t, m, "batch", o)

@@ -51,7 +51,8 @@ func putObject(t *testing.T, st *s3store.Store, key string, b []byte) {
 // TestLargeLayout: a large artifact is a manifest at its key naming
 // content-addressed parts (SPECS.md §6.7), written once each.
 func TestLargeLayout(t *testing.T) {
-	m := miniotest.Start(t)
+	t.Parallel()
+	m := sharedServer(t)
 	st := largeStore(t, m, "layout")
 	ctx := t.Context()
 	a := asl.Tagged(0x101, gen(3, 2*partSize+10))
@@ -114,7 +115,8 @@ func TestLargeLayout(t *testing.T) {
 // ERR_INTEGRITY, never as wrong bytes; a plain re-put repairs every case
 // (SPECS.md §6.7, "Repair").
 func TestLargeDamage(t *testing.T) {
-	m := miniotest.Start(t)
+	t.Parallel()
+	m := sharedServer(t)
 	st := largeStore(t, m, "ldamage")
 	ctx := t.Context()
 	a := asl.Untagged(gen(4, 2*partSize+77))
@@ -191,7 +193,8 @@ func TestLargeDamage(t *testing.T) {
 // TestSmallRepair: a re-put of a small artifact whose object was altered
 // behind the store replaces it (SPECS.md §6.7, "Repair").
 func TestSmallRepair(t *testing.T) {
-	m := miniotest.Start(t)
+	t.Parallel()
+	m := sharedServer(t)
 	st := create(t, m, "srepair", options(m))
 	ctx := t.Context()
 	a := asl.Untagged(gen(6, 1000))
@@ -249,7 +252,8 @@ func (f *failAfter) Read(p []byte) (int, error) {
 // exactly them (and layout-1 staging leftovers), never a part a manifest
 // names.
 func TestSweep(t *testing.T) {
-	m := miniotest.Start(t)
+	t.Parallel()
+	m := sharedServer(t)
 	st := largeStore(t, m, "sweep")
 	ctx := t.Context()
 	keep := asl.Untagged(gen(10, 2*partSize+1))
@@ -314,7 +318,8 @@ func TestSweep(t *testing.T) {
 // version 1, a large artifact as one object of ArtifactBytes) opens, reads
 // unchanged, and its config becomes the current version.
 func TestLayoutVersion1(t *testing.T) {
-	m := miniotest.Start(t)
+	t.Parallel()
+	m := sharedServer(t)
 	o := options(m)
 	o.PartSize = partSize
 	st := create(t, m, "layout-v1", o)
@@ -350,7 +355,8 @@ func TestLayoutVersion1(t *testing.T) {
 // second value or a stray bracket after it, an unknown member, another
 // format) opens as no store of this kind, ERR_INTEGRITY.
 func TestConfigRejects(t *testing.T) {
-	m := miniotest.Start(t)
+	t.Parallel()
+	m := sharedServer(t)
 	o := options(m)
 	st := create(t, m, "config-rejects", o)
 	good := `{"format":"amduat-s3store","version":2,"hash":1}`

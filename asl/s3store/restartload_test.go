@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/s3store/miniotest"
@@ -24,6 +23,7 @@ func TestRestartUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("restarts MinIO three times")
 	}
+	t.Parallel() // its own MinIO, which it stops
 	m := miniotest.Start(t)
 	o := options(m)
 	o.MaxRetries = 2
@@ -54,6 +54,21 @@ func TestRestartUnderLoad(t *testing.T) {
 			t.Errorf("error names no object: %v", err)
 		}
 	}
+	// progress wakes the main loop after each put, so that it waits on
+	// the events themselves (puts acknowledged, puts failed), not on
+	// sleeps a loaded machine may not honour.
+	progress := make(chan struct{}, 1)
+	notify := func() {
+		select {
+		case progress <- struct{}{}:
+		default:
+		}
+	}
+	waitFor := func(cond func() bool) {
+		for !cond() {
+			<-progress
+		}
+	}
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Add(1)
@@ -74,11 +89,12 @@ func TestRestartUnderLoad(t *testing.T) {
 						check(err)
 					}
 				} else {
-					putOK.Add(1)
 					mu.Lock()
 					ack = append(ack, acked{ref, seed, size})
 					mu.Unlock()
+					putOK.Add(1)
 				}
+				notify()
 				mu.Lock()
 				var pick acked
 				if len(ack) > 0 {
@@ -103,13 +119,19 @@ func TestRestartUnderLoad(t *testing.T) {
 			}
 		}()
 	}
+	// Each round: some puts acknowledged, MinIO stopped, some puts failed
+	// while it is down, MinIO restarted; at the end, puts acknowledged
+	// after the last restart.
 	for range 3 {
-		time.Sleep(1500 * time.Millisecond)
+		ok := putOK.Load()
+		waitFor(func() bool { return putOK.Load() >= ok+8 })
 		m.Stop()
-		time.Sleep(1 * time.Second)
+		failed := putFail.Load()
+		waitFor(func() bool { return putFail.Load() >= failed+4 })
 		m.Restart()
 	}
-	time.Sleep(1 * time.Second)
+	ok := putOK.Load()
+	waitFor(func() bool { return putOK.Load() >= ok+8 })
 	cancel()
 	wg.Wait()
 	lost := 0

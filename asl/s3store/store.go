@@ -88,6 +88,10 @@ type Options struct {
 	Parallel int
 	// MaxRetries of one request (the client library retries network
 	// errors, 5xx and throttling with exponential backoff); default 10.
+	// The transient answers of SPECS.md §6.7, "Retries" (a server still
+	// starting, SlowDown, InternalError…) are retried for up to a minute
+	// besides, whatever MaxRetries says, so a small MaxRetries bounds only
+	// the retries of a server that cannot be reached.
 	MaxRetries int
 	// Transport, when set, carries the requests (tests inject faults).
 	Transport http.RoundTripper
@@ -232,12 +236,22 @@ func newStore(bucket, prefix string, o Options) (*Store, error) {
 	if o.PathStyle {
 		lookup = minio.BucketLookupPath
 	}
+	// Transient answers are retried below the client library, whatever
+	// MaxRetries says (retry.go; SPECS.md §6.7, "Retries").
+	next := o.Transport
+	if next == nil {
+		tr, err := minio.DefaultTransport(!o.Insecure)
+		if err != nil {
+			return nil, fmt.Errorf("s3store: endpoint %s: %w", o.Endpoint, err)
+		}
+		next = tr
+	}
 	mo := &minio.Options{
 		Creds:        creds,
 		Secure:       !o.Insecure,
 		Region:       o.Region,
 		BucketLookup: lookup,
-		Transport:    o.Transport,
+		Transport:    &retryTransport{next: next},
 	}
 	if o.MaxRetries > 0 {
 		mo.MaxRetries = o.MaxRetries

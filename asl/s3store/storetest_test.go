@@ -76,7 +76,8 @@ func createB(b *testing.B, m *miniotest.Server, o s3store.Options) *s3store.Stor
 // MiB, so that the suite's large artifacts take the multipart path) and
 // little parallelism.
 func TestStoreSuite(t *testing.T) {
-	m := miniotest.Start(t)
+	t.Parallel()
+	m := sharedServer(t)
 	for _, c := range []struct {
 		name string
 		o    func(s3store.Options) s3store.Options
@@ -85,6 +86,7 @@ func TestStoreSuite(t *testing.T) {
 		{"SmallParts", func(o s3store.Options) s3store.Options { o.PartSize = 5 << 20; o.Parallel = 2; return o }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			storetest.Run(t, func(t *testing.T) storetest.Backend {
 				return testStore{create(t, m, "suite", c.o(options(m)))}
 			})

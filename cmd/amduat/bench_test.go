@@ -13,6 +13,7 @@ import (
 // through the real binary (each group in its child process) and checks the
 // shape of the JSON report, not the timings.
 func TestBenchQuickSmoke(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	dir := t.TempDir()
 	r := c.must(0, "bench", "--quick", "--only", "surface,exec", "--dir", dir, "--json")
@@ -61,6 +62,7 @@ func TestBenchQuickSmoke(t *testing.T) {
 
 // TestBenchTable checks the human output of one quick group.
 func TestBenchTable(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	r := c.must(0, "bench", "--quick", "--only", "surface", "--dir", t.TempDir())
 	out := r.stdout
@@ -70,6 +72,7 @@ func TestBenchTable(t *testing.T) {
 }
 
 func TestBenchUsage(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	r := c.must(exitUsage, "bench", "--only", "nope")
 	oneErrorLine(t, r, "bench")

@@ -20,6 +20,7 @@ import (
 // usage must not replace them), gives an example that names a real
 // command, and shows the exit code table (SPECS.md §16.2).
 func TestHelpEveryCommand(t *testing.T) {
+	t.Parallel()
 	root := newRoot(&app{})
 	var cmds []*cobra.Command
 	var walk func(c *cobra.Command)
@@ -120,6 +121,7 @@ func withoutGlobalFlags(args []string) []string {
 // §16.2), with nothing on stderr: no panic, no hang; the store still
 // verifies.
 func TestClosedStdoutPipe(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.must(0, "init")
 	big := c.write("big", bytes.Repeat([]byte("0123456789abcdef"), 1<<16)) // 1 MiB
@@ -169,6 +171,7 @@ func TestClosedStdoutPipe(t *testing.T) {
 // valid (as its help and SPECS.md §16.4 say) and the run ends
 // INVALID_PROGRAM with diagnostic 0x000F, exit 12.
 func TestPelBuildOutputIndexCheckedAtRun(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.must(0, "init")
 	src := c.write("p.json", []byte(`{"nodes":[{"id":1,"op":"pel.bytes.const","version":1,"params":{"text":"x"}}],"roots":[{"node":1,"output":5}]}`))
@@ -197,6 +200,7 @@ func TestPelBuildOutputIndexCheckedAtRun(t *testing.T) {
 // §16.2), one line naming the value, and a JSON error object under --json;
 // nothing is created.
 func TestStoreURLUsage(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	for _, store := range []string{"http://", "https:///x", "ftp://host/dir", "s3://"} {
 		for _, args := range [][]string{{"ls"}, {"init"}, {"put", "-"}, {"--json", "has", "00011f1d4ea728bc"}} {
@@ -233,6 +237,7 @@ func TestStoreURLUsage(t *testing.T) {
 // plain sentence with exit 7, not the sentence followed by the sentinel's
 // own words ("…: no store", "…: store exists").
 func TestStoreErrorsSayItOnce(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	for _, tc := range []struct {
 		args []string
@@ -255,6 +260,7 @@ func TestStoreErrorsSayItOnce(t *testing.T) {
 // TestArgCountErrors: a wrong number of arguments is exit 2 with one line
 // saying what was wanted, what was given and the command's usage line.
 func TestArgCountErrors(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	for _, tc := range []struct {
 		args []string
@@ -284,6 +290,7 @@ func TestArgCountErrors(t *testing.T) {
 // TestInitPlaceTaken: init, or salvage --to, where a file or a non-empty
 // directory is gives exit 7 (SPECS.md §16.2) and leaves what is there alone.
 func TestInitPlaceTaken(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	file := c.write("file", []byte("x"))
 	full := filepath.Join(c.cwd, "full")
@@ -318,6 +325,7 @@ func TestInitPlaceTaken(t *testing.T) {
 // cause, in text and JSON mode, instead of succeeding silently (or, for
 // has with a missing reference, answering 1 with the answer lost).
 func TestStdoutWriteError(t *testing.T) {
+	t.Parallel()
 	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
 	if err != nil {
 		t.Skip("no /dev/full:", err)
@@ -353,6 +361,7 @@ func TestStdoutWriteError(t *testing.T) {
 // ones; given none it prints its help (exit 0), but under --json, where
 // stdout holds only JSON, it is a usage error object.
 func TestCommandGroups(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	for _, tc := range []struct {
 		args []string
@@ -404,6 +413,7 @@ func TestCommandGroups(t *testing.T) {
 // TestFlagValueErrors: a bad numeric or duration flag value is exit 2 with
 // one line in the user's terms, never the parser's (strconv.ParseUint…).
 func TestFlagValueErrors(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	for _, tc := range []struct {
 		args []string

@@ -15,6 +15,7 @@ import (
 // export --closure of a run, import into a fresh store: the run verifies
 // there, and damaged or truncated bundles store nothing wrong.
 func TestExportImport(t *testing.T) {
+	t.Parallel()
 	c := lifeStore(t)
 	prog := strings.TrimSpace(c.must(0, "pel", "seed", "concat").stdout)
 	var run struct {
@@ -107,6 +108,7 @@ func TestExportImport(t *testing.T) {
 }
 
 func TestRunLogCLI(t *testing.T) {
+	t.Parallel()
 	c := lifeStore(t)
 	prog := strings.TrimSpace(c.must(0, "pel", "seed", "concat").stdout)
 	c.must(0, "pel", "run", "--program", prog, "--input", refHello, "--input", refHello)
@@ -128,6 +130,7 @@ func TestRunLogCLI(t *testing.T) {
 }
 
 func TestPutTreeNamesStdinPaths(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.must(0, "init")
 	dir := filepath.Join(c.cwd, "tree")
@@ -161,6 +164,7 @@ func TestPutTreeNamesStdinPaths(t *testing.T) {
 }
 
 func TestInputFileVersionCompletionDocs(t *testing.T) {
+	t.Parallel()
 	c := lifeStore(t)
 	prog := strings.TrimSpace(c.must(0, "pel", "seed", "concat").stdout)
 	r := c.must(0, "pel", "run", "--program", prog, "--input-file", c.write("in", []byte("X")), "--input", refHello, "--output-raw")
@@ -213,6 +217,7 @@ func TestInputFileVersionCompletionDocs(t *testing.T) {
 // Ctrl-C prints "interrupted" and exits 130; log --follow prints runs made
 // while it follows (it lets the embedded store go between polls).
 func TestFollowAndInterrupt(t *testing.T) {
+	t.Parallel()
 	c := lifeStore(t)
 	prog := strings.TrimSpace(c.must(0, "pel", "seed", "concat").stdout)
 	cmd := exec.Command(amduatBin, "log", "--follow", "--poll", "50ms")
@@ -228,7 +233,6 @@ func TestFollowAndInterrupt(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
 	ran := 0
 	for i := 0; i < 20 && ran < 2; i++ {
 		r := c.run("pel", "run", "--program", prog, "--input", refHello, "--input", refHello, "--no-cache", "-q")
@@ -238,7 +242,10 @@ func TestFollowAndInterrupt(t *testing.T) {
 			t.Fatalf("pel run: %d %q", r.code, r.stderr)
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	// The follower prints each run, the ones before it started as the
+	// records so far; wait for them (two minutes bound a follower that
+	// never prints: a loaded machine may take seconds to start it).
+	deadline := time.Now().Add(2 * time.Minute)
 	for strings.Count(read(outF), "\n") < ran && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -256,6 +263,7 @@ func TestFollowAndInterrupt(t *testing.T) {
 // ls, du, log, export and import work against amduat serve as against a
 // directory, with the same output (the log's times and durations aside).
 func TestLifeCommandsRemote(t *testing.T) {
+	t.Parallel()
 	local := newCLI(t)
 	local.must(0, "init")
 	remote := &cli{t: t, cwd: t.TempDir()}

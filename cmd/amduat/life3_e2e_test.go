@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/amduat/amduat/internal/longtest"
 )
 
 // newestPack returns the path of the store's newest pack file.
@@ -27,6 +29,7 @@ func newestPack(t *testing.T, store string) string {
 // pin add/ls/rm, and rm refusing a pinned or reachable artifact with the
 // reason, deleting with --force, and what it deleted staying deleted.
 func TestPinAndRm(t *testing.T) {
+	t.Parallel()
 	c := lifeStore(t)
 	prog := strings.TrimSpace(c.must(0, "pel", "seed", "concat").stdout)
 	var run struct {
@@ -87,6 +90,7 @@ func TestPinAndRm(t *testing.T) {
 // Damage a stored artifact's bytes in its pack, then put the same bytes
 // again (plain put, and verify --repair): get returns them again.
 func TestRepairCLI(t *testing.T) {
+	t.Parallel()
 	for _, via := range []string{"put", "verify --repair"} {
 		t.Run(via, func(t *testing.T) {
 			c := newCLI(t)
@@ -128,6 +132,7 @@ func TestRepairCLI(t *testing.T) {
 // gc keeps what the pins reach and deletes the rest, with the action
 // cache, node memo and run log entries of the runs it deletes.
 func TestGcCLI(t *testing.T) {
+	t.Parallel()
 	c := lifeStore(t)
 	prog := strings.TrimSpace(c.must(0, "pel", "seed", "concat").stdout)
 	type runOut struct {
@@ -216,8 +221,10 @@ func copyTree(t *testing.T, src, dst string) {
 // kill -9 of `amduat gc` at evenly spread moments of its run, each on a
 // fresh copy of a store: afterwards the store verifies, the pinned run
 // replays (everything it reaches is there), and a second gc finishes the
-// job (a dry run then finds nothing to delete).
+// job (a dry run then finds nothing to delete). The default run kills at
+// 4 moments, AMDUAT_LONG=1 at 24 (internal/longtest).
 func TestGcKill9(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("short")
 	}
@@ -265,7 +272,7 @@ func TestGcKill9(t *testing.T) {
 	if err := json.Unmarshal([]byte(out.stdout), &fullRep); err != nil || fullRep.Deleted == 0 {
 		t.Fatalf("gc: %s %v", out.stdout, err)
 	}
-	const trials = 24
+	trials := longtest.Logf(t, "gc kill -9 trials", 4, 24)
 	killed, before, mid, after := 0, 0, 0, 0
 	for i := range trials {
 		st := filepath.Join(c.cwd, fmt.Sprintf("trial%02d", i))
@@ -274,7 +281,7 @@ func TestGcKill9(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(whole * time.Duration(i) * 5 / 4 / trials)
+		time.Sleep(whole * time.Duration(i) * 5 / 4 / time.Duration(trials))
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		err := cmd.Wait()
 		if ee, ok := err.(*exec.ExitError); ok && !ee.Exited() {

@@ -29,6 +29,7 @@ func lifeStore(t *testing.T) *cli {
 }
 
 func TestLsAndDu(t *testing.T) {
+	t.Parallel()
 	c := lifeStore(t)
 	cases := []struct {
 		name string
@@ -69,6 +70,7 @@ func TestLsAndDu(t *testing.T) {
 }
 
 func TestAbbreviatedReferences(t *testing.T) {
+	t.Parallel()
 	c := lifeStore(t)
 	for _, arg := range []string{refHello[:8], refHello[:13], refHello[:12] + "...", refHello[:12] + "…", refHello[:12] + "..." + refHello[62:]} {
 		r := c.must(0, "get", arg)
@@ -120,6 +122,7 @@ func TestAbbreviatedReferences(t *testing.T) {
 }
 
 func TestHashCommand(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t) // no store: hash needs none
 	r := c.must(0, "hash", c.write("h", []byte("hello")))
 	if r.stdout != refHello+"\n" {
@@ -143,6 +146,7 @@ func TestHashCommand(t *testing.T) {
 }
 
 func TestStatAndHasBatch(t *testing.T) {
+	t.Parallel()
 	c := lifeStore(t)
 	missing := "0001" + strings.Repeat("ab", 32)
 	in := strings.Join([]string{refHello, "", "  " + refHiTag[:10] + "  ", missing, "zz", refEmpty}, "\n") + "\n"
@@ -174,6 +178,7 @@ func TestStatAndHasBatch(t *testing.T) {
 }
 
 func TestMessages(t *testing.T) {
+	t.Parallel()
 	c := lifeStore(t)
 	// get -o fails before reading, naming the path.
 	r := c.must(exitUsage, "get", "-o", c.cwd+"/", refHello)

@@ -58,6 +58,7 @@ func sha(b []byte) []byte { s := sha256.Sum256(b); return s[:] }
 func untaggedRef(b []byte) string { return asl.MustDerive(asl.HashSHA256, asl.Untagged(b)).String() }
 
 func TestPELSeedList(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	// --list needs no store.
 	r := c.must(0, "pel", "seed", "--list")
@@ -96,6 +97,7 @@ func TestPELSeedList(t *testing.T) {
 // get and --output-raw), the output reference, --quiet, --json, and the
 // same references on a second run.
 func TestPELSeedsRun(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.must(0, "init")
 	hello := c.putData([]byte("hello"))
@@ -166,6 +168,7 @@ func TestPELSeedsRun(t *testing.T) {
 // Each failing status gives its exit code, the status line, diagnostics on
 // stdout and one line on stderr; the run is stored all the same.
 func TestPELRunFailures(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.must(0, "init")
 	hello := c.putData([]byte("hello"))
@@ -284,6 +287,7 @@ func TestPELRunFailures(t *testing.T) {
 
 // A damaged input (bytes flipped on disk) is an ERR_INTEGRITY store failure.
 func TestPELRunDamagedInput(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.must(0, "init")
 	data := demoBytes("pel damaged input", 2000)
@@ -301,6 +305,7 @@ func TestPELRunDamagedInput(t *testing.T) {
 }
 
 func TestPELRunUsage(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	sha0 := "0001" + strings.Repeat("00", 32)
 	oneErrorLine(t, c.must(exitStore, "pel", "run", "--program", sha0), "pel run")
@@ -342,6 +347,7 @@ func TestPELRunUsage(t *testing.T) {
 }
 
 func TestPELBuild(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.must(0, "init")
 	src := []byte("{\"nodes\":[\n  {\"id\":2,\"op\":\"pel.bytes.concat\",\"version\":1,\"inputs\":[{\"node\":1},{\"input\":0}]},\n  {\"id\":1,\"op\":\"pel.bytes.const\",\"version\":1,\"params\":{\"text\":\"hi \"}}\n],\"roots\":[{\"node\":2,\"output\":0}]}\n")
@@ -415,6 +421,7 @@ func pelGolden(t *testing.T, name string, got string) {
 // text, --json and --dot, against golden files. Every reference involved
 // is deterministic, so the files are stable.
 func TestPELShowGolden(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.must(0, "init")
 	constHash := strings.TrimSpace(c.must(0, "pel", "seed", "const-hash").stdout)
@@ -545,6 +552,7 @@ func checkDOT(t *testing.T, dot string) {
 // The action cache, node memo, deterministic limits, the wall-time bound and
 // replay verification, through the CLI.
 func TestPELRunCacheMemoLimitsVerify(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.must(0, "init")
 	constHash := strings.TrimSpace(c.must(0, "pel", "seed", "const-hash").stdout)
@@ -631,6 +639,7 @@ func TestPELRunCacheMemoLimitsVerify(t *testing.T) {
 // 5.2 GB, and a wall-time bound stops it part-way: exit 6, nothing stored
 // (SPECS.md §12.6, §14.7, §16.2).
 func TestPELRunHostileConcat(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.must(0, "init")
 	cp, err := opreg.EncodeConstParams(opreg.ConstParams{Bytes: bytes.Repeat([]byte{1}, opreg.MaxConstBytes)})
@@ -679,6 +688,7 @@ func TestPELRunHostileConcat(t *testing.T) {
 // outputs sequentially and with 4 goroutines; a negative --jobs is a usage
 // error.
 func TestPELRunJobs(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.must(0, "init")
 	const n = 8

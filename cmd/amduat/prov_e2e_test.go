@@ -8,6 +8,7 @@ import (
 )
 
 func TestProvWhyAndUses(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.must(0, "init")
 	prog := strings.TrimSpace(c.must(0, "pel", "seed", "concat").stdout)
@@ -70,6 +71,7 @@ func TestProvWhyAndUses(t *testing.T) {
 }
 
 func TestPELCacheSalt(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.must(0, "init")
 	prog := strings.TrimSpace(c.must(0, "pel", "seed", "const").stdout)
@@ -92,6 +94,7 @@ func TestPELCacheSalt(t *testing.T) {
 // TestPELVerifyCatchesAlteredTrace damages the stored trace of a run on
 // disk; replay verification must name the trace and exit 1.
 func TestPELVerifyCatchesAlteredTrace(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.must(0, "init")
 	prog := strings.TrimSpace(c.must(0, "pel", "seed", "slice").stdout)

@@ -2,5 +2,6 @@
 
 package main
 
-// raceEnabled makes TestMain build the binary under test with -race too.
+// raceEnabled makes TestMain build the binary under test with -race too
+// when AMDUAT_LONG=1 (e2e_test.go).
 const raceEnabled = true

@@ -5,6 +5,7 @@ import "testing"
 // TestServeUsage: serve's flag mistakes are usage errors (exit 2), each
 // one line naming the flag, before any store is opened or port bound.
 func TestServeUsage(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	for _, args := range [][]string{
 		{"--run-jobs", "-1"},

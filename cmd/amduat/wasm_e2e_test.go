@@ -28,6 +28,7 @@ const wordcountProgram = `{"nodes":[{"id":1,"op":"amduat.wasm.run","version":1,
  "roots":[{"node":1,"output":0}]}`
 
 func TestWasmAddInspect(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.must(0, "init")
 	mod := c.write("wordcount.wasm", examples.Wordcount().Module)
@@ -72,6 +73,7 @@ func TestWasmAddInspect(t *testing.T) {
 }
 
 func TestWasmPELRun(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.must(0, "init")
 	mod := strings.TrimSpace(c.must(0, "wasm", "add", c.write("wordcount.wasm", examples.Wordcount().Module)).stdout)
@@ -116,6 +118,7 @@ func TestWasmPELRun(t *testing.T) {
 // TestWasmServe runs a wasm program on a server: pel build and pel run
 // against --store http://… execute there with the same registry.
 func TestWasmServe(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.must(0, "init")
 	srv := launchKillableServe(t, c.store, filepath.Join(c.cwd, "serve.log"))
@@ -156,6 +159,7 @@ func walkthroughScript(t *testing.T, root string) string {
 // commands exactly as written, with bash, from the repository root, with
 // the amduat under test first on PATH and no network for the go command.
 func TestReadmeWasmWalkthrough(t *testing.T) {
+	t.Parallel()
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("no bash to run the README's commands")

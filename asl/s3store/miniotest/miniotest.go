@@ -11,13 +11,15 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
 )
 
 // SkipMessage is the one line a test skips with when MinIO is missing.
@@ -70,7 +72,9 @@ type Server struct {
 }
 
 // Start starts a MinIO server for t, stopped at t's cleanup; it skips t
-// when MinIO is not installed.
+// when MinIO is not installed. The server is handed out (by Start, Launch
+// and Restart) only once it has served a signed bucket listing, so its
+// object layer accepts requests.
 func Start(t testing.TB) *Server {
 	t.Helper()
 	if Binary() == "" {
@@ -102,17 +106,28 @@ func Launch(dir string) (*Server, error) {
 		AccessKey: "amduat" + hex.EncodeToString(k[:4]),
 		SecretKey: hex.EncodeToString(k[4:]) + "secret",
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("miniotest: %w", err)
+	// The port is free when picked, but another process may take it
+	// before MinIO binds it (packages test in parallel): a server that
+	// exits at start is tried again on another port.
+	for try := 1; ; try++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("miniotest: %w", err)
+		}
+		s.Endpoint = l.Addr().String()
+		l.Close()
+		err = s.start()
+		if err == nil {
+			return s, nil
+		}
+		if !errors.Is(err, errExited) || try == 3 {
+			return nil, err
+		}
 	}
-	s.Endpoint = l.Addr().String()
-	l.Close()
-	if err := s.start(); err != nil {
-		return nil, err
-	}
-	return s, nil
 }
+
+// errExited: the server process ended while it was starting.
+var errExited = errors.New("minio exited at start")
 
 func (s *Server) start() error {
 	s.mu.Lock()
@@ -126,34 +141,65 @@ func (s *Server) start() error {
 		"MINIO_ROOT_USER="+s.AccessKey, "MINIO_ROOT_PASSWORD="+s.SecretKey,
 		"MINIO_BROWSER=off", "MINIO_UPDATE=off", "CI=true")
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
+	if err := startCmd(cmd); err != nil {
 		logf.Close()
 		return fmt.Errorf("miniotest: start %s: %w", s.bin, err)
 	}
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
 	s.cmd, s.done, s.log = cmd, done, logf
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	return s.waitReady(done, logf.Name())
+}
+
+// readyWithin bounds the wait for a starting server: a failure bound for a
+// server that never comes up, not a timing the tests depend on (a loaded
+// machine may take many seconds).
+const readyWithin = 3 * time.Minute
+
+// waitReady returns once the server answers a signed S3 request (a bucket
+// listing) with success: /minio/health/ready says 200 before the object
+// layer accepts requests, and a request in that window is answered 503
+// XMinioServerNotInitialized (issue 25). It fails, leaving no process
+// behind, when the server exits or is not ready within readyWithin. The
+// caller holds s.mu.
+func (s *Server) waitReady(done <-chan struct{}, logName string) error {
+	client, err := minio.New(s.Endpoint, &minio.Options{
+		Creds:      credentials.NewStaticV4(s.AccessKey, s.SecretKey, ""),
+		Region:     "us-east-1",
+		MaxRetries: 1,
+	})
+	if err != nil {
+		return fmt.Errorf("miniotest: %w", err)
+	}
+	deadline := time.Now().Add(readyWithin)
+	var last error
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 250*time.Millisecond) {
 		select {
 		case <-done:
-			b, _ := os.ReadFile(logf.Name())
-			return fmt.Errorf("miniotest: minio exited at start: %s", b)
+			b, _ := os.ReadFile(logName)
+			s.log.Close()
+			s.cmd = nil
+			return fmt.Errorf("miniotest: %w: %s", errExited, b)
 		default:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.Endpoint+"/minio/health/ready", nil)
-		resp, err := http.DefaultClient.Do(req)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_, last = client.ListBuckets(ctx)
 		cancel()
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+		if last == nil {
+			return nil
 		}
-		time.Sleep(50 * time.Millisecond)
+		if time.Now().After(deadline) {
+			s.cmd.Process.Kill()
+			<-done
+			s.log.Close()
+			s.cmd = nil
+			return fmt.Errorf("miniotest: minio at %s not ready within %s: %w", s.Endpoint, readyWithin, last)
+		}
+		select {
+		case <-done:
+		case <-time.After(wait):
+		}
 	}
-	return fmt.Errorf("miniotest: minio at %s not ready within 60s", s.Endpoint)
 }
 
 // Stop stops the server (SIGKILL: as abrupt as a crash); its data stays

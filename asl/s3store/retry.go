@@ -1,0 +1,183 @@
+package s3store
+
+import (
+	"bytes"
+	"encoding/xml"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Transient answers (SPECS.md §6.7, "Retries"). A server that is starting,
+// overloaded or briefly failing says so with one of these error codes; the
+// request is sound and is sent again after a pause, whatever
+// Options.MaxRetries says (MaxRetries bounds the retries of failures to
+// reach the server at all: a refused or broken connection).
+var transientCodes = map[string]bool{
+	// Amazon S3 ("Amazon S3 error best practices": retry InternalError,
+	// slow down on SlowDown; the error code list).
+	"InternalError":      true, // 500
+	"ServiceUnavailable": true, // 503
+	"SlowDown":           true, // 503
+	"RequestTimeout":     true, // 400 on S3, 503 on MinIO
+	// MinIO (cmd/api-errors.go): a server whose object layer, IAM or
+	// bucket metadata is still loading after a start, and its throttles.
+	"XMinioServerNotInitialized":         true, // 503
+	"XMinioIAMNotInitialized":            true, // 503
+	"XMinioBucketMetadataNotInitialized": true, // 503
+	"SlowDownRead":                       true, // 503
+	"SlowDownWrite":                      true, // 503
+	"ServerBusy":                         true, // 503
+	"TooManyRequests":                    true, // 429
+}
+
+// transientStatus: statuses that are transient when the answer carries no
+// error code (a HEAD request's answer has no body; a proxy's has no XML).
+func transientStatus(status int) bool {
+	switch status {
+	case http.StatusInternalServerError, http.StatusServiceUnavailable, http.StatusTooManyRequests,
+		http.StatusBadGateway, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// transientFor bounds how long one request is retried on transient
+// answers: a failure bound for a server that stays unavailable, long
+// enough for a server under load to finish starting. (A variable so a
+// test can shorten it.)
+var transientFor = time.Minute
+
+const (
+	// transientFirst and transientCap: the backoff starts at
+	// transientFirst and doubles up to transientCap, each pause drawn
+	// between half and all of it.
+	transientFirst = 50 * time.Millisecond
+	transientCap   = 2 * time.Second
+	// replayMax: request bodies up to this size are kept so the request
+	// can be sent again; a larger body (a part of a large artifact) is
+	// sent once, and the client library's own retries (at most
+	// MaxRetries) apply to it.
+	replayMax = 1 << 20
+	// errorBodyMax bounds the error document read to find its code.
+	errorBodyMax = 64 << 10
+)
+
+// retryTransport sends a request again when the answer is transient.
+type retryTransport struct {
+	next http.RoundTripper
+
+	// gaveUp holds, by method and URL, the requests this transport
+	// stopped retrying, and when: the client library sends such an answer
+	// again itself (up to MaxRetries times), and those sends pass through
+	// at once, so that a server that stays unavailable costs a minute,
+	// not a minute per library retry.
+	mu     sync.Mutex
+	gaveUp map[string]time.Time
+}
+
+func (rt *retryTransport) recentlyGaveUp(key string) bool {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	t, ok := rt.gaveUp[key]
+	return ok && time.Since(t) < transientFor
+}
+
+func (rt *retryTransport) giveUp(key string) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.gaveUp == nil || len(rt.gaveUp) >= 1024 {
+		rt.gaveUp = map[string]time.Time{}
+	}
+	rt.gaveUp[key] = time.Now()
+}
+
+func (rt *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	var body []byte
+	replayable := req.Body == nil || req.Body == http.NoBody
+	if !replayable && req.ContentLength >= 0 && req.ContentLength <= replayMax {
+		b, err := io.ReadAll(io.LimitReader(req.Body, replayMax+1))
+		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		body, replayable = b, true
+	}
+	key := req.Method + " " + req.URL.String()
+	if !replayable || rt.recentlyGaveUp(key) {
+		if body != nil {
+			r := req.Clone(req.Context())
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			return rt.next.RoundTrip(r)
+		}
+		return rt.next.RoundTrip(req)
+	}
+	var start time.Time
+	for attempt := 0; ; attempt++ {
+		r := req
+		if body != nil {
+			r = req.Clone(req.Context())
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		}
+		resp, err := rt.next.RoundTrip(r)
+		if err != nil || !mayBeTransient(resp.StatusCode) {
+			return resp, err
+		}
+		head, rerr := io.ReadAll(io.LimitReader(resp.Body, errorBodyMax))
+		if rerr != nil || !transient(resp, head) {
+			resp.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+			return resp, nil
+		}
+		if attempt == 0 {
+			start = time.Now()
+		}
+		if attempt > 0 && time.Since(start) >= transientFor {
+			rt.giveUp(key)
+			resp.Body.Close()
+			resp.Body = io.NopCloser(bytes.NewReader(head))
+			return resp, nil
+		}
+		resp.Body.Close()
+		wait := min(transientFirst<<min(attempt, 16), transientCap)
+		wait = wait/2 + rand.N(wait/2+1)
+		t := time.NewTimer(wait)
+		select {
+		case <-req.Context().Done():
+			t.Stop()
+			return nil, req.Context().Err()
+		case <-t.C:
+		}
+	}
+}
+
+// mayBeTransient: statuses whose answer may be transient (S3's
+// RequestTimeout is a 400).
+func mayBeTransient(status int) bool {
+	return status == http.StatusBadRequest || transientStatus(status)
+}
+
+// transient reports whether an error answer is transient: its error code
+// (from the XML document, or MinIO's x-minio-error-code header when there
+// is no body) is one of transientCodes, or it has none and its status is
+// transient.
+func transient(resp *http.Response, body []byte) bool {
+	code := resp.Header.Get("x-minio-error-code")
+	if len(bytes.TrimSpace(body)) > 0 {
+		var doc struct {
+			Code string `xml:"Code"`
+		}
+		if xml.Unmarshal(body, &doc) == nil && doc.Code != "" {
+			code = doc.Code
+		}
+	}
+	if code != "" {
+		return transientCodes[code]
+	}
+	return transientStatus(resp.StatusCode)
+}
