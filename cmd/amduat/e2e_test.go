@@ -545,7 +545,7 @@ func TestErrorsOneLineWithCodes(t *testing.T) {
 		{[]string{"conformance", "generate"}, exitUsage, "conformance generate"},
 		{[]string{"conformance", "generate", "g", "no.such.category"}, exitUsage, "conformance generate"},
 		{[]string{"get", sha0}, exitNotFound, "get"},
-		{[]string{"stat", "zz"}, exitUsage, "stat"}, // stat of a missing REF reports it in its result (life_e2e_test.go)
+		{[]string{"stat", "zz"}, exitUsage, "stat"}, // stat of a missing REF reports it in its result (listing_refs_e2e_test.go)
 		{[]string{"get", "7777abcd"}, exitUnsupported, "get"},
 		{[]string{"has", "7777abcd"}, exitUnsupported, "has"},
 		{[]string{"put", "does-not-exist"}, exitIO, "put"},
