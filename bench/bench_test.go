@@ -173,6 +173,7 @@ func TestGroupsTiny(t *testing.T) {
 		"large-text":   {"put", "get", "put-rss", "get-rss", "put-vs-zstd", "stored-size"},
 		"small":        {"put-batch", "put-batch-2000", "put-vs-fsync", "get-random"},
 		"cli":          {"put-files", "put-files-vs-fsync-git"},
+		"snapshot":     {"put-r", "restore"},
 		"exec":         {"chain/order", "chain/overhead", "chain/alloc", "chain/peak-heap", "fanin/order", "fanin/overhead", "fanin/alloc", "fanin/peak-heap"},
 		"surface":      {"run-p50", "run-p99", "cache-hit-p50"},
 		"lazy":         {"double-concat-rss", "double-concat-memo-rss", "1gib-run-rss"},
@@ -195,7 +196,7 @@ func TestGroupsTiny(t *testing.T) {
 				// three 3 MB modules under the race detector).
 				t.Skip("compiles WebAssembly modules: skipped under -race")
 			}
-			if g.Name == "cli" || g.Name == "server" || g.Name == "lazy" || g.Name == "s3" || g.Name == "hostile" {
+			if g.Name == "cli" || g.Name == "snapshot" || g.Name == "server" || g.Name == "lazy" || g.Name == "s3" || g.Name == "hostile" {
 				if testing.Short() {
 					t.Skip("builds the amduat command")
 				}
