@@ -121,6 +121,8 @@ func flagValueErr(err error) error {
 	switch typ := f.Value.Type(); {
 	case typ == "duration":
 		want = "a duration such as 30s, 5m or 168h"
+	case typ == "size":
+		want = "a number of bytes that fits a uint64, optionally with K, M, G or T (powers of 1024)"
 	case !errors.As(err, &ne):
 		return err
 	case strings.HasPrefix(typ, "uint"):

@@ -421,7 +421,8 @@ func TestFlagValueErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"pel", "run", "--program", "00011f1d4ea728bc", "--max-nodes", "-1"}, "pel run", `--max-nodes "-1": want a whole number >= 0`},
-		{[]string{"pel", "run", "--program", "00011f1d4ea728bc", "--max-output-bytes", "99999999999999999999999"}, "pel run", `want a whole number >= 0 that fits a uint64`},
+		{[]string{"pel", "run", "--program", "00011f1d4ea728bc", "--max-output-bytes", "99999999999999999999999"}, "pel run", `--max-output-bytes "99999999999999999999999": want a number of bytes that fits a uint64`},
+		{[]string{"pel", "run", "--program", "00011f1d4ea728bc", "--max-memory", "12X"}, "pel run", `--max-memory "12X": want a number of bytes that fits a uint64, optionally with K, M, G or T`},
 		{[]string{"pel", "run", "--program", "00011f1d4ea728bc", "--jobs", "x"}, "pel run", `--jobs "x": want a whole number`},
 		{[]string{"gc", "--keep-within", "bogus"}, "gc", `--keep-within "bogus": want a duration such as 30s, 5m or 168h`},
 	} {
