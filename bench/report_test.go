@@ -220,7 +220,7 @@ func TestSelect(t *testing.T) {
 		want    string
 		wantErr bool
 	}{
-		{nil, "large-random,large-text,small,cli,exec,surface,lazy,parallel,hostile,server,wasm,s3", false},
+		{nil, "large-random,large-text,small,cli,snapshot,exec,surface,lazy,parallel,hostile,server,wasm,s3", false},
 		{[]string{"s3", "wasm"}, "wasm,s3", false},
 		{[]string{"s3", "server"}, "server,s3", false},
 		{[]string{"surface", "exec"}, "exec,surface", false},
