@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -25,38 +23,11 @@ import (
 	"github.com/amduat/amduat/report"
 )
 
-// launchServeArgs starts `amduat serve` on dir with extra flags and waits
-// until it listens (launchKillableServe with flags).
+// launchServeArgs is launchKillableServe with extra flags, and the server
+// killed at the test's end if it still runs.
 func launchServeArgs(t *testing.T, dir, logPath string, extra ...string) *killableServe {
 	t.Helper()
-	args := append([]string{"--store", dir, "--json", "serve", "--listen", "127.0.0.1:0"}, extra...)
-	cmd := exec.Command(amduatBin, args...)
-	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=20")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	cmd.Stderr = logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	var info serveJSON
-	if err == nil {
-		err = json.Unmarshal([]byte(line), &info)
-	}
-	if err != nil || info.URL == "" {
-		cmd.Process.Kill()
-		cmd.Wait()
-		log, _ := os.ReadFile(logPath)
-		t.Fatalf("serve did not report its address (%v); log:\n%s", err, log)
-	}
-	k := &killableServe{cmd: cmd, url: info.URL, log: logPath}
+	k := launchKillableServe(t, dir, logPath, extra...)
 	t.Cleanup(func() {
 		if k.cmd.ProcessState == nil {
 			k.cmd.Process.Kill()

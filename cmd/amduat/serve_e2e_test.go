@@ -34,11 +34,12 @@ type killableServe struct {
 	log string
 }
 
-// launchKillableServe starts `amduat serve` on the store directory dir and
-// waits until it listens.
-func launchKillableServe(t *testing.T, dir, logPath string) *killableServe {
+// launchKillableServe starts `amduat serve` on the store directory dir,
+// with extra flags, and waits until it listens.
+func launchKillableServe(t *testing.T, dir, logPath string, extra ...string) *killableServe {
 	t.Helper()
-	cmd := exec.Command(amduatBin, "--store", dir, "--json", "serve", "--listen", "127.0.0.1:0")
+	args := append([]string{"--store", dir, "--json", "serve", "--listen", "127.0.0.1:0"}, extra...)
+	cmd := exec.Command(amduatBin, args...)
 	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=20")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
