@@ -45,10 +45,10 @@ type ErrorClass uint8
 
 const (
 	// Retryable classes.
-	NetworkTimeout        ErrorClass = 1  // the call did not answer in time
-	RateLimited           ErrorClass = 2  // the provider asked to slow down (HTTP 429)
-	ProviderUnavailable   ErrorClass = 3  // a temporary provider error (HTTP 5xx, 503)
-	DependencyUnavailable ErrorClass = 4  // something the call needs is not there yet (connection refused, DNS)
+	NetworkTimeout        ErrorClass = 1 // the call did not answer in time
+	RateLimited           ErrorClass = 2 // the provider asked to slow down (HTTP 429)
+	ProviderUnavailable   ErrorClass = 3 // a temporary provider error (HTTP 5xx, 503)
+	DependencyUnavailable ErrorClass = 4 // something the call needs is not there yet (connection refused, DNS)
 	// Final classes.
 	PolicyDenied  ErrorClass = 16 // the policy forbids the host, command or executor
 	InvalidInput  ErrorClass = 17 // the request itself is wrong (bad params, HTTP 4xx other than below)
