@@ -619,4 +619,3 @@ func cacheName(c CachePolicy) string {
 	}
 	return fmt.Sprintf("cache(%d)", uint8(c))
 }
-
