@@ -153,3 +153,30 @@ type Executor interface {
 	Version() string
 	Call(ctx context.Context, st Store, req Request) (Observation, error)
 }
+
+// KeyHonouring is implemented by an Executor whose provider deduplicates by
+// Request.Key (an HTTP server that honours the Idempotency-Key header, an
+// external executor whose policy entry says so). After a crash mid-call the
+// plan may resume such a step by calling again with the same key; for any
+// other executor the step becomes an unknown outcome (SPECS.md §23.6).
+type KeyHonouring interface {
+	HonoursKeys() bool
+}
+
+// IsUnknownOutcome reports whether err says the attempt may or may not have
+// reached the world. It takes precedence over any *Error that err also
+// wraps: such an error names what happened (a timeout, a crash), while the
+// outcome of the call stays unknown (SPECS.md §23.6).
+func IsUnknownOutcome(err error) bool { return errors.Is(err, ErrUnknownOutcome) }
+
+// Unknown returns an error that wraps both ErrUnknownOutcome and a classified
+// *Error naming what happened, for a failure after the request was (possibly)
+// delivered.
+func Unknown(class ErrorClass, msg string) error {
+	return &unknownError{cls: &Error{Class: class, Msg: msg}}
+}
+
+type unknownError struct{ cls *Error }
+
+func (e *unknownError) Error() string   { return "unknown outcome: " + e.cls.Error() }
+func (e *unknownError) Unwrap() []error { return []error{ErrUnknownOutcome, e.cls} }
