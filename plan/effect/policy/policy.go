@@ -32,16 +32,16 @@ const Version = 1
 
 // Defaults and bounds of the limits (SPECS.md §23.1).
 const (
-	DefaultHTTPTimeoutMillis   = 30_000
-	DefaultHTTPMaxResponse     = 16 << 20
-	DefaultExecTimeoutMillis   = 60_000
-	DefaultExecMaxOutput       = 16 << 20
-	DefaultExtTimeoutMillis    = 60_000
-	DefaultExtStartMillis      = 10_000
-	DefaultExtMaxFrame         = 16 << 20
-	MaxTimeoutMillis           = 3_600_000
-	MaxSizeLimit         int64 = 1 << 40
-	MaxExtFrame          int64 = 256 << 20
+	DefaultHTTPTimeoutMillis       = 30_000
+	DefaultHTTPMaxResponse         = 16 << 20
+	DefaultExecTimeoutMillis       = 60_000
+	DefaultExecMaxOutput           = 16 << 20
+	DefaultExtTimeoutMillis        = 60_000
+	DefaultExtStartMillis          = 10_000
+	DefaultExtMaxFrame             = 16 << 20
+	MaxTimeoutMillis               = 3_600_000
+	MaxSizeLimit             int64 = 1 << 40
+	MaxExtFrame              int64 = 256 << 20
 	// MaxFileSize is the largest policy file Load reads.
 	MaxFileSize = 1 << 20
 )
