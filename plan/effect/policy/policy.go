@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -215,9 +216,10 @@ func Parse(b []byte) (*Policy, error) {
 }
 
 // Canonical returns the policy's canonical bytes (SPECS.md §23.1): the
-// validated policy with every default filled in and every command path
-// resolved, as canonical JSON. Two policies that allow the same things
-// within the same limits, written differently, have the same bytes.
+// validated policy with every default filled in, host patterns in their
+// canonical spelling, every command path resolved and the variable-name
+// sets sorted, as canonical JSON. Lists whose order means something (hosts,
+// first match wins; arguments) keep their order.
 func (p *Policy) Canonical() []byte { return append([]byte(nil), p.canonical...) }
 
 // Digest is the lower-case hex SHA-256 of Canonical.
@@ -456,6 +458,7 @@ func checkEnv(field string, names []string) ([]string, error) {
 			return nil, &FieldError{fmt.Sprintf("%s[%d]", field, i), fmt.Sprintf("%q twice", n)}
 		}
 	}
+	sort.Strings(names) // a set: its canonical order
 	return names, nil
 }
 
