@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/amduat/amduat/asl"
@@ -48,9 +50,13 @@ func DecodeParams(kind string, b []byte, v any) error {
 	return nil
 }
 
-// Canonical encodes v as canonical JSON: object keys sorted bytewise, no
-// insignificant white space, no HTML escaping, integers as written (v is
-// re-read with UseNumber so large integers keep their digits).
+// Canonical encodes v as the canonical JSON of SPECS.md §22.4 (the form
+// of effect params): no white space, object members sorted bytewise by
+// name, numbers as encoding/json writes them (integers in decimal), strings
+// escaped only where JSON requires it (`"` and `\` with a backslash,
+// \b \t \n \f \r, other controls below U+0020 as \u00xx in lower-case
+// hex), every other character as its UTF-8 bytes. A string that is not
+// UTF-8 has each bad byte replaced by U+FFFD (encoding/json's rule).
 func Canonical(v any) ([]byte, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
@@ -62,13 +68,73 @@ func Canonical(v any) ([]byte, error) {
 	if err := d.Decode(&generic); err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	e := json.NewEncoder(&buf)
-	e.SetEscapeHTML(false)
-	if err := e.Encode(generic); err != nil {
-		return nil, err
+	return appendCanonical(nil, generic), nil
+}
+
+func appendCanonical(dst []byte, v any) []byte {
+	switch v := v.(type) {
+	case map[string]any:
+		names := make([]string, 0, len(v))
+		for name := range v {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		dst = append(dst, '{')
+		for i, name := range names {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendString(dst, name)
+			dst = append(dst, ':')
+			dst = appendCanonical(dst, v[name])
+		}
+		return append(dst, '}')
+	case []any:
+		dst = append(dst, '[')
+		for i, e := range v {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendCanonical(dst, e)
+		}
+		return append(dst, ']')
+	case string:
+		return appendString(dst, v)
+	case json.Number:
+		return append(dst, v...)
+	case bool:
+		return strconv.AppendBool(dst, v)
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return append(dst, "null"...)
+}
+
+func appendString(dst []byte, s string) []byte {
+	const hexd = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		default:
+			if c < 0x20 {
+				dst = append(dst, '\\', 'u', '0', '0', hexd[c>>4], hexd[c&15])
+			} else {
+				dst = append(dst, c)
+			}
+		}
+	}
+	return append(dst, '"')
 }
 
 // CheckFileName refuses a name that is not one plain file name: empty, ".",
