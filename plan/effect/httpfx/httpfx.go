@@ -238,6 +238,7 @@ func (x *Executor) Call(ctx context.Context, st effect.Store, req effect.Request
 		Proxy:                  nil, // the policy names the hosts reached; no proxy from the environment
 		DialContext:            (&net.Dialer{}).DialContext,
 		DisableKeepAlives:      true, // a fresh connection: the transport never replays a request on a reused one
+		DisableCompression:     true, // the body is stored as the server sent it
 		MaxResponseHeaderBytes: maxHeaderBytes,
 		TLSClientConfig:        x.tlsConfig,
 	}
