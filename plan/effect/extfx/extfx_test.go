@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -400,5 +401,65 @@ func TestExampleExecutor(t *testing.T) {
 	_, err = callBounded(t, x, st, effect.Request{Kind: "text", Params: []byte(`{"op":"nope"}`)})
 	if !errors.As(err, &e) || e.Class != effect.InvalidInput {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// TestTranscript checks the worked example of SPECS.md §23.5.5 (kept in
+// testdata/transcript.txt): amduat's frames are what this package writes
+// for those calls, and the example executor answers with exactly the
+// frames shown.
+func TestTranscript(t *testing.T) {
+	py := "/usr/bin/python3"
+	if _, err := os.Stat(py); err != nil {
+		t.Skip("no /usr/bin/python3 for the example executor")
+	}
+	b, err := os.ReadFile("testdata/transcript.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent, want []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		switch {
+		case strings.HasPrefix(line, "> "):
+			sent = append(sent, line[2:])
+		case strings.HasPrefix(line, "< "):
+			want = append(want, line[2:])
+		default:
+			t.Fatalf("line %q", line)
+		}
+	}
+	// amduat's side, encoded by this package.
+	data := []byte("the quick brown\nfox")
+	ref, err := fxutil.PutBytes(context.Background(), memstore.New(), data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames := []*Frame{
+		{Type: TypeHello, Protocol: Protocol, Executor: "text"},
+		{Type: TypeCall, ID: 1, Kind: "text", Params: json.RawMessage(`{"op":"wordcount"}`), Key: "3f0c9a", Attempt: 1, TimeoutMillis: 60000, Inputs: []Blob{{Name: "text", Ref: ref.String(), Data: data}}},
+		{Type: TypeCall, ID: 2, Kind: "text", Params: json.RawMessage(`{"class":"rate_limited","message":"slow down","op":"fail","retry_after_ms":1500}`), Key: "9d41e7", Attempt: 1, TimeoutMillis: 60000, Inputs: []Blob{}},
+	}
+	for i, f := range frames {
+		got, _ := json.Marshal(f)
+		if string(got) != sent[i] {
+			t.Fatalf("frame %d:\n got %s\nwant %s", i, got, sent[i])
+		}
+	}
+	// The executor's side.
+	script, _ := filepath.Abs("example/textfx.py")
+	cmd := exec.Command(py, script)
+	cmd.Stdin = strings.NewReader(strings.Join(sent, "\n") + "\n")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Split(strings.TrimSpace(string(out)), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("answers\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for i, line := range want {
+		id := uint64(i)
+		if _, err := DecodeReply([]byte(line), id); err != nil {
+			t.Fatalf("answer %d does not decode: %v", i, err)
+		}
 	}
 }

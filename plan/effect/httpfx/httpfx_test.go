@@ -190,6 +190,12 @@ func TestStatusClasses(t *testing.T) {
 
 func TestOutputsAreCanonical(t *testing.T) {
 	srv := newCountingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ae := r.Header.Get("Accept-Encoding"); ae != "" {
+			t.Errorf("the request negotiates compression: Accept-Encoding %q", ae)
+		}
+		if ua := r.Header.Get("User-Agent"); ua != Version {
+			t.Errorf("User-Agent %q", ua)
+		}
 		w.Header()["Date"] = nil
 		w.Header().Set("Content-Type", "text/plain")
 		io.WriteString(w, "<doc & more>")
