@@ -1,0 +1,33 @@
+package effect
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+)
+
+func TestUnknownOutcome(t *testing.T) {
+	err := fmt.Errorf("call: %w", Unknown(NetworkTimeout, "no answer"))
+	var e *Error
+	if !IsUnknownOutcome(err) || !errors.As(err, &e) || e.Class != NetworkTimeout {
+		t.Fatalf("%v: want an unknown outcome carrying network_timeout", err)
+	}
+	if got := err.Error(); got != "call: unknown outcome: network_timeout: no answer" {
+		t.Fatalf("message %q", got)
+	}
+	if IsUnknownOutcome(&Error{Class: ProviderUnavailable}) {
+		t.Fatal("a classified error is not an unknown outcome")
+	}
+}
+
+func TestClassNames(t *testing.T) {
+	for c, want := range map[ErrorClass]string{
+		NetworkTimeout: "network_timeout", RateLimited: "rate_limited", ProviderUnavailable: "provider_unavailable",
+		DependencyUnavailable: "dependency_unavailable", PolicyDenied: "policy_denied", InvalidInput: "invalid_input",
+		AuthForbidden: "auth_forbidden", LimitExceeded: "limit_exceeded", ExecutorFault: "executor_fault",
+	} {
+		if c.String() != want || c.Retryable() != (c < 16) {
+			t.Errorf("%d: %q retryable %v", c, c.String(), c.Retryable())
+		}
+	}
+}
