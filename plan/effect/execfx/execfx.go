@@ -374,7 +374,7 @@ func storeFile(ctx context.Context, st effect.Store, path string, limit int64) (
 	if !fi.Mode().IsRegular() {
 		return ref, fxutil.Invalid("not a regular file (%v)", fi.Mode().Type())
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|fxutil.NoFollow, 0)
 	if err != nil {
 		return ref, err
 	}

@@ -14,3 +14,6 @@ func KillGroup(cmd *exec.Cmd) error {
 	}
 	return cmd.Process.Kill()
 }
+
+// NoFollow is zero where the flag does not exist; callers Lstat first.
+const NoFollow = 0

@@ -27,3 +27,7 @@ func KillGroup(cmd *exec.Cmd) error {
 	}
 	return err
 }
+
+// NoFollow is the open flag that refuses a symbolic link as the last
+// element of a path.
+const NoFollow = syscall.O_NOFOLLOW
