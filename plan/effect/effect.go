@@ -164,19 +164,22 @@ type KeyHonouring interface {
 }
 
 // IsUnknownOutcome reports whether err says the attempt may or may not have
-// reached the world. It takes precedence over any *Error that err also
-// wraps: such an error names what happened (a timeout, a crash), while the
-// outcome of the call stays unknown (SPECS.md §23.6).
+// reached the world (SPECS.md §23.6).
 func IsUnknownOutcome(err error) bool { return errors.Is(err, ErrUnknownOutcome) }
 
-// Unknown returns an error that wraps both ErrUnknownOutcome and a classified
-// *Error naming what happened, for a failure after the request was (possibly)
-// delivered.
-func Unknown(class ErrorClass, msg string) error {
-	return &unknownError{cls: &Error{Class: class, Msg: msg}}
+// UnknownError is an unknown outcome that names what happened (a timeout, a
+// crash, a protocol violation) by the class it would have had before the
+// request left. It wraps ErrUnknownOutcome and deliberately no *Error: a
+// plan that classifies failures with errors.As(err, *Error) must never
+// retry an unknown outcome by its class.
+type UnknownError struct {
+	Class ErrorClass
+	Msg   string
 }
 
-type unknownError struct{ cls *Error }
+// Unknown returns an *UnknownError for a failure after the request was
+// (possibly) delivered.
+func Unknown(class ErrorClass, msg string) error { return &UnknownError{Class: class, Msg: msg} }
 
-func (e *unknownError) Error() string   { return "unknown outcome: " + e.cls.Error() }
-func (e *unknownError) Unwrap() []error { return []error{ErrUnknownOutcome, e.cls} }
+func (e *UnknownError) Error() string { return "unknown outcome: " + e.Class.String() + ": " + e.Msg }
+func (e *UnknownError) Unwrap() error { return ErrUnknownOutcome }

@@ -8,9 +8,13 @@ import (
 
 func TestUnknownOutcome(t *testing.T) {
 	err := fmt.Errorf("call: %w", Unknown(NetworkTimeout, "no answer"))
+	var ue *UnknownError
+	if !IsUnknownOutcome(err) || !errors.As(err, &ue) || ue.Class != NetworkTimeout {
+		t.Fatalf("%v: want an unknown outcome naming network_timeout", err)
+	}
 	var e *Error
-	if !IsUnknownOutcome(err) || !errors.As(err, &e) || e.Class != NetworkTimeout {
-		t.Fatalf("%v: want an unknown outcome carrying network_timeout", err)
+	if errors.As(err, &e) {
+		t.Fatal("an unknown outcome must not be an *Error, or a plan would retry it by class")
 	}
 	if got := err.Error(); got != "call: unknown outcome: network_timeout: no answer" {
 		t.Fatalf("message %q", got)

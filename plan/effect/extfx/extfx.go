@@ -16,8 +16,9 @@
 // A process that breaks the protocol (a line that is not a frame, a frame
 // longer than the limit, a wrong id, an exit or a silence past the time
 // limit) is killed and started again at the next call; the attempt fails
-// with class executor_fault, and, when the call had been written, as an
-// unknown outcome too, since the executor may have acted on it.
+// with class executor_fault, or, when the call had been written, as an
+// unknown outcome (effect.UnknownError), since the executor may have acted
+// on it.
 package extfx
 
 import (

@@ -207,8 +207,7 @@ func TestEchoAndRestart(t *testing.T) {
 	// A crash mid-call: executor_fault and unknown outcome; the next call
 	// runs in a new process.
 	_, err = callBounded(t, x, st, effect.Request{Kind: "fake", Params: []byte(`{"crash":true}`), Key: "k"})
-	var e *effect.Error
-	if !errors.As(err, &e) || e.Class != effect.ExecutorFault || !effect.IsUnknownOutcome(err) || !strings.Contains(err.Error(), "crashing on purpose") {
+	if class, unknown := classOf(t, err); class != effect.ExecutorFault || !unknown || !strings.Contains(err.Error(), "crashing on purpose") {
 		t.Fatalf("err %v, want executor_fault, unknown outcome, with the stderr tail", err)
 	}
 	obs, err = callBounded(t, x, st, req)
@@ -275,8 +274,7 @@ func TestProtocolViolations(t *testing.T) {
 			}
 			for i := 0; i < calls; i++ {
 				_, err := callBounded(t, x, memstore.New(), effect.Request{Kind: "fake", Params: []byte(`{}`)})
-				var e *effect.Error
-				if !errors.As(err, &e) || e.Class != c.class || effect.IsUnknownOutcome(err) != c.unknown {
+				if class, unknown := classOf(t, err); class != c.class || unknown != c.unknown {
 					t.Fatalf("call %d: err %v, want %v, unknown outcome %v", i, err, c.class, c.unknown)
 				}
 			}
@@ -333,7 +331,7 @@ func TestFrameLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = callBounded(t, y, st, effect.Request{Kind: "fake", Params: []byte(`{}`), Inputs: []effect.Input{{Name: "big", Ref: huge}}})
-	if !errors.As(err, &e) || e.Class != effect.NetworkTimeout || !effect.IsUnknownOutcome(err) {
+	if class, unknown := classOf(t, err); class != effect.NetworkTimeout || !unknown {
 		t.Fatalf("err %v, want network_timeout and unknown outcome", err)
 	}
 }
@@ -466,4 +464,23 @@ func TestTranscript(t *testing.T) {
 			t.Fatalf("answer %d does not decode: %v", i, err)
 		}
 	}
+}
+
+// classOf returns the class an error names and whether it is an unknown
+// outcome; an unknown outcome must never also be an *effect.Error.
+func classOf(t *testing.T, err error) (effect.ErrorClass, bool) {
+	t.Helper()
+	var e *effect.Error
+	var ue *effect.UnknownError
+	isErr, isUnknown := errors.As(err, &e), errors.As(err, &ue)
+	if isErr && effect.IsUnknownOutcome(err) {
+		t.Fatalf("%v: an unknown outcome that is also an *effect.Error would be retried by class", err)
+	}
+	switch {
+	case isErr:
+		return e.Class, false
+	case isUnknown:
+		return ue.Class, true
+	}
+	return 0, effect.IsUnknownOutcome(err)
 }

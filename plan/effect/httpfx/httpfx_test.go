@@ -390,8 +390,7 @@ func TestTransportFailures(t *testing.T) {
 			case <-time.After(20 * time.Second):
 				t.Fatal("the call did not return")
 			}
-			var e *effect.Error
-			if !errors.As(err, &e) || e.Class != c.class || effect.IsUnknownOutcome(err) != c.unknown {
+			if class, unknown := classOf(t, err); class != c.class || unknown != c.unknown {
 				t.Fatalf("err %v, want class %v unknown %v", err, c.class, c.unknown)
 			}
 		})
@@ -462,4 +461,23 @@ func mustURL(s string) *url.URL {
 		panic(err)
 	}
 	return u
+}
+
+// classOf returns the class an error names and whether it is an unknown
+// outcome; an unknown outcome must never also be an *effect.Error.
+func classOf(t *testing.T, err error) (effect.ErrorClass, bool) {
+	t.Helper()
+	var e *effect.Error
+	var ue *effect.UnknownError
+	isErr, isUnknown := errors.As(err, &e), errors.As(err, &ue)
+	if isErr && effect.IsUnknownOutcome(err) {
+		t.Fatalf("%v: an unknown outcome that is also an *effect.Error would be retried by class", err)
+	}
+	switch {
+	case isErr:
+		return e.Class, false
+	case isUnknown:
+		return ue.Class, true
+	}
+	return 0, effect.IsUnknownOutcome(err)
 }
