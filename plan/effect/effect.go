@@ -153,3 +153,33 @@ type Executor interface {
 	Version() string
 	Call(ctx context.Context, st Store, req Request) (Observation, error)
 }
+
+// KeyHonouring is implemented by an Executor whose provider deduplicates by
+// Request.Key (an HTTP server that honours the Idempotency-Key header, an
+// external executor whose policy entry says so). After a crash mid-call the
+// plan may resume such a step by calling again with the same key; for any
+// other executor the step becomes an unknown outcome (SPECS.md §23.6).
+type KeyHonouring interface {
+	HonoursKeys() bool
+}
+
+// IsUnknownOutcome reports whether err says the attempt may or may not have
+// reached the world (SPECS.md §23.6).
+func IsUnknownOutcome(err error) bool { return errors.Is(err, ErrUnknownOutcome) }
+
+// UnknownError is an unknown outcome that names what happened (a timeout, a
+// crash, a protocol violation) by the class it would have had before the
+// request left. It wraps ErrUnknownOutcome and deliberately no *Error: a
+// plan that classifies failures with errors.As(err, *Error) must never
+// retry an unknown outcome by its class.
+type UnknownError struct {
+	Class ErrorClass
+	Msg   string
+}
+
+// Unknown returns an *UnknownError for a failure after the request was
+// (possibly) delivered.
+func Unknown(class ErrorClass, msg string) error { return &UnknownError{Class: class, Msg: msg} }
+
+func (e *UnknownError) Error() string { return "unknown outcome: " + e.Class.String() + ": " + e.Msg }
+func (e *UnknownError) Unwrap() error { return ErrUnknownOutcome }
