@@ -283,6 +283,15 @@ func Build(data []byte) (Plan, error) {
 		order[s.ID] = i
 		p.Steps = append(p.Steps, s)
 	}
+	// A binding to an unknown step is named by its input here; the
+	// general rules would name the dependency it implies.
+	for i, s := range p.Steps {
+		for _, b := range s.Inputs {
+			if _, ok := order[b.Step]; b.Step != "" && !ok {
+				return fail("steps[%d].inputs.%s: unknown step %q", i, b.Name, b.Step)
+			}
+		}
+	}
 	n := Normalize(p)
 	if is := checkPlan(n); is != nil {
 		return fail("%s", is.path(n, order))

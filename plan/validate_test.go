@@ -55,7 +55,7 @@ func TestBuildRefuses(t *testing.T) {
 		{"control in key", `{"steps":[{"id":"a",` + eff(`,"key":"x\n"`) + `}]}`, "control byte 0x0a"},
 		{"unknown dependency", `{"steps":[{"id":"a","depends_on":["b"],` + eff("") + `}]}`, `steps[0].depends_on: unknown step "b"`},
 		{"self dependency", `{"steps":[{"id":"a","depends_on":["a"],` + eff("") + `}]}`, `steps[0].depends_on: step "a" depends on itself`},
-		{"unknown bound step", `{"steps":[{"id":"a","inputs":{"x":{"step":"b","output":"body"}},` + eff("") + `}]}`, `unknown step "b"`},
+		{"unknown bound step", `{"steps":[{"id":"a","inputs":{"x":{"step":"b","output":"body"}},` + eff("") + `}]}`, `steps[0].inputs.x: unknown step "b"`},
 		{"binding without output", `{"steps":[{"id":"a","inputs":{"x":{"step":"b"}},` + eff("") + `}]}`, "steps[0].inputs.x.output: missing"},
 		{"binding bad form", `{"steps":[{"id":"a","inputs":{"x":3},` + eff("") + `}]}`, "steps[0].inputs.x: want a reference"},
 		{"bad input name", `{"steps":[{"id":"a","inputs":{"a/b":"` + prog + `"},` + eff("") + `}]}`, "steps[0].inputs.a/b: input name"},
