@@ -94,17 +94,17 @@ func parseFrom(d *json.Decoder, tok json.Token, depth int) (jval, error) {
 		}
 		if t == '{' {
 			v := jval{kind: 'o'}
+			seen := map[string]bool{}
 			for d.More() {
 				nt, err := d.Token()
 				if err != nil {
 					return jval{}, err
 				}
 				name, _ := nt.(string)
-				for _, m := range v.members {
-					if m.name == name {
-						return jval{}, fmt.Errorf("member %q given twice", name)
-					}
+				if seen[name] {
+					return jval{}, fmt.Errorf("member %q given twice", name)
 				}
+				seen[name] = true
 				val, err := parseValue(d, depth+1)
 				if err != nil {
 					return jval{}, err
