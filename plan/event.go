@@ -229,8 +229,8 @@ type Event struct {
 	Seq        uint64
 	Parent     asl.Reference // zero for Seq 1
 	Type       EventType
-	Step       string // empty for plan-level types
-	Attempt    uint32 // the attempt concerned, 0 when none
+	Step       string        // empty for plan-level types
+	Attempt    uint32        // the attempt concerned, 0 when none
 	Receipt    asl.Reference // a RECEIPT/1, or a PEL step's result (§14.1); zero for none
 	Outputs    []effect.Output
 	ErrorClass effect.ErrorClass
