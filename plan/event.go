@@ -164,7 +164,7 @@ const (
 	EventSubmitted          EventType = 1  // plan-level: the first event of every execution
 	EventStepReady          EventType = 2  // its dependencies succeeded
 	EventStepStarted        EventType = 3  // claimed, durably, before the call (Attempt)
-	EventStepSucceeded      EventType = 4  // with its outputs, and the receipt for an effect
+	EventStepSucceeded      EventType = 4  // with its outputs, and the receipt of an effect (a PEL step's result)
 	EventStepFailed         EventType = 5  // final: ErrorClass and Reason say why
 	EventGateRequested      EventType = 6  // waits for a person
 	EventApproved           EventType = 7  // Actor, and the approval receipt
@@ -229,9 +229,9 @@ type Event struct {
 	Seq        uint64
 	Parent     asl.Reference // zero for Seq 1
 	Type       EventType
-	Step       string // empty for plan-level types
-	Attempt    uint32 // the attempt concerned, 0 when none
-	Receipt    asl.Reference
+	Step       string        // empty for plan-level types
+	Attempt    uint32        // the attempt concerned, 0 when none
+	Receipt    asl.Reference // a RECEIPT/1, or a PEL step's result (§14.1); zero for none
 	Outputs    []effect.Output
 	ErrorClass effect.ErrorClass
 	Reason     string

@@ -94,17 +94,17 @@ func parseFrom(d *json.Decoder, tok json.Token, depth int) (jval, error) {
 		}
 		if t == '{' {
 			v := jval{kind: 'o'}
+			seen := map[string]bool{}
 			for d.More() {
 				nt, err := d.Token()
 				if err != nil {
 					return jval{}, err
 				}
 				name, _ := nt.(string)
-				for _, m := range v.members {
-					if m.name == name {
-						return jval{}, fmt.Errorf("member %q given twice", name)
-					}
+				if seen[name] {
+					return jval{}, fmt.Errorf("member %q given twice", name)
 				}
+				seen[name] = true
 				val, err := parseValue(d, depth+1)
 				if err != nil {
 					return jval{}, err
@@ -282,6 +282,15 @@ func Build(data []byte) (Plan, error) {
 		}
 		order[s.ID] = i
 		p.Steps = append(p.Steps, s)
+	}
+	// A binding to an unknown step is named by its input here; the
+	// general rules would name the dependency it implies.
+	for i, s := range p.Steps {
+		for _, b := range s.Inputs {
+			if _, ok := order[b.Step]; b.Step != "" && !ok {
+				return fail("steps[%d].inputs.%s: unknown step %q", i, b.Name, b.Step)
+			}
+		}
 	}
 	n := Normalize(p)
 	if is := checkPlan(n); is != nil {

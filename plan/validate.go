@@ -329,8 +329,12 @@ func findCycle(p Plan, find func(string) int) *issue {
 
 // Key templates (SPECS.md §22.5).
 
-// checkTemplate reports why t is not a key template whose input
-// placeholders name inputs of the step.
+// CheckKeyTemplate reports why t is not a key template (§22.5) whose
+// input placeholders name inputs of the step: 1 to MaxKeyTemplate bytes
+// of UTF-8 without control characters, braces balanced, every
+// placeholder known.
+func CheckKeyTemplate(t string, inputs []Binding) error { return checkTemplate(t, inputs) }
+
 func checkTemplate(t string, inputs []Binding) error {
 	if err := checkText(t, MaxKeyTemplate, true, true); err != nil {
 		return fmt.Errorf("key template %v", err)

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -55,7 +56,7 @@ func TestBuildRefuses(t *testing.T) {
 		{"control in key", `{"steps":[{"id":"a",` + eff(`,"key":"x\n"`) + `}]}`, "control byte 0x0a"},
 		{"unknown dependency", `{"steps":[{"id":"a","depends_on":["b"],` + eff("") + `}]}`, `steps[0].depends_on: unknown step "b"`},
 		{"self dependency", `{"steps":[{"id":"a","depends_on":["a"],` + eff("") + `}]}`, `steps[0].depends_on: step "a" depends on itself`},
-		{"unknown bound step", `{"steps":[{"id":"a","inputs":{"x":{"step":"b","output":"body"}},` + eff("") + `}]}`, `unknown step "b"`},
+		{"unknown bound step", `{"steps":[{"id":"a","inputs":{"x":{"step":"b","output":"body"}},` + eff("") + `}]}`, `steps[0].inputs.x: unknown step "b"`},
 		{"binding without output", `{"steps":[{"id":"a","inputs":{"x":{"step":"b"}},` + eff("") + `}]}`, "steps[0].inputs.x.output: missing"},
 		{"binding bad form", `{"steps":[{"id":"a","inputs":{"x":3},` + eff("") + `}]}`, "steps[0].inputs.x: want a reference"},
 		{"bad input name", `{"steps":[{"id":"a","inputs":{"a/b":"` + prog + `"},` + eff("") + `}]}`, "steps[0].inputs.a/b: input name"},
@@ -163,4 +164,52 @@ const derivedKeyGolden = "b3de7c49139e803ea48ac64ddb12e45aa62ea49bc6526055649fc7
 func sha256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
+}
+
+// Hostile sizes stay linear: a 10,000-step chain builds, encodes and
+// decodes; closing it into a 10,000-step cycle is found without
+// recursion; params with 20,000 members parse in linear time.
+func TestLargePlans(t *testing.T) {
+	const n = 10000
+	eff := `"effect":{"kind":"k","params":{},"class":"read_only","gate":"none","retry":{"max_attempts":1,"base_ms":0,"cap_ms":0},"cache":"none"}`
+	var b strings.Builder
+	b.WriteString(`{"steps":[`)
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		dep := ""
+		if i > 0 {
+			dep = fmt.Sprintf(`"depends_on":["s%05d"],`, i-1)
+		}
+		fmt.Fprintf(&b, `{"id":"s%05d",%s%s}`, i, dep, eff)
+	}
+	b.WriteString(`]}`)
+	p, err := Build([]byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := p.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecodePlan(enc); err != nil {
+		t.Fatal(err)
+	}
+	p.Steps[0].DependsOn = []string{fmt.Sprintf("s%05d", n-1)}
+	if err := Validate(p); err == nil || !strings.Contains(err.Error(), `cycle: "s00000" depends on "s09999" depends on "s09998"`) {
+		t.Fatalf("cycle: %.200v", err)
+	}
+	var params strings.Builder
+	params.WriteByte('{')
+	for i := 0; i < 20000; i++ {
+		if i > 0 {
+			params.WriteByte(',')
+		}
+		fmt.Fprintf(&params, `"m%d":%d`, i, i)
+	}
+	params.WriteByte('}')
+	if _, err := CanonicalParams([]byte(params.String())); err != nil {
+		t.Fatal(err)
+	}
 }
