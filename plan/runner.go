@@ -1,0 +1,837 @@
+package plan
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/pel"
+	"github.com/amduat/amduat/plan/effect"
+	"github.com/amduat/amduat/surf"
+)
+
+// Clock is the runner's time: when events happen and how backoffs wait.
+// Tests give one that advances without sleeping.
+type Clock interface {
+	Now() time.Time
+	// Sleep waits d or until ctx ends.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+func (realClock) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// KeyHonouring is an optional capability of an effect.Executor: HonoursKeys
+// reports whether the provider it calls deduplicates requests by the
+// idempotency key it is sent (HTTP's Idempotency-Key), so that a call
+// whose outcome is unknown may be repeated with the same key (SPECS.md
+// §24.7). An executor without it is assumed not to.
+type KeyHonouring interface {
+	HonoursKeys() bool
+}
+
+// honoursKeys reports whether exe declares that it honours keys.
+func honoursKeys(exe effect.Executor) bool {
+	k, ok := exe.(KeyHonouring)
+	return ok && k.HonoursKeys()
+}
+
+// Options configure a Runner.
+type Options struct {
+	// Hash derives the references of the records the runner stores; zero
+	// means HASH-ASL1-256.
+	Hash asl.HashID
+	// Surface runs PEL steps exactly as `pel run` does; nil means
+	// surf.New(store, surf.Options{Hash: Hash}).
+	Surface *surf.Surface
+	// Executors perform effect steps, by their Name. A step whose kind no
+	// executor performs fails with policy_denied.
+	Executors []effect.Executor
+	// Clock is the runner's time; nil means the wall clock.
+	Clock Clock
+	// Writer names this runner in the events it appends (metadata); empty
+	// means host-pid-random.
+	Writer string
+	// CallTimeout bounds one effect call; zero means 5 minutes.
+	CallTimeout time.Duration
+}
+
+// Runner drives executions of plans (SPECS.md §24). Every decision is
+// taken on a fold of the ledger and recorded by appending one event, so a
+// Runner holds no state a crash could lose: Run resumes from the ledger
+// alone. Several runners may drive the same execution; an append that loses
+// the race for its sequence number is decided again. A step in the
+// running state is taken for a crashed attempt: at most one live runner
+// per execution is assumed while a call is in flight (SPECS.md §24.7).
+type Runner struct {
+	st      Store
+	ledger  *Ledger
+	surf    *surf.Surface
+	verify  *surf.Surface
+	execs   map[string]effect.Executor
+	clock   Clock
+	writer  string
+	hash    asl.HashID
+	timeout time.Duration
+}
+
+// NewRunner returns a Runner over st.
+func NewRunner(st Store, opts Options) (*Runner, error) {
+	if opts.Hash == 0 {
+		opts.Hash = asl.HashSHA256
+	}
+	r := &Runner{st: st, ledger: NewLedger(st, opts.Hash), surf: opts.Surface, clock: opts.Clock,
+		writer: opts.Writer, hash: opts.Hash, timeout: opts.CallTimeout, execs: map[string]effect.Executor{}}
+	if r.surf == nil {
+		r.surf = surf.New(st, surf.Options{Hash: opts.Hash})
+	}
+	r.verify = surf.New(st, surf.Options{Hash: opts.Hash, NoCache: true, NoLog: true})
+	if r.clock == nil {
+		r.clock = realClock{}
+	}
+	if r.timeout == 0 {
+		r.timeout = 5 * time.Minute
+	}
+	if r.writer == "" {
+		host, _ := os.Hostname()
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		r.writer = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	for _, e := range opts.Executors {
+		if _, dup := r.execs[e.Name()]; dup {
+			return nil, fmt.Errorf("runner: two executors named %q", e.Name())
+		}
+		r.execs[e.Name()] = e
+	}
+	return r, nil
+}
+
+// Ledger returns the runner's ledger.
+func (r *Runner) Ledger() *Ledger { return r.ledger }
+
+// Errors of the Go API.
+var (
+	ErrNotWaiting = errors.New("step is not waiting for approval")
+	ErrNeedsForce = errors.New("the step's outcome is unknown: a call may have reached the world; retry it with force only after checking")
+	ErrNotRetry   = errors.New("step cannot be retried")
+	ErrFinished   = errors.New("execution finished")
+)
+
+// Submit stores sub and starts its execution; the execution id is the
+// reference of the stored submission, so submitting the same submission
+// again attaches to the existing execution (attached is true) whatever its
+// state (SPECS.md §24.1).
+func (r *Runner) Submit(ctx context.Context, sub Submission) (id asl.Reference, attached bool, err error) {
+	if sub.Mode == 0 {
+		sub.Mode = ModeGated
+	}
+	if _, err := r.loadPlan(ctx, sub.Plan); err != nil {
+		return asl.Reference{}, false, err
+	}
+	sort.Slice(sub.Bindings, func(i, j int) bool { return sub.Bindings[i].Name < sub.Bindings[j].Name })
+	a, err := r.ledger.codec.encodeSubmission(sub)
+	if err != nil {
+		return asl.Reference{}, false, fmt.Errorf("submit: %w", err)
+	}
+	id, err = r.ledger.put(ctx, a)
+	if err != nil {
+		return asl.Reference{}, false, fmt.Errorf("submit: %w", err)
+	}
+	first, err := r.ledger.pin(ctx, EventPinName(id, 1))
+	if err != nil {
+		return id, false, fmt.Errorf("submit: %w", err)
+	}
+	if !first.IsZero() {
+		return id, true, nil
+	}
+	_, err = r.ledger.Append(ctx, r.event(Event{Type: EvSubmitted, Exec: id, Seq: 1}))
+	if errors.Is(err, ErrConflict) {
+		return id, true, nil
+	}
+	if err != nil {
+		return id, false, fmt.Errorf("submit: %w", err)
+	}
+	return id, false, nil
+}
+
+func (r *Runner) event(ev Event) Event {
+	ev.Writer = r.writer
+	ev.Time = r.clock.Now().UTC()
+	return ev
+}
+
+func (r *Runner) loadPlan(ctx context.Context, ref asl.Reference) (*Plan, error) {
+	a, err := asl.Get(ctx, r.st, ref, 1<<26)
+	if err != nil {
+		return nil, fmt.Errorf("plan %s: %w", ref, err)
+	}
+	p, err := decodePlanArtifact(a)
+	if err != nil {
+		return nil, fmt.Errorf("plan %s: %w", ref, err)
+	}
+	return p, nil
+}
+
+// Status folds the ledger of execution id.
+func (r *Runner) Status(ctx context.Context, id asl.Reference) (*Execution, error) {
+	evs, refs, err := r.ledger.Events(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(evs) == 0 {
+		return nil, fmt.Errorf("execution %s: no ledger: %w", id, asl.ErrNotFound)
+	}
+	a, err := asl.Get(ctx, r.st, id, 1<<24)
+	if err != nil {
+		return nil, fmt.Errorf("execution %s: submission: %w", id, err)
+	}
+	sub, err := r.ledger.codec.decodeSubmission(a)
+	if err != nil {
+		return nil, fmt.Errorf("execution %s: submission: %w", id, err)
+	}
+	p, err := r.loadPlan(ctx, sub.Plan)
+	if err != nil {
+		return nil, fmt.Errorf("execution %s: %w", id, err)
+	}
+	return Fold(id, sub, p, evs, refs)
+}
+
+// Log returns the events of execution id in order, with their references.
+func (r *Runner) Log(ctx context.Context, id asl.Reference) ([]Event, []asl.Reference, error) {
+	return r.ledger.Events(ctx, id)
+}
+
+// List returns every execution of the store, folded.
+func (r *Runner) List(ctx context.Context) ([]*Execution, error) {
+	ids, err := r.ledger.Executions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Execution, 0, len(ids))
+	for _, id := range ids {
+		x, err := r.Status(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+// Run drives execution id until it is completed, cancelled, or can go no
+// further without a person (waiting) or at all (partial), and returns its
+// fold. It may be called again at any time, after a crash too: it reads
+// nothing but the ledger.
+func (r *Runner) Run(ctx context.Context, id asl.Reference) (*Execution, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		x, err := r.Status(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if x.Status == ExecCompleted || x.Status == ExecCancelled {
+			return x, nil
+		}
+		d, err := r.step(ctx, x)
+		if errors.Is(err, ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return x, err
+		}
+		switch {
+		case d.acted:
+			continue
+		case d.wait > 0:
+			if err := r.clock.Sleep(ctx, d.wait); err != nil {
+				return x, err
+			}
+			continue
+		}
+		// Nothing more to do without a person.
+		if x.Status == ExecRunning && len(d.blockers) == 0 {
+			_, err := r.append(ctx, x, Event{Type: EvCompleted})
+			if errors.Is(err, ErrConflict) {
+				continue
+			}
+			if err != nil {
+				return x, err
+			}
+			continue
+		}
+		if len(d.blockers) == 0 && (len(x.Events) == 0 || x.Events[len(x.Events)-1].Type != EvPartial) {
+			_, err := r.append(ctx, x, Event{Type: EvPartial, Reason: blockersText(x.BlockedOn)})
+			if errors.Is(err, ErrConflict) {
+				continue
+			}
+			if err != nil {
+				return x, err
+			}
+			continue
+		}
+		if len(d.blockers) > 0 {
+			x.BlockedOn = append(x.BlockedOn, d.blockers...)
+			x.Status = ExecWaiting
+		}
+		return x, nil
+	}
+}
+
+func blockersText(bs []Blocker) string {
+	var parts []string
+	for _, b := range bs {
+		parts = append(parts, b.Step+":"+b.Reason)
+	}
+	return strings.Join(parts, " ")
+}
+
+// append appends ev as the next event of x.
+func (r *Runner) append(ctx context.Context, x *Execution, ev Event) (asl.Reference, error) {
+	ev.Exec, ev.Seq, ev.Parent = x.ID, x.Seq+1, x.Head
+	return r.ledger.Append(ctx, r.event(ev))
+}
+
+// decision is what one step of Run did.
+type decision struct {
+	acted    bool          // an event was appended
+	wait     time.Duration // nothing to do before this wait (a backoff)
+	blockers []Blocker     // waits not in the ledger (a key claimed elsewhere)
+}
+
+// step takes the first action the fold allows, in plan order.
+func (r *Runner) step(ctx context.Context, x *Execution) (decision, error) {
+	var d decision
+	now := r.clock.Now()
+	for i := range x.Steps {
+		s := &x.Steps[i]
+		st := &x.Plan.Steps[i]
+		switch s.State {
+		case StatePending:
+			if j := x.depFailed(i); j >= 0 {
+				dep := x.Steps[j]
+				_, err := r.append(ctx, x, Event{Type: EvStepSkipped, Step: s.ID, Reason: ReasonDependencyFailed + " step " + dep.ID + " " + dep.State.String()})
+				return decision{acted: true}, err
+			}
+			if x.depsSucceeded(i) {
+				_, err := r.append(ctx, x, Event{Type: EvStepReady, Step: s.ID})
+				return decision{acted: true}, err
+			}
+		case StateReady:
+			if st.Kind == PELStep {
+				return decision{acted: true}, r.runPEL(ctx, x, i)
+			}
+			dd, err := r.readyEffect(ctx, x, i)
+			if err != nil || dd.acted {
+				return dd, err
+			}
+			d.blockers = append(d.blockers, dd.blockers...)
+		case StateRunning:
+			return decision{acted: true}, r.resumeRunning(ctx, x, i)
+		case StateFailedRetryable:
+			if !now.Before(s.ReadyAt) {
+				_, err := r.append(ctx, x, Event{Type: EvStepReady, Step: s.ID})
+				return decision{acted: true}, err
+			}
+			if w := s.ReadyAt.Sub(now); d.wait == 0 || w < d.wait {
+				d.wait = w
+			}
+		}
+	}
+	return d, nil
+}
+
+// resolve returns the inputs of step i, in the plan's order: a stored
+// artifact, a submission's binding of a free input (neither Ref nor Step
+// set), or an output of a succeeded step.
+func (x *Execution) resolve(i int) ([]effect.Input, error) {
+	st := x.Plan.Steps[i]
+	out := make([]effect.Input, 0, len(st.Inputs))
+	for _, b := range st.Inputs {
+		switch {
+		case !b.Ref.IsZero():
+			out = append(out, effect.Input{Name: b.Name, Ref: b.Ref})
+		case b.Step != "":
+			s, ok := x.Step(b.Step)
+			if !ok || s.State != StateSucceeded {
+				return nil, fmt.Errorf("input %q: step %q has not succeeded", b.Name, b.Step)
+			}
+			var found bool
+			for _, o := range s.Outputs {
+				if o.Name == b.Output {
+					out = append(out, effect.Input{Name: b.Name, Ref: o.Ref})
+					found = true
+					break
+				}
+			}
+			if !found {
+				return nil, fmt.Errorf("input %q: step %q has no output %q", b.Name, b.Step, b.Output)
+			}
+		default:
+			var found bool
+			for _, sb := range x.Submission.Bindings {
+				if sb.Name == b.Name {
+					out = append(out, sb)
+					found = true
+					break
+				}
+			}
+			if !found {
+				return nil, fmt.Errorf("input %q: not bound by the submission (--input %s=REF)", b.Name, b.Name)
+			}
+		}
+	}
+	return out, nil
+}
+
+// runPEL runs PEL step i through the surface, as `pel run` does (cached,
+// verified), and records its outputs, named by their index in decimal, and
+// its result reference as the step's receipt.
+func (r *Runner) runPEL(ctx context.Context, x *Execution, i int) error {
+	st := x.Plan.Steps[i]
+	ins, err := x.resolve(i)
+	if err != nil {
+		_, err := r.append(ctx, x, Event{Type: EvStepFailed, Step: st.ID, Class: effect.InvalidInput, Reason: ReasonProgramFailed + " " + err.Error()})
+		return err
+	}
+	run, err := r.surf.Run(ctx, pelRequest(st, ins))
+	if err != nil {
+		return fmt.Errorf("step %q: %w", st.ID, err)
+	}
+	if run.Result.Value.Status != pel.StatusOK {
+		_, err := r.append(ctx, x, Event{Type: EvStepFailed, Step: st.ID, Receipt: run.ResultRef, Class: effect.InvalidInput,
+			Reason: fmt.Sprintf("%s status %s result %s", ReasonProgramFailed, run.Result.Value.Status, run.ResultRef)})
+		return err
+	}
+	outs := make([]effect.Output, len(run.OutputRefs))
+	for k, o := range run.OutputRefs {
+		outs[k] = effect.Output{Name: strconv.Itoa(k), Ref: o}
+	}
+	_, err = r.append(ctx, x, Event{Type: EvStepSucceeded, Step: st.ID, Receipt: run.ResultRef, Outputs: outs})
+	return err
+}
+
+func pelRequest(st Step, ins []effect.Input) surf.Request {
+	req := surf.Request{ProgramRef: st.Program, ParamsRef: st.Params, HasParams: st.HasParams}
+	for _, in := range ins {
+		req.InputRefs = append(req.InputRefs, in.Ref)
+	}
+	return req
+}
+
+// needsGate reports whether effect step st waits for approval under mode.
+func needsGate(st *Step, mode Mode) bool {
+	return st.Gate == GateApproval || mode == ModeGated && st.Class == effect.ExternalSend
+}
+
+// claimScope is the execution id for steps that claim per execution (cache
+// policy none), zero for global claims.
+func claimScope(st *Step, id asl.Reference) asl.Reference {
+	if st.Cache == CacheReuse {
+		return asl.Reference{}
+	}
+	return id
+}
+
+// readyEffect decides a ready effect step: blocked by the mode, gated,
+// answered by a reused receipt, or claimed and called.
+func (r *Runner) readyEffect(ctx context.Context, x *Execution, i int) (decision, error) {
+	s, st := &x.Steps[i], &x.Plan.Steps[i]
+	acted := decision{acted: true}
+	mode := x.Submission.Mode
+	switch {
+	case mode == ModeDryRun:
+		_, err := r.append(ctx, x, Event{Type: EvStepBlocked, Step: s.ID, Reason: ReasonDryRun + " would call " + st.Effect + " (" + st.Class.String() + ")"})
+		return acted, err
+	case mode == ModeDraftOnly && st.Class == effect.ExternalSend:
+		_, err := r.append(ctx, x, Event{Type: EvStepBlocked, Step: s.ID, Reason: ReasonDraftOnly + " external_send " + st.Effect + " is not called in draft-only mode"})
+		return acted, err
+	case needsGate(st, mode) && !s.Approved:
+		_, err := r.append(ctx, x, Event{Type: EvGateRequested, Step: s.ID, Reason: ReasonRequiresApproval})
+		return acted, err
+	}
+	ins, err := x.resolve(i)
+	var key string
+	if err == nil {
+		key, err = StepKey(st, ins)
+	}
+	if err != nil {
+		_, err := r.append(ctx, x, Event{Type: EvStepFailed, Step: s.ID, Class: effect.InvalidInput, Reason: "INVALID_INPUT " + err.Error()})
+		return acted, err
+	}
+	scope := claimScope(st, x.ID)
+	if st.Cache == CacheReuse {
+		if ok, err := r.reuse(ctx, x, i, key, scope); ok || err != nil {
+			return acted, err
+		}
+	}
+	if _, ok := r.execs[st.Effect]; !ok {
+		_, err := r.append(ctx, x, Event{Type: EvStepFailed, Step: s.ID, Class: effect.PolicyDenied, Reason: "POLICY_DENIED no executor for effect " + st.Effect})
+		return acted, err
+	}
+	started := r.event(Event{Type: EvStepStarted, Exec: x.ID, Seq: x.Seq + 1, Parent: x.Head, Step: s.ID, Attempt: s.Attempts + 1, Key: key})
+	ref, err := r.ledger.putEvent(ctx, started)
+	if err != nil {
+		return acted, err
+	}
+	claim := ClaimPinName(st.Effect, key, scope)
+	if err := r.st.Pin(ctx, claim, ref, asl.PinOptions{}); errors.Is(err, asl.ErrPinExists) {
+		ours, err := r.claimedBy(ctx, claim, x.ID, s.ID)
+		if err != nil {
+			return acted, err
+		}
+		if !ours {
+			if ok, err := r.reuse(ctx, x, i, key, scope); ok || err != nil {
+				return acted, err
+			}
+			if !s.Force {
+				return decision{blockers: []Blocker{{Step: s.ID, Reason: ReasonKeyClaimed, Detail: "another execution holds " + claim}}}, nil
+			}
+			if err := r.st.Pin(ctx, claim, ref, asl.PinOptions{Force: true}); err != nil {
+				return acted, fmt.Errorf("step %q: claim %s: %w", s.ID, claim, err)
+			}
+		}
+	} else if err != nil {
+		return acted, fmt.Errorf("step %q: claim %s: %w", s.ID, claim, err)
+	}
+	if err := r.ledger.pinEvent(ctx, started, ref); err != nil {
+		return acted, err
+	}
+	return acted, r.call(ctx, x, i, started, ref, ins)
+}
+
+// claimedBy reports whether the claim pin names a step_started event of
+// step of execution id.
+func (r *Runner) claimedBy(ctx context.Context, claim string, id asl.Reference, step string) (bool, error) {
+	ref, err := r.ledger.pin(ctx, claim)
+	if err != nil || ref.IsZero() {
+		return false, err
+	}
+	ev, err := r.ledger.Event(ctx, ref)
+	if err != nil {
+		return false, fmt.Errorf("claim %s: %w", claim, err)
+	}
+	return ev.Exec == id && ev.Step == step, nil
+}
+
+// reuse answers step i from the successful receipt of (kind, key), if
+// there is one.
+func (r *Runner) reuse(ctx context.Context, x *Execution, i int, key string, scope asl.Reference) (bool, error) {
+	st := x.Plan.Steps[i]
+	done, err := r.ledger.pin(ctx, DonePinName(st.Effect, key, scope))
+	if err != nil || done.IsZero() {
+		return false, err
+	}
+	rc, err := r.ledger.Receipt(ctx, done)
+	if err != nil {
+		return false, err
+	}
+	_, err = r.append(ctx, x, Event{Type: EvStepSucceeded, Step: st.ID, Attempt: x.Steps[i].Attempts, Receipt: done, Outputs: rc.Outputs, Reason: "REUSED"})
+	return true, err
+}
+
+// resumeRunning decides a step found running: its attempt was cut off (a
+// crash). A recorded successful receipt ends it; an executor that honours
+// keys, or a read_only effect, is called again with the same key; anything
+// else becomes an unknown outcome that waits for a person.
+func (r *Runner) resumeRunning(ctx context.Context, x *Execution, i int) error {
+	s, st := &x.Steps[i], &x.Plan.Steps[i]
+	scope := claimScope(st, x.ID)
+	done, err := r.ledger.pin(ctx, DonePinName(st.Effect, s.Key, scope))
+	if err != nil {
+		return err
+	}
+	if !done.IsZero() {
+		rc, err := r.ledger.Receipt(ctx, done)
+		if err != nil {
+			return err
+		}
+		_, err = r.append(ctx, x, Event{Type: EvStepSucceeded, Step: s.ID, Attempt: s.Attempts, Receipt: done, Outputs: rc.Outputs})
+		return err
+	}
+	exe, ok := r.execs[st.Effect]
+	if ok && (honoursKeys(exe) || st.Class == effect.ReadOnly) {
+		ins, err := x.resolve(i)
+		if err != nil {
+			return err
+		}
+		started, err := r.append(ctx, x, Event{Type: EvStepStarted, Step: s.ID, Attempt: s.Attempts + 1, Key: s.Key})
+		if err != nil {
+			return err
+		}
+		ev, err := r.ledger.Event(ctx, started)
+		if err != nil {
+			return err
+		}
+		return r.call(ctx, x, i, ev, started, ins)
+	}
+	rc := Receipt{Exec: x.ID, Step: s.ID, Kind: st.Effect, Key: s.Key, Attempt: s.Attempts, Outcome: OutcomeUnknown,
+		Message: "the attempt was cut off mid-call and the executor does not honour keys", Start: r.clock.Now().UTC(), End: r.clock.Now().UTC()}
+	if ok {
+		rc.Executor, rc.ExecutorVersion = exe.Name(), exe.Version()
+	}
+	ref, err := r.ledger.PutReceipt(ctx, rc)
+	if err != nil {
+		return err
+	}
+	_, err = r.append(ctx, x, Event{Type: EvStepUnknownOutcome, Step: s.ID, Attempt: s.Attempts, Receipt: ref, Reason: ReasonUnknownOutcome + " " + rc.Message})
+	return err
+}
+
+// call performs the attempt started (already in the ledger), writes its
+// receipt, pins a successful one as the answer of (kind, key), and appends
+// the attempt's outcome.
+func (r *Runner) call(ctx context.Context, x *Execution, i int, started Event, startedRef asl.Reference, ins []effect.Input) error {
+	st := &x.Plan.Steps[i]
+	exe := r.execs[st.Effect]
+	req := effect.Request{Kind: st.Effect, Params: st.EffectParams, Inputs: ins, Key: started.Key, Attempt: started.Attempt}
+	cctx, cancel := context.WithTimeout(ctx, r.timeout)
+	start := r.clock.Now().UTC()
+	obs, callErr := exe.Call(cctx, r.st, req)
+	cancel()
+	end := r.clock.Now().UTC()
+	if callErr != nil && ctx.Err() != nil {
+		// The runner is stopping: as after a crash, the step stays running
+		// and the next Run decides it.
+		return ctx.Err()
+	}
+	rc := Receipt{Exec: x.ID, Step: st.ID, Kind: st.Effect, Key: started.Key, Attempt: started.Attempt,
+		Executor: exe.Name(), ExecutorVersion: exe.Version(), Start: start, End: end}
+	ev := Event{Step: st.ID, Attempt: started.Attempt}
+	var ee *effect.Error
+	sinceRetry := x.Steps[i].SinceRetry + 1
+	switch {
+	case callErr == nil:
+		rc.Outcome, rc.Outputs = OutcomeSucceeded, obs.Outputs
+		if !obs.Start.IsZero() {
+			rc.Start, rc.End = obs.Start.UTC(), obs.End.UTC()
+		}
+		ev.Type, ev.Outputs = EvStepSucceeded, obs.Outputs
+	case errors.As(callErr, &ee):
+		rc.Class, rc.Message = ee.Class, ee.Msg
+		ev.Type, ev.Class, ev.Reason = EvStepFailed, ee.Class, strings.ToUpper(ee.Class.String())+" "+ee.Msg
+		if d, retry := Backoff(started.Key, sinceRetry, ee.Class, st.Retry, ee.RetryAfter); retry {
+			rc.Outcome, ev.DelayMillis = OutcomeFailedRetryable, uint64(d/time.Millisecond)
+		} else {
+			rc.Outcome = OutcomeFailedFinal
+		}
+	case honoursKeys(exe) || st.Class == effect.ReadOnly:
+		// The outcome is unknown but calling again with the same key is
+		// safe: a retryable failure.
+		rc.Class, rc.Message = effect.NetworkTimeout, "outcome unknown, safe to repeat with the same key: "+callErr.Error()
+		ev.Type, ev.Class, ev.Reason = EvStepFailed, effect.NetworkTimeout, "NETWORK_TIMEOUT "+rc.Message
+		if d, retry := Backoff(started.Key, sinceRetry, effect.NetworkTimeout, st.Retry, 0); retry {
+			rc.Outcome, ev.DelayMillis = OutcomeFailedRetryable, uint64(d/time.Millisecond)
+		} else {
+			rc.Outcome = OutcomeFailedFinal
+		}
+	default:
+		rc.Outcome, rc.Message = OutcomeUnknown, callErr.Error()
+		ev.Type, ev.Reason = EvStepUnknownOutcome, ReasonUnknownOutcome+" "+callErr.Error()
+	}
+	ref, err := r.ledger.PutReceipt(ctx, rc)
+	if err != nil {
+		return err
+	}
+	ev.Receipt = ref
+	if rc.Outcome == OutcomeSucceeded {
+		err := r.st.Pin(ctx, DonePinName(st.Effect, started.Key, claimScope(st, x.ID)), ref, asl.PinOptions{})
+		if err != nil && !errors.Is(err, asl.ErrPinExists) {
+			return fmt.Errorf("step %q: receipt %s: %w", st.ID, ref, err)
+		}
+	}
+	// The fold to append to is the one with the started event.
+	x2 := *x
+	x2.Seq, x2.Head = started.Seq, startedRef
+	_, err = r.append(ctx, &x2, ev)
+	return err
+}
+
+// StepKey is the idempotency key of effect step st with its resolved
+// inputs (SPECS.md §24.5). Without a template it is the lowercase hex
+// SHA-256 of
+//
+//	"amduat-plan-key/1" 0x00 ‖ u32 len(kind) ‖ kind ‖ u32 len(params) ‖ params
+//	‖ u32 n ‖ n × (u32 len(name) ‖ name ‖ u16 len(ref) ‖ ReferenceBytes)
+//
+// with the inputs in ascending name order. A template is text in which
+// {NAME} is replaced by the reference text of input NAME, {params} by the
+// hex SHA-256 of the params and {kind} by the effect kind; any other
+// {...} is an error.
+func StepKey(st *Step, ins []effect.Input) (string, error) {
+	sorted := append([]effect.Input(nil), ins...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	if st.KeyTemplate == "" {
+		h := sha256.New()
+		h.Write([]byte("amduat-plan-key/1\x00"))
+		var b4 [4]byte
+		var b2 [2]byte
+		w32 := func(n int) { binary.BigEndian.PutUint32(b4[:], uint32(n)); h.Write(b4[:]) }
+		w32(len(st.Effect))
+		h.Write([]byte(st.Effect))
+		w32(len(st.EffectParams))
+		h.Write(st.EffectParams)
+		w32(len(sorted))
+		for _, in := range sorted {
+			w32(len(in.Name))
+			h.Write([]byte(in.Name))
+			rb := in.Ref.Bytes()
+			binary.BigEndian.PutUint16(b2[:], uint16(len(rb)))
+			h.Write(b2[:])
+			h.Write(rb)
+		}
+		return hex.EncodeToString(h.Sum(nil)), nil
+	}
+	var out strings.Builder
+	t := st.KeyTemplate
+	for {
+		open := strings.IndexByte(t, '{')
+		if open < 0 {
+			out.WriteString(t)
+			break
+		}
+		end := strings.IndexByte(t[open:], '}')
+		if end < 0 {
+			return "", fmt.Errorf("key template %q: unclosed {", st.KeyTemplate)
+		}
+		out.WriteString(t[:open])
+		name := t[open+1 : open+end]
+		switch name {
+		case "params":
+			h := sha256.Sum256(st.EffectParams)
+			out.WriteString(hex.EncodeToString(h[:]))
+		case "kind":
+			out.WriteString(st.Effect)
+		default:
+			found := false
+			for _, in := range sorted {
+				if in.Name == name {
+					out.WriteString(in.Ref.String())
+					found = true
+					break
+				}
+			}
+			if !found {
+				return "", fmt.Errorf("key template %q: no input %q", st.KeyTemplate, name)
+			}
+		}
+		t = t[open+end+1:]
+	}
+	return out.String(), nil
+}
+
+// decide appends a person's decision on execution id, folding again when
+// another writer appended first.
+func (r *Runner) decide(ctx context.Context, id asl.Reference, mk func(*Execution) (Event, error)) (*Execution, error) {
+	for {
+		x, err := r.Status(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		ev, err := mk(x)
+		if err != nil {
+			return x, err
+		}
+		_, err = r.append(ctx, x, ev)
+		if errors.Is(err, ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return x, err
+		}
+		return r.Status(ctx, id)
+	}
+}
+
+// Approve records that actor approved the gate of step: a decision receipt
+// and an approved event carrying actor and time. Run then calls it.
+func (r *Runner) Approve(ctx context.Context, id asl.Reference, step, actor string) (*Execution, error) {
+	return r.gate(ctx, id, step, actor, "", true)
+}
+
+// Reject records that actor rejected the gate of step, which then fails
+// with the reason code REJECTED.
+func (r *Runner) Reject(ctx context.Context, id asl.Reference, step, actor, reason string) (*Execution, error) {
+	return r.gate(ctx, id, step, actor, reason, false)
+}
+
+func (r *Runner) gate(ctx context.Context, id asl.Reference, step, actor, reason string, approve bool) (*Execution, error) {
+	return r.decide(ctx, id, func(x *Execution) (Event, error) {
+		s, ok := x.Step(step)
+		if !ok {
+			return Event{}, fmt.Errorf("execution %s: no step %q", id, step)
+		}
+		if s.State != StateWaitingApproval {
+			return Event{}, fmt.Errorf("execution %s: step %q is %s: %w", id, step, s.State, ErrNotWaiting)
+		}
+		st := x.Plan.Steps[x.index[step]]
+		now := r.clock.Now().UTC()
+		rc := Receipt{Exec: id, Step: step, Kind: st.Effect, Outcome: OutcomeApproved, Actor: actor, Message: reason, Start: now, End: now}
+		ev := Event{Type: EvApproved, Step: step, Actor: actor}
+		if !approve {
+			rc.Outcome, ev.Type, ev.Reason = OutcomeRejected, EvRejected, reason
+		}
+		ref, err := r.ledger.PutReceipt(ctx, rc)
+		if err != nil {
+			return Event{}, err
+		}
+		ev.Receipt = ref
+		return ev, nil
+	})
+}
+
+// Cancel records that actor cancelled execution id: every step not
+// finished becomes cancelled and Run does nothing more.
+func (r *Runner) Cancel(ctx context.Context, id asl.Reference, actor string) (*Execution, error) {
+	return r.decide(ctx, id, func(x *Execution) (Event, error) {
+		if x.Status == ExecCompleted || x.Status == ExecCancelled {
+			return Event{}, fmt.Errorf("execution %s is %s: %w", id, x.Status, ErrFinished)
+		}
+		return Event{Type: EvCancelled, Actor: actor}, nil
+	})
+}
+
+// Retry records that actor asked for step to be tried again: a step that
+// failed finally becomes ready (its retry budget starts again), and so do
+// the steps skipped because of it. A step whose outcome is unknown needs
+// force: a person states that calling again is what they want.
+func (r *Runner) Retry(ctx context.Context, id asl.Reference, step, actor string, force bool) (*Execution, error) {
+	return r.decide(ctx, id, func(x *Execution) (Event, error) {
+		s, ok := x.Step(step)
+		if !ok {
+			return Event{}, fmt.Errorf("execution %s: no step %q", id, step)
+		}
+		switch {
+		case x.Status == ExecCancelled || x.Status == ExecCompleted:
+			return Event{}, fmt.Errorf("execution %s is %s: %w", id, x.Status, ErrFinished)
+		case s.State == StateUnknownOutcome && !force:
+			return Event{}, fmt.Errorf("execution %s: step %q: %w", id, step, ErrNeedsForce)
+		case s.State != StateUnknownOutcome && s.State != StateFailedFinal:
+			return Event{}, fmt.Errorf("execution %s: step %q is %s: %w", id, step, s.State, ErrNotRetry)
+		}
+		return Event{Type: EvRetryRequested, Step: step, Actor: actor, Force: force}, nil
+	})
+}
