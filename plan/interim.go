@@ -6,6 +6,7 @@ package plan
 // interim JSON codec below for the §22 binary codecs changes no other file.
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -198,7 +199,8 @@ func jsonDecode(a asl.Artifact, tag asl.TypeTag, v any) error {
 	if !a.HasTag || a.Tag != tag {
 		return fmt.Errorf("want tag 0x%08x: %w", uint32(tag), errWrongTagInterim)
 	}
-	return json.Unmarshal(a.Bytes, v)
+	// The zero Reference's text "0000" does not parse: read it as absent.
+	return json.Unmarshal(bytes.ReplaceAll(a.Bytes, []byte(`"0000"`), []byte("null")), v)
 }
 
 func (jsonCodec) encodeEvent(e Event) (asl.Artifact, error) { return jsonArt(TagEvent, e) }
