@@ -30,7 +30,9 @@ type testClock struct {
 	slept time.Duration
 }
 
-func newTestClock() *testClock { return &testClock{now: time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)} }
+func newTestClock() *testClock {
+	return &testClock{now: time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)}
+}
 
 func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
 func (c *testClock) Sleep(ctx context.Context, d time.Duration) error {

@@ -267,12 +267,12 @@ func TestReject(t *testing.T) {
 // after which recorded backoff.
 func TestRetryByClass(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		script []string
-		status ExecStatus
-		calls  int
+		name    string
+		script  []string
+		status  ExecStatus
+		calls   int
 		minWait time.Duration
-		class  effect.ErrorClass
+		class   effect.ErrorClass
 	}{
 		{"503-then-ok", []string{"503", "503", "ok"}, ExecCompleted, 3, 100 * time.Millisecond, 0},
 		{"429-retry-after", []string{"429:3", "ok"}, ExecCompleted, 2, 2 * time.Second, 0},
