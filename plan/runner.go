@@ -62,9 +62,11 @@ type Options struct {
 	// Hash derives the references of the records the runner stores; zero
 	// means HASH-ASL1-256.
 	Hash asl.HashID
-	// Surface runs PEL steps exactly as `pel run` does; nil means
-	// surf.New(store, surf.Options{Hash: Hash}).
-	Surface *surf.Surface
+	// Surface configures the surface PEL steps run on, exactly as `pel
+	// run` does (its operation registry, budgets); its Hash is Hash.
+	// Verify re-runs them on a surface with the same options, without the
+	// action cache and the run log.
+	Surface surf.Options
 	// Executors perform effect steps, by their Name. A step whose kind no
 	// executor performs fails with policy_denied.
 	Executors []effect.Executor
@@ -101,12 +103,13 @@ func NewRunner(st Store, opts Options) (*Runner, error) {
 	if opts.Hash == 0 {
 		opts.Hash = asl.HashSHA256
 	}
-	r := &Runner{st: st, ledger: NewLedger(st, opts.Hash), surf: opts.Surface, clock: opts.Clock,
+	r := &Runner{st: st, ledger: NewLedger(st, opts.Hash), clock: opts.Clock,
 		writer: opts.Writer, hash: opts.Hash, timeout: opts.CallTimeout, execs: map[string]effect.Executor{}}
-	if r.surf == nil {
-		r.surf = surf.New(st, surf.Options{Hash: opts.Hash})
-	}
-	r.verify = surf.New(st, surf.Options{Hash: opts.Hash, NoCache: true, NoLog: true})
+	so := opts.Surface
+	so.Hash = opts.Hash
+	r.surf = surf.New(st, so)
+	so.NoCache, so.NoLog, so.NodeMemo, so.Progress = true, true, false, nil
+	r.verify = surf.New(st, so)
 	if r.clock == nil {
 		r.clock = realClock{}
 	}
