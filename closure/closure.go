@@ -12,6 +12,7 @@ import (
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/tree"
+	"github.com/amduat/amduat/plan"
 	"github.com/amduat/amduat/surf"
 	"github.com/amduat/amduat/tgk"
 	"github.com/amduat/amduat/trace"
@@ -45,7 +46,11 @@ const MaxDecode = 256 << 20
 // that name it (index tgk.to); a trace (0x102) its result, program,
 // inputs, params, scheme and every node's outputs; an edge (0x201) every
 // endpoint; a tree (0x80000001, TREE/1) every entry's reference: files,
-// symlink targets and sub-trees. Programs (0x101: params are inline bytes), the scheme
+// symlink targets and sub-trees; the plan layer's artifacts (§22) what
+// their Refs methods list: a plan (PLAN/1) its programs, params and
+// inputs bound to artifacts, an effect request its inputs, a receipt its
+// request, outputs, plan and execution, a submission its plan and inputs,
+// a ledger event its parent, execution, receipt and outputs. Programs (0x101: params are inline bytes), the scheme
 // descriptor (0x100), untagged artifacts and other tags contribute nothing.
 // A decode failure is returned wrapped in ErrUndecodable.
 func Children(ctx context.Context, s Store, in asl.Info) ([]asl.Reference, error) {
@@ -53,7 +58,8 @@ func Children(ctx context.Context, s Store, in asl.Info) ([]asl.Reference, error
 		return nil, nil
 	}
 	switch in.Tag {
-	case asl.TagPEL1Result1, asl.TagPELTraceDAG1, asl.TagTGK1EdgeV1, tree.Tag:
+	case asl.TagPEL1Result1, asl.TagPELTraceDAG1, asl.TagTGK1EdgeV1, tree.Tag,
+		plan.TagPlan, plan.TagEffectRequest, plan.TagReceipt, plan.TagSubmission, plan.TagEvent:
 	default:
 		return nil, nil
 	}
@@ -127,8 +133,36 @@ func Children(ctx context.Context, s Store, in asl.Info) ([]asl.Reference, error
 			return nil, fmt.Errorf("%s: %w: %w", in.Ref, ErrUndecodable, err)
 		}
 		out = tree.Refs(es)
+	case plan.TagPlan, plan.TagEffectRequest, plan.TagReceipt, plan.TagSubmission, plan.TagEvent:
+		refs, err := planRefs(a)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w: %w", in.Ref, ErrUndecodable, err)
+		}
+		out = refs
 	}
 	return out, nil
+}
+
+// planRefs decodes an artifact of the plan layer (SPECS.md §22) and
+// returns the references it contributes.
+func planRefs(a asl.Artifact) ([]asl.Reference, error) {
+	switch a.Tag {
+	case plan.TagPlan:
+		p, err := plan.DecodePlanArtifact(a)
+		return p.Refs(), err
+	case plan.TagEffectRequest:
+		r, err := plan.DecodeEffectRequestArtifact(a)
+		return r.Refs(), err
+	case plan.TagReceipt:
+		r, err := plan.DecodeReceiptArtifact(a)
+		return r.Refs(), err
+	case plan.TagSubmission:
+		s, err := plan.DecodeSubmissionArtifact(a)
+		return s.Refs(), err
+	default:
+		e, err := plan.DecodeEventArtifact(a)
+		return e.Refs(), err
+	}
 }
 
 // ErrUndecodable marks an artifact whose type tag promises references but

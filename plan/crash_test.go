@@ -45,9 +45,9 @@ func crashPlan(t testing.TB, st asl.Receiver) *Plan {
 	suffix := putBytes(t, st, " (counted)")
 	count := Binding{Name: "count", Step: "count", Output: "0"}
 	return &Plan{Steps: []Step{
-		{ID: "count", Kind: PELStep, Program: concat, Inputs: []Binding{{Name: "doc", Step: "fetch", Output: "body"}, {Name: "suffix", Ref: suffix}}},
+		{ID: "count", Kind: PELStep, Program: concat, Inputs: []Binding{{Name: "0", Step: "fetch", Output: "body"}, {Name: "1", Ref: suffix}}},
 		effectStep("draft", "svc", "/draft", effect.ProduceOutcome, GateNone, CacheNone, count),
-		effectStep("fetch", "svck", "/dedupe/fetch", effect.ReadOnly, GateNone, CacheReuse, Binding{Name: "url"}),
+		effectStep("fetch", "svck", "/dedupe/fetch", effect.ReadOnly, GateNone, CacheReuse, Binding{Name: "url", Ref: putBytes(t, st, "default-url")}),
 		effectStep("send", "svc", "/send", effect.ExternalSend, GateNone, CacheNone, count),
 		effectStep("send2", "svck", "/dedupe/send2", effect.ExternalSend, GateNone, CacheNone, count),
 	}}
@@ -82,7 +82,7 @@ func TestPlanCrashChild(t *testing.T) {
 	}
 	for _, input := range strings.Split(os.Getenv(envInput), ",") {
 		in := putBytes(t, s, input)
-		id, _, err := r.Submit(ctx, Submission{Plan: pref, Mode: ModeAuto, Bindings: []effect.Input{{Name: "url", Ref: in}}})
+		id, _, err := r.Submit(ctx, Submission{Plan: pref, Mode: Auto, Inputs: []effect.Input{{Name: "url", Ref: in}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,8 +210,9 @@ func checkCrashed(t *testing.T, dir string, svc *service, executions, killed, fi
 			if st.Kind != EffectStep {
 				continue
 			}
-			calls, effects := svc.count(s.Key)
-			if s.Key == "" {
+			key, err := x.Key(i)
+			calls, effects := svc.count(key)
+			if err != nil {
 				calls, effects = 0, 0
 			}
 			honours := st.Effect == "svck"
@@ -227,10 +228,10 @@ func checkCrashed(t *testing.T, dir string, svc *service, executions, killed, fi
 					succeededSends++
 				}
 				rc, err := r.Ledger().Receipt(ctx, s.Receipts[len(s.Receipts)-1])
-				if err != nil || rc.Outcome != OutcomeSucceeded {
+				if err != nil || rc.Outcome != Succeeded {
 					t.Errorf("%s step %s: receipt %+v %v", x.ID, s.ID, rc, err)
 				}
-				done, err := r.Ledger().pin(ctx, DonePinName(st.Effect, s.Key, claimScope(&st, x.ID)))
+				done, err := r.Ledger().pin(ctx, DonePinName(st.Effect, key, claimScope(&st, x.ID)))
 				if err != nil || done.IsZero() {
 					t.Errorf("%s step %s: no done pin (%v)", x.ID, s.ID, err)
 				}

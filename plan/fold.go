@@ -3,6 +3,8 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/amduat/amduat/asl"
@@ -47,7 +49,25 @@ const (
 	ReasonRejected         = "REJECTED"
 	ReasonProgramFailed    = "PROGRAM_FAILED"
 	ReasonKeyClaimed       = "KEY_CLAIMED"
+	// ReasonForce starts the reason of a retry_requested event made with
+	// --force.
+	ReasonForce = "FORCE"
+	// ReasonRetryIn starts the reason of a retry_scheduled event:
+	// "RETRY_IN <milliseconds>ms <class> <message>", the backoff the step
+	// waits from the event's time (SPECS.md §24.5).
+	ReasonRetryIn = "RETRY_IN"
 )
+
+// retryDelay reads the backoff of a retry_scheduled event's reason.
+func retryDelay(reason string) (time.Duration, error) {
+	code, rest := splitReason(reason)
+	ms, _ := splitReason(rest)
+	n, err := strconv.ParseUint(strings.TrimSuffix(ms, "ms"), 10, 32)
+	if code != ReasonRetryIn || !strings.HasSuffix(ms, "ms") || err != nil {
+		return 0, fmt.Errorf("retry_scheduled reason %q: want %s <milliseconds>ms", reason, ReasonRetryIn)
+	}
+	return time.Duration(n) * time.Millisecond, nil
+}
 
 // StepStatus is one step's part of the fold.
 type StepStatus struct {
@@ -56,7 +76,6 @@ type StepStatus struct {
 	// Attempts counts every attempt started; SinceRetry those since the
 	// last retry_requested, which the retry policy bounds.
 	Attempts, SinceRetry uint32
-	Key                  string          // the key of the last attempt
 	StartedEvent         asl.Reference   // the last step_started event
 	Receipts             []asl.Reference // every attempt's receipt, in order
 	Outputs              []effect.Output // succeeded: the outputs by name
@@ -174,13 +193,13 @@ func Fold(id asl.Reference, sub Submission, p *Plan, events []Event, refs []asl.
 
 func (x *Execution) apply(ev Event, ref asl.Reference) error {
 	switch {
-	case ev.Exec != x.ID:
-		return fmt.Errorf("names execution %s: %w", ev.Exec, ErrBadLedger)
+	case ev.Execution != x.ID:
+		return fmt.Errorf("names execution %s: %w", ev.Execution, ErrBadLedger)
 	case ev.Seq != x.Seq+1:
 		return fmt.Errorf("seq %d, want %d: %w", ev.Seq, x.Seq+1, ErrBadLedger)
 	case ev.Parent != x.Head:
 		return fmt.Errorf("parent %s, want %s: %w", ev.Parent, x.Head, ErrBadLedger)
-	case (ev.Seq == 1) != (ev.Type == EvSubmitted):
+	case (ev.Seq == 1) != (ev.Type == EventSubmitted):
 		return fmt.Errorf("the submitted event is the first and only the first: %w", ErrBadLedger)
 	}
 	if x.Status == ExecCancelled || x.Status == ExecCompleted {
@@ -190,9 +209,9 @@ func (x *Execution) apply(ev Event, ref asl.Reference) error {
 	x.Events = append(x.Events, ev)
 	x.EventRefs = append(x.EventRefs, ref)
 	switch ev.Type {
-	case EvSubmitted, EvPartial:
+	case EventSubmitted, EventPartial, EventResumed:
 		return nil
-	case EvCompleted:
+	case EventCompleted:
 		for _, s := range x.Steps {
 			if s.State != StateSucceeded {
 				return fmt.Errorf("completed with step %q %s: %w", s.ID, s.State, ErrBadLedger)
@@ -200,10 +219,10 @@ func (x *Execution) apply(ev Event, ref asl.Reference) error {
 		}
 		x.Status = ExecCompleted
 		return nil
-	case EvCancelled:
+	case EventCancelled:
 		for i := range x.Steps {
 			s := &x.Steps[i]
-			if CheckTransition(s.State, StateCancelled, EvCancelled) == nil {
+			if CheckTransition(s.State, StateCancelled, EventCancelled) == nil {
 				s.State = StateCancelled
 			}
 		}
@@ -224,40 +243,44 @@ func (x *Execution) apply(ev Event, ref asl.Reference) error {
 	}
 	s.State = to
 	switch ev.Type {
-	case EvStepReady:
+	case EventStepReady:
 		if !x.depsSucceeded(i) {
 			return fmt.Errorf("step %q ready before its dependencies succeeded: %w", ev.Step, ErrBadLedger)
 		}
-	case EvStepStarted:
+	case EventStepStarted:
 		s.Attempts++
 		s.SinceRetry++
-		s.Key, s.StartedEvent, s.Force = ev.Key, ref, false
+		s.StartedEvent, s.Force = ref, false
 		if ev.Attempt != s.Attempts {
 			return fmt.Errorf("step %q: attempt %d, want %d: %w", ev.Step, ev.Attempt, s.Attempts, ErrBadLedger)
 		}
-	case EvStepSucceeded:
+	case EventStepSucceeded:
 		s.Outputs, s.Class, s.Reason = ev.Outputs, 0, ""
 		if !ev.Receipt.IsZero() {
 			s.Receipts = append(s.Receipts, ev.Receipt)
 		}
-	case EvStepFailed, EvStepUnknownOutcome:
-		s.Class, s.Reason = ev.Class, ev.Reason
+	case EventStepFailed, EventStepUnknownOutcome, EventRetryScheduled:
+		s.Class, s.Reason = ev.ErrorClass, ev.Reason
 		if !ev.Receipt.IsZero() {
 			s.Receipts = append(s.Receipts, ev.Receipt)
 		}
-		if to == StateFailedRetryable {
-			s.ReadyAt = ev.Time.Add(time.Duration(ev.DelayMillis) * time.Millisecond)
+		if ev.Type == EventRetryScheduled {
+			d, err := retryDelay(ev.Reason)
+			if err != nil {
+				return fmt.Errorf("step %q: %w: %w", ev.Step, err, ErrBadLedger)
+			}
+			s.ReadyAt = time.Unix(0, ev.Time).Add(d)
 		}
-	case EvGateRequested:
+	case EventGateRequested:
 		s.Reason = ReasonRequiresApproval
-	case EvApproved:
+	case EventApproved:
 		s.Approved, s.Decision, s.Reason = true, ev.Actor, ""
-	case EvRejected:
+	case EventRejected:
 		s.Decision, s.Reason = ev.Actor, ReasonRejected+" "+ev.Reason
-	case EvStepBlocked, EvStepSkipped:
+	case EventStepSkipped:
 		s.Reason = ev.Reason
-	case EvRetryRequested:
-		s.SinceRetry, s.Force, s.Class, s.Reason = 0, ev.Force, 0, ""
+	case EventRetryRequested:
+		s.SinceRetry, s.Force, s.Class, s.Reason = 0, strings.HasPrefix(ev.Reason, ReasonForce), 0, ""
 		x.unskip(i)
 	}
 	return nil
@@ -266,35 +289,29 @@ func (x *Execution) apply(ev Event, ref asl.Reference) error {
 // target is the state event ev moves step i to.
 func (x *Execution) target(i int, ev Event) (StepState, error) {
 	switch ev.Type {
-	case EvStepReady, EvApproved:
+	case EventStepReady, EventApproved:
 		return StateReady, nil
-	case EvRetryRequested:
+	case EventRetryRequested:
 		if x.Steps[i].State == StateSkipped {
 			return StatePending, nil
 		}
 		return StateReady, nil
-	case EvStepStarted:
+	case EventStepStarted:
 		return StateRunning, nil
-	case EvStepSucceeded:
+	case EventStepSucceeded:
 		return StateSucceeded, nil
-	case EvStepFailed:
-		s := &x.Steps[i]
-		st := x.Plan.Steps[i]
-		if s.State == StateRunning && st.Kind == EffectStep {
-			if _, retry := Backoff(s.Key, s.SinceRetry, ev.Class, st.Retry, 0); retry {
-				return StateFailedRetryable, nil
-			}
-		}
+	case EventStepFailed, EventRejected:
 		return StateFailedFinal, nil
-	case EvStepUnknownOutcome:
+	case EventRetryScheduled:
+		return StateFailedRetryable, nil
+	case EventStepUnknownOutcome:
 		return StateUnknownOutcome, nil
-	case EvGateRequested:
+	case EventGateRequested:
 		return StateWaitingApproval, nil
-	case EvRejected:
-		return StateFailedFinal, nil
-	case EvStepBlocked:
-		return StateBlocked, nil
-	case EvStepSkipped:
+	case EventStepSkipped:
+		if code, _ := splitReason(ev.Reason); code == ReasonDryRun || code == ReasonDraftOnly {
+			return StateBlocked, nil
+		}
 		return StateSkipped, nil
 	}
 	return 0, fmt.Errorf("event type %s names a step: %w", ev.Type, ErrBadLedger)

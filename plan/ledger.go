@@ -89,9 +89,8 @@ var ErrConflict = errors.New("ledger: another writer appended first")
 // Ledger reads and appends the events of executions, stored as artifacts
 // and ordered by pins.
 type Ledger struct {
-	st    Store
-	hash  asl.HashID
-	codec recordCodec
+	st   Store
+	hash asl.HashID
 }
 
 // NewLedger returns the ledger kept in st; records are hashed with hash.
@@ -99,7 +98,7 @@ func NewLedger(st Store, hash asl.HashID) *Ledger {
 	if hash == 0 {
 		hash = asl.HashSHA256
 	}
-	return &Ledger{st: st, hash: hash, codec: jsonCodec{}}
+	return &Ledger{st: st, hash: hash}
 }
 
 // pinsWithPrefix lists the pins with prefix. Without PrefixPinner it reads
@@ -150,7 +149,7 @@ func (l *Ledger) Event(ctx context.Context, ref asl.Reference) (Event, error) {
 	if err != nil {
 		return Event{}, fmt.Errorf("event %s: %w", ref, err)
 	}
-	ev, err := l.codec.decodeEvent(a)
+	ev, err := DecodeEventArtifact(a)
 	if err != nil {
 		return Event{}, fmt.Errorf("event %s: %w", ref, err)
 	}
@@ -163,7 +162,7 @@ func (l *Ledger) Receipt(ctx context.Context, ref asl.Reference) (Receipt, error
 	if err != nil {
 		return Receipt{}, fmt.Errorf("receipt %s: %w", ref, err)
 	}
-	r, err := l.codec.decodeReceipt(a)
+	r, err := DecodeReceiptArtifact(a)
 	if err != nil {
 		return Receipt{}, fmt.Errorf("receipt %s: %w", ref, err)
 	}
@@ -172,7 +171,7 @@ func (l *Ledger) Receipt(ctx context.Context, ref asl.Reference) (Receipt, error
 
 // PutReceipt stores a receipt.
 func (l *Ledger) PutReceipt(ctx context.Context, r Receipt) (asl.Reference, error) {
-	a, err := l.codec.encodeReceipt(r)
+	a, err := r.Artifact()
 	if err != nil {
 		return asl.Reference{}, fmt.Errorf("receipt of step %q: %w", r.Step, err)
 	}
@@ -222,7 +221,7 @@ func (l *Ledger) Append(ctx context.Context, ev Event) (asl.Reference, error) {
 }
 
 func (l *Ledger) putEvent(ctx context.Context, ev Event) (asl.Reference, error) {
-	a, err := l.codec.encodeEvent(ev)
+	a, err := ev.Artifact()
 	if err != nil {
 		return asl.Reference{}, fmt.Errorf("event %d (%s): %w", ev.Seq, ev.Type, err)
 	}
@@ -230,13 +229,13 @@ func (l *Ledger) putEvent(ctx context.Context, ev Event) (asl.Reference, error) 
 }
 
 func (l *Ledger) pinEvent(ctx context.Context, ev Event, ref asl.Reference) error {
-	name := EventPinName(ev.Exec, ev.Seq)
+	name := EventPinName(ev.Execution, ev.Seq)
 	err := l.st.Pin(ctx, name, ref, asl.PinOptions{})
 	if errors.Is(err, asl.ErrPinExists) {
-		return fmt.Errorf("event %d of %s: %w", ev.Seq, ev.Exec, ErrConflict)
+		return fmt.Errorf("event %d of %s: %w", ev.Seq, ev.Execution, ErrConflict)
 	}
 	if err != nil {
-		return fmt.Errorf("event %d of %s: %w", ev.Seq, ev.Exec, err)
+		return fmt.Errorf("event %d of %s: %w", ev.Seq, ev.Execution, err)
 	}
 	return nil
 }

@@ -3,13 +3,10 @@ package plan
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -148,13 +145,18 @@ var (
 // state (SPECS.md §24.1).
 func (r *Runner) Submit(ctx context.Context, sub Submission) (id asl.Reference, attached bool, err error) {
 	if sub.Mode == 0 {
-		sub.Mode = ModeGated
+		sub.Mode = Gated
 	}
-	if _, err := r.loadPlan(ctx, sub.Plan); err != nil {
+	p, err := r.loadPlan(ctx, sub.Plan)
+	if err != nil {
 		return asl.Reference{}, false, err
 	}
-	sort.Slice(sub.Bindings, func(i, j int) bool { return sub.Bindings[i].Name < sub.Bindings[j].Name })
-	a, err := r.ledger.codec.encodeSubmission(sub)
+	for _, in := range sub.Inputs {
+		if !bindsInput(p, in.Name) {
+			return asl.Reference{}, false, fmt.Errorf("submit: input %q: no step of plan %s has an input of that name bound to an artifact: %w", in.Name, sub.Plan, ErrUnboundInput)
+		}
+	}
+	a, err := sub.Artifact()
 	if err != nil {
 		return asl.Reference{}, false, fmt.Errorf("submit: %w", err)
 	}
@@ -169,7 +171,7 @@ func (r *Runner) Submit(ctx context.Context, sub Submission) (id asl.Reference, 
 	if !first.IsZero() {
 		return id, true, nil
 	}
-	_, err = r.ledger.Append(ctx, r.event(Event{Type: EvSubmitted, Exec: id, Seq: 1}))
+	_, err = r.ledger.Append(ctx, r.event(Event{Type: EventSubmitted, Execution: id, Seq: 1}))
 	if errors.Is(err, ErrConflict) {
 		return id, true, nil
 	}
@@ -179,22 +181,38 @@ func (r *Runner) Submit(ctx context.Context, sub Submission) (id asl.Reference, 
 	return id, false, nil
 }
 
+// event stamps ev with the runner's time.
 func (r *Runner) event(ev Event) Event {
-	ev.Writer = r.writer
-	ev.Time = r.clock.Now().UTC()
+	ev.Time = r.clock.Now().UnixNano()
 	return ev
 }
+
+// bindsInput reports whether a step of p binds an input named name to a
+// stored artifact: what a submission's input of that name replaces.
+func bindsInput(p *Plan, name string) bool {
+	for _, st := range p.Steps {
+		for _, b := range st.Inputs {
+			if b.Name == name && b.Step == "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ErrUnboundInput is wrapped when a submission names an input no step binds.
+var ErrUnboundInput = errors.New("input bound by no step")
 
 func (r *Runner) loadPlan(ctx context.Context, ref asl.Reference) (*Plan, error) {
 	a, err := asl.Get(ctx, r.st, ref, 1<<26)
 	if err != nil {
 		return nil, fmt.Errorf("plan %s: %w", ref, err)
 	}
-	p, err := decodePlanArtifact(a)
+	p, err := DecodePlanArtifact(a)
 	if err != nil {
 		return nil, fmt.Errorf("plan %s: %w", ref, err)
 	}
-	return p, nil
+	return &p, nil
 }
 
 // Status folds the ledger of execution id.
@@ -210,7 +228,7 @@ func (r *Runner) Status(ctx context.Context, id asl.Reference) (*Execution, erro
 	if err != nil {
 		return nil, fmt.Errorf("execution %s: submission: %w", id, err)
 	}
-	sub, err := r.ledger.codec.decodeSubmission(a)
+	sub, err := DecodeSubmissionArtifact(a)
 	if err != nil {
 		return nil, fmt.Errorf("execution %s: submission: %w", id, err)
 	}
@@ -277,7 +295,7 @@ func (r *Runner) Run(ctx context.Context, id asl.Reference) (*Execution, error) 
 		}
 		// Nothing more to do without a person.
 		if x.Status == ExecRunning && len(d.blockers) == 0 {
-			_, err := r.append(ctx, x, Event{Type: EvCompleted})
+			_, err := r.append(ctx, x, Event{Type: EventCompleted})
 			if errors.Is(err, ErrConflict) {
 				continue
 			}
@@ -286,8 +304,8 @@ func (r *Runner) Run(ctx context.Context, id asl.Reference) (*Execution, error) 
 			}
 			continue
 		}
-		if len(d.blockers) == 0 && (len(x.Events) == 0 || x.Events[len(x.Events)-1].Type != EvPartial) {
-			_, err := r.append(ctx, x, Event{Type: EvPartial, Reason: blockersText(x.BlockedOn)})
+		if len(d.blockers) == 0 && (len(x.Events) == 0 || x.Events[len(x.Events)-1].Type != EventPartial) {
+			_, err := r.append(ctx, x, Event{Type: EventPartial, Reason: blockersText(x.BlockedOn)})
 			if errors.Is(err, ErrConflict) {
 				continue
 			}
@@ -314,7 +332,7 @@ func blockersText(bs []Blocker) string {
 
 // append appends ev as the next event of x.
 func (r *Runner) append(ctx context.Context, x *Execution, ev Event) (asl.Reference, error) {
-	ev.Exec, ev.Seq, ev.Parent = x.ID, x.Seq+1, x.Head
+	ev.Execution, ev.Seq, ev.Parent = x.ID, x.Seq+1, x.Head
 	return r.ledger.Append(ctx, r.event(ev))
 }
 
@@ -336,11 +354,11 @@ func (r *Runner) step(ctx context.Context, x *Execution) (decision, error) {
 		case StatePending:
 			if j := x.depFailed(i); j >= 0 {
 				dep := x.Steps[j]
-				_, err := r.append(ctx, x, Event{Type: EvStepSkipped, Step: s.ID, Reason: ReasonDependencyFailed + " step " + dep.ID + " " + dep.State.String()})
+				_, err := r.append(ctx, x, Event{Type: EventStepSkipped, Step: s.ID, Reason: ReasonDependencyFailed + " step " + dep.ID + " " + dep.State.String()})
 				return decision{acted: true}, err
 			}
 			if x.depsSucceeded(i) {
-				_, err := r.append(ctx, x, Event{Type: EvStepReady, Step: s.ID})
+				_, err := r.append(ctx, x, Event{Type: EventStepReady, Step: s.ID})
 				return decision{acted: true}, err
 			}
 		case StateReady:
@@ -356,7 +374,7 @@ func (r *Runner) step(ctx context.Context, x *Execution) (decision, error) {
 			return decision{acted: true}, r.resumeRunning(ctx, x, i)
 		case StateFailedRetryable:
 			if !now.Before(s.ReadyAt) {
-				_, err := r.append(ctx, x, Event{Type: EvStepReady, Step: s.ID})
+				_, err := r.append(ctx, x, Event{Type: EventStepReady, Step: s.ID})
 				return decision{acted: true}, err
 			}
 			if w := s.ReadyAt.Sub(now); d.wait == 0 || w < d.wait {
@@ -367,47 +385,51 @@ func (r *Runner) step(ctx context.Context, x *Execution) (decision, error) {
 	return d, nil
 }
 
-// resolve returns the inputs of step i, in the plan's order: a stored
-// artifact, a submission's binding of a free input (neither Ref nor Step
-// set), or an output of a succeeded step.
+// resolve returns the inputs of step i, in the plan's order: an output
+// of a succeeded step, or a stored artifact, which the submission's input
+// of the same name, if any, replaces (SPECS.md §24.1).
 func (x *Execution) resolve(i int) ([]effect.Input, error) {
 	st := x.Plan.Steps[i]
 	out := make([]effect.Input, 0, len(st.Inputs))
 	for _, b := range st.Inputs {
-		switch {
-		case !b.Ref.IsZero():
-			out = append(out, effect.Input{Name: b.Name, Ref: b.Ref})
-		case b.Step != "":
-			s, ok := x.Step(b.Step)
-			if !ok || s.State != StateSucceeded {
-				return nil, fmt.Errorf("input %q: step %q has not succeeded", b.Name, b.Step)
-			}
-			var found bool
-			for _, o := range s.Outputs {
-				if o.Name == b.Output {
-					out = append(out, effect.Input{Name: b.Name, Ref: o.Ref})
-					found = true
-					break
+		if b.Step == "" {
+			ref := b.Ref
+			for _, in := range x.Submission.Inputs {
+				if in.Name == b.Name {
+					ref = in.Ref
 				}
 			}
-			if !found {
-				return nil, fmt.Errorf("input %q: step %q has no output %q", b.Name, b.Step, b.Output)
+			out = append(out, effect.Input{Name: b.Name, Ref: ref})
+			continue
+		}
+		s, ok := x.Step(b.Step)
+		if !ok || s.State != StateSucceeded {
+			return nil, fmt.Errorf("input %q: step %q has not succeeded", b.Name, b.Step)
+		}
+		found := false
+		for _, o := range s.Outputs {
+			if o.Name == b.Output {
+				out = append(out, effect.Input{Name: b.Name, Ref: o.Ref})
+				found = true
+				break
 			}
-		default:
-			var found bool
-			for _, sb := range x.Submission.Bindings {
-				if sb.Name == b.Name {
-					out = append(out, sb)
-					found = true
-					break
-				}
-			}
-			if !found {
-				return nil, fmt.Errorf("input %q: not bound by the submission (--input %s=REF)", b.Name, b.Name)
-			}
+		}
+		if !found {
+			return nil, fmt.Errorf("input %q: step %q has no output %q", b.Name, b.Step, b.Output)
 		}
 	}
 	return out, nil
+}
+
+// Key returns the idempotency key of effect step i (SPECS.md §22.5) on
+// its resolved inputs: the same for every attempt, recomputed from the
+// fold rather than stored.
+func (x *Execution) Key(i int) (string, error) {
+	ins, err := x.resolve(i)
+	if err != nil {
+		return "", err
+	}
+	return StepKey(x.Plan.Steps[i], x.Submission.Plan, ins)
 }
 
 // runPEL runs PEL step i through the surface, as `pel run` does (cached,
@@ -417,7 +439,7 @@ func (r *Runner) runPEL(ctx context.Context, x *Execution, i int) error {
 	st := x.Plan.Steps[i]
 	ins, err := x.resolve(i)
 	if err != nil {
-		_, err := r.append(ctx, x, Event{Type: EvStepFailed, Step: st.ID, Class: effect.InvalidInput, Reason: ReasonProgramFailed + " " + err.Error()})
+		_, err := r.append(ctx, x, Event{Type: EventStepFailed, Step: st.ID, ErrorClass: effect.InvalidInput, Reason: ReasonProgramFailed + " " + err.Error()})
 		return err
 	}
 	run, err := r.surf.Run(ctx, pelRequest(st, ins))
@@ -425,7 +447,7 @@ func (r *Runner) runPEL(ctx context.Context, x *Execution, i int) error {
 		return fmt.Errorf("step %q: %w", st.ID, err)
 	}
 	if run.Result.Value.Status != pel.StatusOK {
-		_, err := r.append(ctx, x, Event{Type: EvStepFailed, Step: st.ID, Receipt: run.ResultRef, Class: effect.InvalidInput,
+		_, err := r.append(ctx, x, Event{Type: EventStepFailed, Step: st.ID, Receipt: run.ResultRef, ErrorClass: effect.InvalidInput,
 			Reason: fmt.Sprintf("%s status %s result %s", ReasonProgramFailed, run.Result.Value.Status, run.ResultRef)})
 		return err
 	}
@@ -433,21 +455,27 @@ func (r *Runner) runPEL(ctx context.Context, x *Execution, i int) error {
 	for k, o := range run.OutputRefs {
 		outs[k] = effect.Output{Name: strconv.Itoa(k), Ref: o}
 	}
-	_, err = r.append(ctx, x, Event{Type: EvStepSucceeded, Step: st.ID, Receipt: run.ResultRef, Outputs: outs})
+	_, err = r.append(ctx, x, Event{Type: EventStepSucceeded, Step: st.ID, Receipt: run.ResultRef, Outputs: outs})
 	return err
 }
 
+// pelRequest is the surface request of PEL step st: input NAME (a
+// decimal index, SPECS.md §22.3) is the program's input of that index.
 func pelRequest(st Step, ins []effect.Input) surf.Request {
 	req := surf.Request{ProgramRef: st.Program, ParamsRef: st.Params, HasParams: st.HasParams}
-	for _, in := range ins {
-		req.InputRefs = append(req.InputRefs, in.Ref)
+	req.InputRefs = make([]asl.Reference, len(ins))
+	for k, in := range ins {
+		if n, err := strconv.Atoi(in.Name); err == nil && n >= 0 && n < len(ins) {
+			k = n
+		}
+		req.InputRefs[k] = in.Ref
 	}
 	return req
 }
 
 // needsGate reports whether effect step st waits for approval under mode.
 func needsGate(st *Step, mode Mode) bool {
-	return st.Gate == GateApproval || mode == ModeGated && st.Class == effect.ExternalSend
+	return st.Gate == GateApproval || mode == Gated && st.Class == effect.ExternalSend
 }
 
 // claimScope is the execution id for steps that claim per execution (cache
@@ -459,6 +487,16 @@ func claimScope(st *Step, id asl.Reference) asl.Reference {
 	return id
 }
 
+// attempt is one call about to be made.
+type attempt struct {
+	i          int
+	started    Event
+	startedRef asl.Reference
+	key        string
+	ins        []effect.Input
+	request    asl.Reference // the EFFECT-REQUEST/1 artifact
+}
+
 // readyEffect decides a ready effect step: blocked by the mode, gated,
 // answered by a reused receipt, or claimed and called.
 func (r *Runner) readyEffect(ctx context.Context, x *Execution, i int) (decision, error) {
@@ -466,23 +504,23 @@ func (r *Runner) readyEffect(ctx context.Context, x *Execution, i int) (decision
 	acted := decision{acted: true}
 	mode := x.Submission.Mode
 	switch {
-	case mode == ModeDryRun:
-		_, err := r.append(ctx, x, Event{Type: EvStepBlocked, Step: s.ID, Reason: ReasonDryRun + " would call " + st.Effect + " (" + st.Class.String() + ")"})
+	case mode == DryRun:
+		_, err := r.append(ctx, x, Event{Type: EventStepSkipped, Step: s.ID, Reason: ReasonDryRun + " would call " + st.Effect + " (" + st.Class.String() + ")"})
 		return acted, err
-	case mode == ModeDraftOnly && st.Class == effect.ExternalSend:
-		_, err := r.append(ctx, x, Event{Type: EvStepBlocked, Step: s.ID, Reason: ReasonDraftOnly + " external_send " + st.Effect + " is not called in draft-only mode"})
+	case mode == DraftOnly && st.Class == effect.ExternalSend:
+		_, err := r.append(ctx, x, Event{Type: EventStepSkipped, Step: s.ID, Reason: ReasonDraftOnly + " external_send " + st.Effect + " is not called in draft-only mode"})
 		return acted, err
 	case needsGate(st, mode) && !s.Approved:
-		_, err := r.append(ctx, x, Event{Type: EvGateRequested, Step: s.ID, Reason: ReasonRequiresApproval})
+		_, err := r.append(ctx, x, Event{Type: EventGateRequested, Step: s.ID, Reason: ReasonRequiresApproval})
 		return acted, err
 	}
 	ins, err := x.resolve(i)
 	var key string
 	if err == nil {
-		key, err = StepKey(st, ins)
+		key, err = StepKey(*st, x.Submission.Plan, ins)
 	}
 	if err != nil {
-		_, err := r.append(ctx, x, Event{Type: EvStepFailed, Step: s.ID, Class: effect.InvalidInput, Reason: "INVALID_INPUT " + err.Error()})
+		_, err := r.append(ctx, x, Event{Type: EventStepFailed, Step: s.ID, ErrorClass: effect.InvalidInput, Reason: "INVALID_INPUT " + err.Error()})
 		return acted, err
 	}
 	scope := claimScope(st, x.ID)
@@ -492,10 +530,12 @@ func (r *Runner) readyEffect(ctx context.Context, x *Execution, i int) (decision
 		}
 	}
 	if _, ok := r.execs[st.Effect]; !ok {
-		_, err := r.append(ctx, x, Event{Type: EvStepFailed, Step: s.ID, Class: effect.PolicyDenied, Reason: "POLICY_DENIED no executor for effect " + st.Effect})
+		_, err := r.append(ctx, x, Event{Type: EventStepFailed, Step: s.ID, ErrorClass: effect.PolicyDenied, Reason: "POLICY_DENIED no executor for effect " + st.Effect})
 		return acted, err
 	}
-	started := r.event(Event{Type: EvStepStarted, Exec: x.ID, Seq: x.Seq + 1, Parent: x.Head, Step: s.ID, Attempt: s.Attempts + 1, Key: key})
+	// The started event carries the runner's name: two runners never
+	// write the same bytes, so never both win one sequence number.
+	started := r.event(Event{Type: EventStepStarted, Execution: x.ID, Seq: x.Seq + 1, Parent: x.Head, Step: s.ID, Attempt: s.Attempts + 1, Actor: "runner " + r.writer})
 	ref, err := r.ledger.putEvent(ctx, started)
 	if err != nil {
 		return acted, err
@@ -523,7 +563,7 @@ func (r *Runner) readyEffect(ctx context.Context, x *Execution, i int) (decision
 	if err := r.ledger.pinEvent(ctx, started, ref); err != nil {
 		return acted, err
 	}
-	return acted, r.call(ctx, x, i, started, ref, ins)
+	return acted, r.call(ctx, x, attempt{i: i, started: started, startedRef: ref, key: key, ins: ins})
 }
 
 // claimedBy reports whether the claim pin names a step_started event of
@@ -537,7 +577,7 @@ func (r *Runner) claimedBy(ctx context.Context, claim string, id asl.Reference, 
 	if err != nil {
 		return false, fmt.Errorf("claim %s: %w", claim, err)
 	}
-	return ev.Exec == id && ev.Step == step, nil
+	return ev.Execution == id && ev.Step == step, nil
 }
 
 // reuse answers step i from the successful receipt of (kind, key), if
@@ -552,7 +592,7 @@ func (r *Runner) reuse(ctx context.Context, x *Execution, i int, key string, sco
 	if err != nil {
 		return false, err
 	}
-	_, err = r.append(ctx, x, Event{Type: EvStepSucceeded, Step: st.ID, Attempt: x.Steps[i].Attempts, Receipt: done, Outputs: rc.Outputs, Reason: "REUSED"})
+	_, err = r.append(ctx, x, Event{Type: EventStepSucceeded, Step: st.ID, Attempt: x.Steps[i].Attempts, Receipt: done, Outputs: rc.Outputs, Reason: "REUSED"})
 	return true, err
 }
 
@@ -562,8 +602,16 @@ func (r *Runner) reuse(ctx context.Context, x *Execution, i int, key string, sco
 // else becomes an unknown outcome that waits for a person.
 func (r *Runner) resumeRunning(ctx context.Context, x *Execution, i int) error {
 	s, st := &x.Steps[i], &x.Plan.Steps[i]
+	ins, err := x.resolve(i)
+	if err != nil {
+		return fmt.Errorf("step %q: %w: %w", s.ID, err, ErrBadLedger)
+	}
+	key, err := StepKey(*st, x.Submission.Plan, ins)
+	if err != nil {
+		return fmt.Errorf("step %q: %w", s.ID, err)
+	}
 	scope := claimScope(st, x.ID)
-	done, err := r.ledger.pin(ctx, DonePinName(st.Effect, s.Key, scope))
+	done, err := r.ledger.pin(ctx, DonePinName(st.Effect, key, scope))
 	if err != nil {
 		return err
 	}
@@ -572,27 +620,26 @@ func (r *Runner) resumeRunning(ctx context.Context, x *Execution, i int) error {
 		if err != nil {
 			return err
 		}
-		_, err = r.append(ctx, x, Event{Type: EvStepSucceeded, Step: s.ID, Attempt: s.Attempts, Receipt: done, Outputs: rc.Outputs})
+		_, err = r.append(ctx, x, Event{Type: EventStepSucceeded, Step: s.ID, Attempt: s.Attempts, Receipt: done, Outputs: rc.Outputs})
 		return err
 	}
 	exe, ok := r.execs[st.Effect]
 	if ok && (honoursKeys(exe) || st.Class == effect.ReadOnly) {
-		ins, err := x.resolve(i)
+		started := r.event(Event{Type: EventStepStarted, Execution: x.ID, Seq: x.Seq + 1, Parent: x.Head, Step: s.ID, Attempt: s.Attempts + 1, Actor: "runner " + r.writer})
+		ref, err := r.ledger.Append(ctx, started)
 		if err != nil {
 			return err
 		}
-		started, err := r.append(ctx, x, Event{Type: EvStepStarted, Step: s.ID, Attempt: s.Attempts + 1, Key: s.Key})
-		if err != nil {
-			return err
-		}
-		ev, err := r.ledger.Event(ctx, started)
-		if err != nil {
-			return err
-		}
-		return r.call(ctx, x, i, ev, started, ins)
+		return r.call(ctx, x, attempt{i: i, started: started, startedRef: ref, key: key, ins: ins})
 	}
-	rc := Receipt{Exec: x.ID, Step: s.ID, Kind: st.Effect, Key: s.Key, Attempt: s.Attempts, Outcome: OutcomeUnknown,
-		Message: "the attempt was cut off mid-call and the executor does not honour keys", Start: r.clock.Now().UTC(), End: r.clock.Now().UTC()}
+	req, err := r.putRequest(ctx, st, key, ins)
+	if err != nil {
+		return err
+	}
+	now := r.clock.Now().UnixNano()
+	rc := Receipt{Kind: AttemptReceipt, Plan: x.Submission.Plan, Execution: x.ID, Step: s.ID, Effect: st.Effect, Request: req, Key: key,
+		Attempt: s.Attempts, Outcome: UnknownOutcome, Executor: st.Effect,
+		Message: "the attempt was cut off mid-call and the executor does not honour keys", Start: now, End: now}
 	if ok {
 		rc.Executor, rc.ExecutorVersion = exe.Name(), exe.Version()
 	}
@@ -600,150 +647,90 @@ func (r *Runner) resumeRunning(ctx context.Context, x *Execution, i int) error {
 	if err != nil {
 		return err
 	}
-	_, err = r.append(ctx, x, Event{Type: EvStepUnknownOutcome, Step: s.ID, Attempt: s.Attempts, Receipt: ref, Reason: ReasonUnknownOutcome + " " + rc.Message})
+	_, err = r.append(ctx, x, Event{Type: EventStepUnknownOutcome, Step: s.ID, Attempt: s.Attempts, Receipt: ref, Reason: ReasonUnknownOutcome + " " + rc.Message})
 	return err
 }
 
-// call performs the attempt started (already in the ledger), writes its
-// receipt, pins a successful one as the answer of (kind, key), and appends
-// the attempt's outcome.
-func (r *Runner) call(ctx context.Context, x *Execution, i int, started Event, startedRef asl.Reference, ins []effect.Input) error {
-	st := &x.Plan.Steps[i]
+// putRequest stores the EFFECT-REQUEST/1 artifact of step st's call.
+func (r *Runner) putRequest(ctx context.Context, st *Step, key string, ins []effect.Input) (asl.Reference, error) {
+	a, err := EffectRequest{Kind: st.Effect, Params: st.EffectParams, Inputs: ins, Key: key}.Artifact()
+	if err != nil {
+		return asl.Reference{}, fmt.Errorf("step %q: request: %w", st.ID, err)
+	}
+	return r.ledger.put(ctx, a)
+}
+
+// call performs the attempt a (its started event already in the ledger),
+// writes its receipt, pins a successful one as the answer of (kind, key),
+// and appends the attempt's outcome.
+func (r *Runner) call(ctx context.Context, x *Execution, a attempt) error {
+	st := &x.Plan.Steps[a.i]
 	exe := r.execs[st.Effect]
-	req := effect.Request{Kind: st.Effect, Params: st.EffectParams, Inputs: ins, Key: started.Key, Attempt: started.Attempt}
+	reqRef, err := r.putRequest(ctx, st, a.key, a.ins)
+	if err != nil {
+		return err
+	}
+	req := effect.Request{Kind: st.Effect, Params: st.EffectParams, Inputs: a.ins, Key: a.key, Attempt: a.started.Attempt}
 	cctx, cancel := context.WithTimeout(ctx, r.timeout)
-	start := r.clock.Now().UTC()
+	start := r.clock.Now()
 	obs, callErr := exe.Call(cctx, r.st, req)
 	cancel()
-	end := r.clock.Now().UTC()
+	end := r.clock.Now()
 	if callErr != nil && ctx.Err() != nil {
 		// The runner is stopping: as after a crash, the step stays running
 		// and the next Run decides it.
 		return ctx.Err()
 	}
-	rc := Receipt{Exec: x.ID, Step: st.ID, Kind: st.Effect, Key: started.Key, Attempt: started.Attempt,
-		Executor: exe.Name(), ExecutorVersion: exe.Version(), Start: start, End: end}
-	ev := Event{Step: st.ID, Attempt: started.Attempt}
+	rc := Receipt{Kind: AttemptReceipt, Plan: x.Submission.Plan, Execution: x.ID, Step: st.ID, Effect: st.Effect, Request: reqRef,
+		Key: a.key, Attempt: a.started.Attempt, Executor: exe.Name(), ExecutorVersion: exe.Version(),
+		Start: start.UnixNano(), End: end.UnixNano()}
+	ev := Event{Step: st.ID, Attempt: a.started.Attempt}
+	sinceRetry := x.Steps[a.i].SinceRetry + 1
+	fail := func(class effect.ErrorClass, msg string, retryAfter time.Duration) {
+		rc.ErrorClass, rc.Message = class, msg
+		ev.ErrorClass = class
+		if d, retry := Backoff(a.key, sinceRetry, class, st.Retry, retryAfter); retry {
+			rc.Outcome = FailedRetryable
+			ev.Type, ev.Reason = EventRetryScheduled, fmt.Sprintf("%s %dms %s %s", ReasonRetryIn, d.Milliseconds(), class, msg)
+		} else {
+			rc.Outcome = FailedFinal
+			ev.Type, ev.Reason = EventStepFailed, strings.ToUpper(class.String())+" "+msg
+		}
+	}
 	var ee *effect.Error
-	sinceRetry := x.Steps[i].SinceRetry + 1
 	switch {
 	case callErr == nil:
-		rc.Outcome, rc.Outputs = OutcomeSucceeded, obs.Outputs
+		rc.Outcome, rc.Outputs = Succeeded, obs.Outputs
 		if !obs.Start.IsZero() {
-			rc.Start, rc.End = obs.Start.UTC(), obs.End.UTC()
+			rc.Start, rc.End = obs.Start.UnixNano(), obs.End.UnixNano()
 		}
-		ev.Type, ev.Outputs = EvStepSucceeded, obs.Outputs
+		ev.Type, ev.Outputs = EventStepSucceeded, obs.Outputs
 	case errors.As(callErr, &ee):
-		rc.Class, rc.Message = ee.Class, ee.Msg
-		ev.Type, ev.Class, ev.Reason = EvStepFailed, ee.Class, strings.ToUpper(ee.Class.String())+" "+ee.Msg
-		if d, retry := Backoff(started.Key, sinceRetry, ee.Class, st.Retry, ee.RetryAfter); retry {
-			rc.Outcome, ev.DelayMillis = OutcomeFailedRetryable, uint64(d/time.Millisecond)
-		} else {
-			rc.Outcome = OutcomeFailedFinal
-		}
+		fail(ee.Class, ee.Msg, ee.RetryAfter)
 	case honoursKeys(exe) || st.Class == effect.ReadOnly:
 		// The outcome is unknown but calling again with the same key is
 		// safe: a retryable failure.
-		rc.Class, rc.Message = effect.NetworkTimeout, "outcome unknown, safe to repeat with the same key: "+callErr.Error()
-		ev.Type, ev.Class, ev.Reason = EvStepFailed, effect.NetworkTimeout, "NETWORK_TIMEOUT "+rc.Message
-		if d, retry := Backoff(started.Key, sinceRetry, effect.NetworkTimeout, st.Retry, 0); retry {
-			rc.Outcome, ev.DelayMillis = OutcomeFailedRetryable, uint64(d/time.Millisecond)
-		} else {
-			rc.Outcome = OutcomeFailedFinal
-		}
+		fail(effect.NetworkTimeout, "outcome unknown, safe to repeat with the same key: "+callErr.Error(), 0)
 	default:
-		rc.Outcome, rc.Message = OutcomeUnknown, callErr.Error()
-		ev.Type, ev.Reason = EvStepUnknownOutcome, ReasonUnknownOutcome+" "+callErr.Error()
+		rc.Outcome, rc.Message = UnknownOutcome, callErr.Error()
+		ev.Type, ev.Reason = EventStepUnknownOutcome, ReasonUnknownOutcome+" "+callErr.Error()
 	}
 	ref, err := r.ledger.PutReceipt(ctx, rc)
 	if err != nil {
 		return err
 	}
 	ev.Receipt = ref
-	if rc.Outcome == OutcomeSucceeded {
-		err := r.st.Pin(ctx, DonePinName(st.Effect, started.Key, claimScope(st, x.ID)), ref, asl.PinOptions{})
+	if rc.Outcome == Succeeded {
+		err := r.st.Pin(ctx, DonePinName(st.Effect, a.key, claimScope(st, x.ID)), ref, asl.PinOptions{})
 		if err != nil && !errors.Is(err, asl.ErrPinExists) {
 			return fmt.Errorf("step %q: receipt %s: %w", st.ID, ref, err)
 		}
 	}
-	// The fold to append to is the one with the started event.
+	// The outcome follows the started event.
 	x2 := *x
-	x2.Seq, x2.Head = started.Seq, startedRef
+	x2.Seq, x2.Head = a.started.Seq, a.startedRef
 	_, err = r.append(ctx, &x2, ev)
 	return err
-}
-
-// StepKey is the idempotency key of effect step st with its resolved
-// inputs (SPECS.md §24.5). Without a template it is the lowercase hex
-// SHA-256 of
-//
-//	"amduat-plan-key/1" 0x00 ‖ u32 len(kind) ‖ kind ‖ u32 len(params) ‖ params
-//	‖ u32 n ‖ n × (u32 len(name) ‖ name ‖ u16 len(ref) ‖ ReferenceBytes)
-//
-// with the inputs in ascending name order. A template is text in which
-// {NAME} is replaced by the reference text of input NAME, {params} by the
-// hex SHA-256 of the params and {kind} by the effect kind; any other
-// {...} is an error.
-func StepKey(st *Step, ins []effect.Input) (string, error) {
-	sorted := append([]effect.Input(nil), ins...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	if st.KeyTemplate == "" {
-		h := sha256.New()
-		h.Write([]byte("amduat-plan-key/1\x00"))
-		var b4 [4]byte
-		var b2 [2]byte
-		w32 := func(n int) { binary.BigEndian.PutUint32(b4[:], uint32(n)); h.Write(b4[:]) }
-		w32(len(st.Effect))
-		h.Write([]byte(st.Effect))
-		w32(len(st.EffectParams))
-		h.Write(st.EffectParams)
-		w32(len(sorted))
-		for _, in := range sorted {
-			w32(len(in.Name))
-			h.Write([]byte(in.Name))
-			rb := in.Ref.Bytes()
-			binary.BigEndian.PutUint16(b2[:], uint16(len(rb)))
-			h.Write(b2[:])
-			h.Write(rb)
-		}
-		return hex.EncodeToString(h.Sum(nil)), nil
-	}
-	var out strings.Builder
-	t := st.KeyTemplate
-	for {
-		open := strings.IndexByte(t, '{')
-		if open < 0 {
-			out.WriteString(t)
-			break
-		}
-		end := strings.IndexByte(t[open:], '}')
-		if end < 0 {
-			return "", fmt.Errorf("key template %q: unclosed {", st.KeyTemplate)
-		}
-		out.WriteString(t[:open])
-		name := t[open+1 : open+end]
-		switch name {
-		case "params":
-			h := sha256.Sum256(st.EffectParams)
-			out.WriteString(hex.EncodeToString(h[:]))
-		case "kind":
-			out.WriteString(st.Effect)
-		default:
-			found := false
-			for _, in := range sorted {
-				if in.Name == name {
-					out.WriteString(in.Ref.String())
-					found = true
-					break
-				}
-			}
-			if !found {
-				return "", fmt.Errorf("key template %q: no input %q", st.KeyTemplate, name)
-			}
-		}
-		t = t[open+end+1:]
-	}
-	return out.String(), nil
 }
 
 // decide appends a person's decision on execution id, folding again when
@@ -790,12 +777,26 @@ func (r *Runner) gate(ctx context.Context, id asl.Reference, step, actor, reason
 		if s.State != StateWaitingApproval {
 			return Event{}, fmt.Errorf("execution %s: step %q is %s: %w", id, step, s.State, ErrNotWaiting)
 		}
-		st := x.Plan.Steps[x.index[step]]
-		now := r.clock.Now().UTC()
-		rc := Receipt{Exec: id, Step: step, Kind: st.Effect, Outcome: OutcomeApproved, Actor: actor, Message: reason, Start: now, End: now}
-		ev := Event{Type: EvApproved, Step: step, Actor: actor}
+		i := x.index[step]
+		st := &x.Plan.Steps[i]
+		ins, err := x.resolve(i)
+		if err != nil {
+			return Event{}, err
+		}
+		key, err := StepKey(*st, x.Submission.Plan, ins)
+		if err != nil {
+			return Event{}, err
+		}
+		req, err := r.putRequest(ctx, st, key, ins)
+		if err != nil {
+			return Event{}, err
+		}
+		now := r.clock.Now().UnixNano()
+		rc := Receipt{Kind: ApprovalReceipt, Plan: x.Submission.Plan, Execution: id, Step: step, Effect: st.Effect, Request: req, Key: key,
+			Actor: actor, Message: reason, Start: now, End: now}
+		ev := Event{Type: EventApproved, Step: step, Actor: actor}
 		if !approve {
-			rc.Outcome, ev.Type, ev.Reason = OutcomeRejected, EvRejected, reason
+			rc.Kind, ev.Type, ev.Reason = RejectReceipt, EventRejected, reason
 		}
 		ref, err := r.ledger.PutReceipt(ctx, rc)
 		if err != nil {
@@ -813,7 +814,7 @@ func (r *Runner) Cancel(ctx context.Context, id asl.Reference, actor string) (*E
 		if x.Status == ExecCompleted || x.Status == ExecCancelled {
 			return Event{}, fmt.Errorf("execution %s is %s: %w", id, x.Status, ErrFinished)
 		}
-		return Event{Type: EvCancelled, Actor: actor}, nil
+		return Event{Type: EventCancelled, Actor: actor}, nil
 	})
 }
 
@@ -835,6 +836,10 @@ func (r *Runner) Retry(ctx context.Context, id asl.Reference, step, actor string
 		case s.State != StateUnknownOutcome && s.State != StateFailedFinal:
 			return Event{}, fmt.Errorf("execution %s: step %q is %s: %w", id, step, s.State, ErrNotRetry)
 		}
-		return Event{Type: EvRetryRequested, Step: step, Actor: actor, Force: force}, nil
+		ev := Event{Type: EventRetryRequested, Step: step, Actor: actor}
+		if force {
+			ev.Reason = ReasonForce
+		}
+		return ev, nil
 	})
 }

@@ -306,7 +306,7 @@ func putBytes(t testing.TB, st asl.Receiver, b string) asl.Reference {
 
 func putPlan(t testing.TB, st asl.Receiver, p *Plan) asl.Reference {
 	t.Helper()
-	a, err := encodePlanArtifact(p)
+	a, err := p.Artifact()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,8 +342,8 @@ func demoPlan(t testing.TB, st asl.Receiver, sendGate Gate) *Plan {
 	concat := putSeed(t, st, pel.SeedConcat)
 	suffix := putBytes(t, st, " (counted)")
 	return &Plan{Steps: []Step{
-		{ID: "count", Kind: PELStep, Program: concat, Inputs: []Binding{{Name: "doc", Step: "fetch", Output: "body"}, {Name: "suffix", Ref: suffix}}},
-		effectStep("fetch", "svc", "/dedupe/fetch", effect.ReadOnly, GateNone, CacheReuse, Binding{Name: "url"}),
+		{ID: "count", Kind: PELStep, Program: concat, Inputs: []Binding{{Name: "0", Step: "fetch", Output: "body"}, {Name: "1", Ref: suffix}}},
+		effectStep("fetch", "svc", "/dedupe/fetch", effect.ReadOnly, GateNone, CacheReuse, Binding{Name: "url", Ref: putBytes(t, st, "default-url")}),
 		effectStep("post", "svc", "/post", effect.ExternalSend, sendGate, CacheNone, Binding{Name: "count", Step: "count", Output: "0"}),
 	}}
 }

@@ -60,7 +60,7 @@ func (f *fixture) runner(exes ...effect.Executor) *Runner {
 func (f *fixture) submit(p *Plan, mode Mode, url string) asl.Reference {
 	f.t.Helper()
 	pref := putPlan(f.t, f.st, p)
-	id, attached, err := f.r.Submit(f.ctx, Submission{Plan: pref, Mode: mode, Bindings: []effect.Input{{Name: "url", Ref: putBytes(f.t, f.st, url)}}})
+	id, attached, err := f.r.Submit(f.ctx, Submission{Plan: pref, Mode: mode, Inputs: []effect.Input{{Name: "url", Ref: putBytes(f.t, f.st, url)}}})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestGatedApproveReplay(t *testing.T) {
 		t.Run(sk.name, func(t *testing.T) {
 			f := newFixture(t, sk.open(t), false)
 			p := demoPlan(t, f.st, GateNone)
-			id := f.submit(p, ModeGated, "doc-1")
+			id := f.submit(p, Gated, "doc-1")
 			x := f.run(id, ExecWaiting)
 			f.wantStates(x, "count=succeeded fetch=succeeded post=waiting_approval")
 			if len(x.BlockedOn) != 1 || x.BlockedOn[0].Step != "post" || x.BlockedOn[0].Reason != ReasonRequiresApproval {
@@ -152,12 +152,12 @@ func TestGatedApproveReplay(t *testing.T) {
 			// The approval is a receipt, and the event names actor and time.
 			var approved Event
 			for _, ev := range x.Events {
-				if ev.Type == EvApproved {
+				if ev.Type == EventApproved {
 					approved = ev
 				}
 			}
 			rc, err := f.r.Ledger().Receipt(f.ctx, approved.Receipt)
-			if err != nil || rc.Outcome != OutcomeApproved || rc.Actor != "alice" || approved.Time.IsZero() {
+			if err != nil || rc.Kind != ApprovalReceipt || rc.Actor != "alice" || approved.Time == 0 {
 				t.Fatalf("approval receipt %+v %v, event %+v", rc, err, approved)
 			}
 			// Request-level idempotency: the same submission attaches.
@@ -208,9 +208,9 @@ func TestModes(t *testing.T) {
 		calls  int
 		reason string
 	}{
-		{ModeDryRun, ExecPartial, "count=skipped fetch=blocked post=skipped", 0, ReasonDryRun},
-		{ModeDraftOnly, ExecPartial, "count=succeeded fetch=succeeded post=blocked", 1, ReasonDraftOnly},
-		{ModeAuto, ExecCompleted, "count=succeeded fetch=succeeded post=succeeded", 2, ""},
+		{DryRun, ExecPartial, "count=skipped fetch=blocked post=skipped", 0, ReasonDryRun},
+		{DraftOnly, ExecPartial, "count=succeeded fetch=succeeded post=blocked", 1, ReasonDraftOnly},
+		{Auto, ExecCompleted, "count=succeeded fetch=succeeded post=succeeded", 2, ""},
 	} {
 		t.Run(tc.mode.String(), func(t *testing.T) {
 			f := newFixture(t, newMemPinned(), false)
@@ -228,7 +228,7 @@ func TestModes(t *testing.T) {
 				if !found {
 					t.Fatalf("blocked on %+v, want a %s", x.BlockedOn, tc.reason)
 				}
-				if last := x.Events[len(x.Events)-1]; last.Type != EvPartial {
+				if last := x.Events[len(x.Events)-1]; last.Type != EventPartial {
 					t.Fatalf("last event %s, want partial", last.Type)
 				}
 			}
@@ -239,7 +239,7 @@ func TestModes(t *testing.T) {
 // TestStepGate: a step's own approval gate holds even in auto mode.
 func TestStepGateAuto(t *testing.T) {
 	f := newFixture(t, newMemPinned(), false)
-	id := f.submit(demoPlan(t, f.st, GateApproval), ModeAuto, "doc")
+	id := f.submit(demoPlan(t, f.st, GateApproval), Auto, "doc")
 	f.wantStates(f.run(id, ExecWaiting), "count=succeeded fetch=succeeded post=waiting_approval")
 }
 
@@ -247,7 +247,7 @@ func TestStepGateAuto(t *testing.T) {
 // ends partial with what it has.
 func TestReject(t *testing.T) {
 	f := newFixture(t, newMemPinned(), false)
-	id := f.submit(demoPlan(t, f.st, GateNone), ModeGated, "doc")
+	id := f.submit(demoPlan(t, f.st, GateNone), Gated, "doc")
 	f.run(id, ExecWaiting)
 	if _, err := f.r.Reject(f.ctx, id, "post", "bob", "wrong recipient"); err != nil {
 		t.Fatal(err)
@@ -284,13 +284,12 @@ func TestRetryByClass(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, newMemPinned(), false)
 			p := demoPlan(t, f.st, GateNone)
-			id := f.submit(p, ModeAuto, "doc-"+tc.name)
+			id := f.submit(p, Auto, "doc-"+tc.name)
 			x0, err := f.r.Status(f.ctx, id)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ins, _ := x0.resolve(1)
-			key, _ := StepKey(&p.Steps[1], ins)
+			key, _ := x0.Key(1)
 			f.svc.setScript(key, tc.script...)
 			x := f.run(id, tc.status)
 			if calls, _ := f.svc.count(key); calls != tc.calls {
@@ -322,7 +321,7 @@ func TestRetryByClass(t *testing.T) {
 func TestUnknownOutcome(t *testing.T) {
 	f := newFixture(t, newMemPinned(), false)
 	p := demoPlan(t, f.st, GateNone)
-	id := f.submit(p, ModeAuto, "doc")
+	id := f.submit(p, Auto, "doc")
 	// Hang the post's first call: the client gives up, and whether the
 	// service acted is unknown to it.
 	x := f.runUntilPostKey(id)
@@ -359,17 +358,13 @@ func (f *fixture) runUntilPostKey(id asl.Reference) string {
 		f.t.Fatal(err)
 	}
 	sub := x.Submission
-	sub.Mode = ModeDraftOnly
+	sub.Mode = DraftOnly
 	sib, _, err := f.r.Submit(f.ctx, sub)
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	xs := f.run(sib, ExecPartial)
-	ins, err := xs.resolve(2)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	key, err := StepKey(&xs.Plan.Steps[2], ins)
+	key, err := xs.Key(2)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -381,10 +376,10 @@ func (f *fixture) runUntilPostKey(id asl.Reference) string {
 func TestReuseAcrossExecutions(t *testing.T) {
 	f := newFixture(t, newMemPinned(), false)
 	p := demoPlan(t, f.st, GateNone)
-	id1 := f.submit(p, ModeAuto, "shared-doc")
+	id1 := f.submit(p, Auto, "shared-doc")
 	f.run(id1, ExecCompleted)
 	pref := putPlan(t, f.st, p)
-	id2, _, err := f.r.Submit(f.ctx, Submission{Plan: pref, Mode: ModeDraftOnly, Bindings: []effect.Input{{Name: "url", Ref: putBytes(t, f.st, "shared-doc")}}})
+	id2, _, err := f.r.Submit(f.ctx, Submission{Plan: pref, Mode: DraftOnly, Inputs: []effect.Input{{Name: "url", Ref: putBytes(t, f.st, "shared-doc")}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +398,7 @@ func TestReuseAcrossExecutions(t *testing.T) {
 // TestCancel: a cancelled execution calls nothing more.
 func TestCancel(t *testing.T) {
 	f := newFixture(t, newMemPinned(), false)
-	id := f.submit(demoPlan(t, f.st, GateNone), ModeGated, "doc")
+	id := f.submit(demoPlan(t, f.st, GateNone), Gated, "doc")
 	f.run(id, ExecWaiting)
 	if _, err := f.r.Cancel(f.ctx, id, "erin"); err != nil {
 		t.Fatal(err)
@@ -421,7 +416,7 @@ func TestCancel(t *testing.T) {
 // TestVerifyDrift: a replay names an executor whose version changed.
 func TestVerifyDrift(t *testing.T) {
 	f := newFixture(t, newMemPinned(), false)
-	id := f.submit(demoPlan(t, f.st, GateNone), ModeAuto, "doc")
+	id := f.submit(demoPlan(t, f.st, GateNone), Auto, "doc")
 	f.run(id, ExecCompleted)
 	rv := f.runner(failingExec{t, "svc", "2.0"})
 	rep, err := rv.Verify(f.ctx, id)
@@ -443,8 +438,8 @@ func TestVerifyDrift(t *testing.T) {
 // TestList lists executions with their status.
 func TestList(t *testing.T) {
 	f := newFixture(t, newMemPinned(), false)
-	a := f.submit(demoPlan(t, f.st, GateNone), ModeAuto, "a")
-	b := f.submit(demoPlan(t, f.st, GateNone), ModeDryRun, "b")
+	a := f.submit(demoPlan(t, f.st, GateNone), Auto, "a")
+	b := f.submit(demoPlan(t, f.st, GateNone), DryRun, "b")
 	f.run(a, ExecCompleted)
 	xs, err := f.r.List(f.ctx)
 	if err != nil {

@@ -43,7 +43,7 @@ func transitionMatrix() string {
 	var b strings.Builder
 	b.WriteString("# amduat plan step transitions (SPECS.md §24.2): FROM EVENT -> TO, '-' when illegal\n")
 	for from := StatePending; from <= StateBlocked; from++ {
-		for ev := EvSubmitted; ev <= EvCancelled; ev++ {
+		for ev := EventSubmitted; ev <= EventResumed; ev++ {
 			var tos []string
 			for to := StatePending; to <= StateBlocked; to++ {
 				if CheckTransition(from, to, ev) == nil {
@@ -67,7 +67,7 @@ func TestCheckTransition(t *testing.T) {
 	legal := 0
 	for from := StatePending; from <= StateBlocked; from++ {
 		for to := StatePending; to <= StateBlocked; to++ {
-			for ev := EvSubmitted; ev <= EvCancelled; ev++ {
+			for ev := EventSubmitted; ev <= EventResumed; ev++ {
 				err := CheckTransition(from, to, ev)
 				if err == nil {
 					legal++
@@ -86,12 +86,12 @@ func TestCheckTransition(t *testing.T) {
 		from, to StepState
 		by       EventType
 	}{
-		{StateSucceeded, StateRunning, EvStepStarted},
-		{StatePending, StateRunning, EvStepStarted},
-		{StateWaitingApproval, StateRunning, EvStepStarted},
-		{StateUnknownOutcome, StateRunning, EvStepStarted},
-		{StateCancelled, StateReady, EvRetryRequested},
-		{StateFailedRetryable, StateRunning, EvStepStarted},
+		{StateSucceeded, StateRunning, EventStepStarted},
+		{StatePending, StateRunning, EventStepStarted},
+		{StateWaitingApproval, StateRunning, EventStepStarted},
+		{StateUnknownOutcome, StateRunning, EventStepStarted},
+		{StateCancelled, StateReady, EventRetryRequested},
+		{StateFailedRetryable, StateRunning, EventStepStarted},
 	} {
 		if CheckTransition(tc.from, tc.to, tc.by) == nil {
 			t.Errorf("%s -> %s by %s is accepted", tc.from, tc.to, tc.by)

@@ -101,8 +101,16 @@ func (r *Runner) verifyEffect(ctx context.Context, x *Execution, i int, vs *Veri
 			return
 		}
 		vs.Recorded = ref
-		if rc.Kind != st.Effect || rc.Step != s.ID && rc.Exec == x.ID {
-			vs.OK, vs.Problem = false, fmt.Sprintf("receipt %s is of %s step %q, not of this step", ref, rc.Kind, rc.Step)
+		if rc.Kind != AttemptReceipt || rc.Effect != st.Effect || rc.Execution == x.ID && rc.Step != s.ID {
+			vs.OK, vs.Problem = false, fmt.Sprintf("receipt %s is a %s of %s step %q, not an attempt of this step", ref, rc.Kind, rc.Effect, rc.Step)
+			return
+		}
+		if key, err := x.Key(i); err != nil || key != rc.Key {
+			vs.OK, vs.Problem = false, fmt.Sprintf("receipt %s: key %q, the step's inputs give %q (%v)", ref, rc.Key, key, err)
+			return
+		}
+		if ok, err := asl.Has(ctx, r.st, rc.Request); err != nil || !ok {
+			vs.OK, vs.Problem = false, fmt.Sprintf("receipt %s: request %s is not stored", ref, rc.Request)
 			return
 		}
 		for _, o := range rc.Outputs {
@@ -111,7 +119,7 @@ func (r *Runner) verifyEffect(ctx context.Context, x *Execution, i int, vs *Veri
 				return
 			}
 		}
-		if rc.Outcome == OutcomeSucceeded && rc.Executor != "" {
+		if rc.Outcome == Succeeded {
 			exe, ok := r.execs[rc.Executor]
 			switch {
 			case !ok:

@@ -33,9 +33,15 @@ func addPlanCommand(f func(*app) *cobra.Command) { planFactories = append(planFa
 // SPECS.md §23 are wired in here.
 var planExecutors = func(policyPath string) ([]effect.Executor, error) { return nil, nil }
 
-// planBuild reads a plan in its JSON form and returns its artifact (the
-// §22 Build and encoding).
-var planBuild = plan.InterimBuild
+// planBuild reads a plan in its JSON form, checks it and returns its
+// PLAN/1 artifact (SPECS.md §22).
+func planBuild(src []byte) (asl.Artifact, error) {
+	p, err := plan.Build(src)
+	if err != nil {
+		return asl.Artifact{}, err
+	}
+	return p.Artifact()
+}
 
 // Exit codes of the plan commands that drive or wait on an execution
 // (submit --wait, run): the execution's status, in the range 20-29
@@ -260,13 +266,13 @@ type planEventJSON struct {
 
 func newPlanEventJSON(ev plan.Event, ref asl.Reference) planEventJSON {
 	j := planEventJSON{Seq: ev.Seq, Ref: ref, Type: ev.Type.String(), Step: ev.Step, Attempt: ev.Attempt, Outputs: ev.Outputs,
-		Reason: ev.Reason, Actor: ev.Actor, Time: ev.Time.UTC().Format(time.RFC3339Nano)}
+		Reason: ev.Reason, Actor: ev.Actor, Time: time.Unix(0, ev.Time).UTC().Format(time.RFC3339Nano)}
 	if !ev.Receipt.IsZero() {
 		r := ev.Receipt
 		j.Receipt = &r
 	}
-	if ev.Class != 0 {
-		j.Class = ev.Class.String()
+	if ev.ErrorClass != 0 {
+		j.Class = ev.ErrorClass.String()
 	}
 	return j
 }

@@ -134,7 +134,7 @@ effect steps may use (SPECS.md §23).
 				if err != nil {
 					return err
 				}
-				sub.Bindings = append(sub.Bindings, effect.Input{Name: name, Ref: ref})
+				sub.Inputs = append(sub.Inputs, effect.Input{Name: name, Ref: ref})
 			}
 			s, err := a.openStore()
 			if err != nil {
@@ -322,7 +322,7 @@ prints one event object per line.
 						} else {
 							a.printf("%s\n", e.text())
 						}
-						end = end || evs[i].Type == plan.EvCompleted || evs[i].Type == plan.EvCancelled
+						end = end || evs[i].Type == plan.EventCompleted || evs[i].Type == plan.EventCancelled
 					}
 					seen = len(evs)
 					if end {

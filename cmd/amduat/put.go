@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -142,19 +143,27 @@ func (p *putter) add(ctx context.Context, src string) error {
 		size, known := regularSize(p.stdin)
 		return p.addReader(ctx, "-", p.stdin, size, known)
 	}
-	f, err := os.Open(src)
+	_, err := p.addFile(ctx, src)
+	return err
+}
+
+// addFile puts the file src and returns its mode, from the same fstat that
+// gave its size (put -r takes the executable bit from it rather than
+// stating every file a second time).
+func (p *putter) addFile(ctx context.Context, src string) (fs.FileMode, error) {
+	f, err := openForRead(src)
 	if err != nil {
-		return fail(exitIO, src, unwrapPathError(err))
+		return 0, fail(exitIO, src, unwrapPathError(err))
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return fail(exitIO, src, unwrapPathError(err))
+		return 0, fail(exitIO, src, unwrapPathError(err))
 	}
 	if st.IsDir() {
-		return fail(exitUsage, src, errors.New("is a directory (put -r stores the files under it)"))
+		return 0, fail(exitUsage, src, errors.New("is a directory (put -r stores the files under it)"))
 	}
-	return p.addReader(ctx, src, f, st.Size(), st.Mode().IsRegular())
+	return st.Mode(), p.addReader(ctx, src, f, st.Size(), st.Mode().IsRegular())
 }
 
 // regularSize returns the bytes left in r when it is a regular file.

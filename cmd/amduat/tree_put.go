@@ -133,14 +133,12 @@ func (p *putter) putTree(ctx context.Context, root string, x *excluder) (it tree
 			linkLocs = append(linkLocs, loc)
 			it.Symlinks++
 		default:
-			info, err := d.Info()
-			if err != nil {
-				return fail(exitIO, path, unwrapPathError(err))
-			}
-			parent.entries = append(parent.entries, tree.Entry{Name: name, Kind: tree.File, Executable: info.Mode()&0o100 != 0})
+			parent.entries = append(parent.entries, tree.Entry{Name: name, Kind: tree.File})
 			pending[path] = loc
 			it.Files++
-			return p.add(ctx, path)
+			mode, err := p.addFile(ctx, path)
+			parent.entries[loc.index].Executable = mode&0o100 != 0
+			return err
 		}
 		return nil
 	})
