@@ -77,7 +77,8 @@ const planExitCodeHelp = `Exit codes:
   21   submit --wait, run: partial: a step failed, was rejected or blocked
        by the mode; what it has is printed
   22   submit --wait, run: cancelled
-  3-8, 130  operational errors as for every command (amduat --help)`
+  4, 6-8  operational errors as for every command (amduat --help)
+  130  interrupted`
 
 func newPlanCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
@@ -104,6 +105,11 @@ approval), auto (only the plan's own gates), draft-only (no external_send
 is called), dry-run (PEL steps run, effects are listed, none is called).
 
 ` + planExitCodeHelp,
+		Example: `  plan=$(amduat plan build fetch-count-post.json)
+  id=$(amduat plan submit "$plan" --input 0=$doc)
+  amduat plan run "$id" --policy policy.json
+  amduat plan approve "$id" post
+  amduat plan verify "$id"`,
 	}
 	for _, f := range planFactories {
 		c.AddCommand(f(a))
@@ -160,6 +166,8 @@ func (a *app) planRunner(ctx context.Context, s backend, policyPath string) (r *
 // planErr maps the runner's refusals to exit 1 and the rest by class.
 func planErr(subject string, err error) error {
 	switch {
+	case errors.Is(err, plan.ErrUnboundInput), errors.Is(err, plan.ErrInvalidPlan):
+		return fail(exitUsage, subject, err)
 	case errors.Is(err, plan.ErrNotWaiting), errors.Is(err, plan.ErrNeedsForce),
 		errors.Is(err, plan.ErrNotRetry), errors.Is(err, plan.ErrFinished):
 		return fail(exitNegative, subject, err)

@@ -187,7 +187,8 @@ keys, and otherwise becomes unknown_outcome. Prints the status as amduat
 plan status does and exits with its code.
 
 ` + planExitCodeHelp,
-		Args: rangeArgs(1, 1),
+		Example: `  amduat plan run "$id" --policy policy.json`,
+		Args:    rangeArgs(1, 1),
 		RunE: func(c *cobra.Command, args []string) (err error) {
 			id, err := a.parseRef(args[0])
 			if err != nil {
@@ -248,6 +249,8 @@ the step states of SPECS.md §24.2. --json prints one object with the same
 content. The exit code is 0 whatever the status (see plan run for codes).
 
 ` + planExitCodeHelp,
+		Example: `  amduat plan status "$id"
+  amduat --json plan status "$id"`,
 		Args: rangeArgs(1, 1),
 		RunE: func(c *cobra.Command, args []string) error {
 			id, err := a.parseRef(args[0])
@@ -281,6 +284,8 @@ completed or cancelled, or the command is interrupted; with --json it then
 prints one event object per line.
 
 ` + planExitCodeHelp,
+		Example: `  amduat plan log "$id"
+  amduat plan log --follow "$id"`,
 		Args: rangeArgs(1, 1),
 		RunE: func(c *cobra.Command, args []string) error {
 			id, err := a.parseRef(args[0])
@@ -352,7 +357,8 @@ ID then calls it. Approving a step that is not waiting is refused (exit 1).
 Prints the status as amduat plan status does.
 
 ` + planExitCodeHelp,
-		Args: rangeArgs(2, 2),
+		Example: `  amduat plan approve "$id" post`,
+		Args:    rangeArgs(2, 2),
 		RunE: func(c *cobra.Command, args []string) error {
 			id, err := a.parseRef(args[0])
 			if err != nil {
@@ -380,7 +386,8 @@ with the reason code REJECTED and is never called; steps that depend on it
 are skipped, and the execution ends partial with what it has.
 
 ` + planExitCodeHelp,
-		Args: rangeArgs(2, 2),
+		Example: `  amduat plan reject "$id" post --reason "wrong recipient"`,
+		Args:    rangeArgs(2, 2),
 		RunE: func(c *cobra.Command, args []string) error {
 			id, err := a.parseRef(args[0])
 			if err != nil {
@@ -409,7 +416,8 @@ not interrupted by this command. Cancelling a finished execution is refused
 (exit 1).
 
 ` + planExitCodeHelp,
-		Args: rangeArgs(1, 1),
+		Example: `  amduat plan cancel "$id"`,
+		Args:    rangeArgs(1, 1),
 		RunE: func(c *cobra.Command, args []string) error {
 			id, err := a.parseRef(args[0])
 			if err != nil {
@@ -439,6 +447,8 @@ retried only with --force: check first that the world was not changed,
 since the call is made again. amduat plan run ID then runs it.
 
 ` + planExitCodeHelp,
+		Example: `  amduat plan retry "$id" fetch
+  amduat plan retry "$id" post --force`,
 		Args: rangeArgs(2, 2),
 		RunE: func(c *cobra.Command, args []string) error {
 			id, err := a.parseRef(args[0])
@@ -479,7 +489,8 @@ step:
 differs.
 
 ` + planExitCodeHelp,
-		Args: rangeArgs(1, 1),
+		Example: `  amduat plan verify "$id" --policy policy.json`,
+		Args:    rangeArgs(1, 1),
 		RunE: func(c *cobra.Command, args []string) (err error) {
 			id, err := a.parseRef(args[0])
 			if err != nil {
@@ -537,6 +548,8 @@ func newPlanLsCmd(a *app) *cobra.Command {
 --json prints {"executions": [status objects as amduat plan status --json]}.
 
 ` + planExitCodeHelp,
+		Example: `  amduat plan ls
+  amduat --json plan ls`,
 		Args: rangeArgs(0, 0),
 		RunE: func(c *cobra.Command, args []string) error {
 			return a.withPlanRunner(c, true, func(r *plan.Runner) error {
