@@ -266,59 +266,70 @@ func (r *Runner) List(ctx context.Context) ([]*Execution, error) {
 // fold. It may be called again at any time, after a crash too: it reads
 // nothing but the ledger.
 func (r *Runner) Run(ctx context.Context, id asl.Reference) (*Execution, error) {
+	x, err := r.Status(ctx, id)
+	if err != nil {
+		return nil, err
+	}
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		x, err := r.Status(ctx, id)
-		if err != nil {
-			return nil, err
+			return x, err
 		}
 		if x.Status == ExecCompleted || x.Status == ExecCancelled {
 			return x, nil
 		}
 		d, err := r.step(ctx, x)
-		if errors.Is(err, ErrConflict) {
-			continue
-		}
-		if err != nil {
+		if err != nil && !errors.Is(err, ErrConflict) {
 			return x, err
 		}
-		switch {
-		case d.acted:
-			continue
-		case d.wait > 0:
+		if err == nil && !d.acted && d.wait == 0 {
+			// Nothing more to do without a person.
+			switch {
+			case x.Status == ExecRunning && len(d.blockers) == 0:
+				_, err = r.append(ctx, x, Event{Type: EventCompleted})
+			case len(d.blockers) == 0 && x.Events[len(x.Events)-1].Type != EventPartial:
+				_, err = r.append(ctx, x, Event{Type: EventPartial, Reason: blockersText(x.BlockedOn)})
+			default:
+				if len(d.blockers) > 0 {
+					x.BlockedOn = append(x.BlockedOn, d.blockers...)
+					x.Status = ExecWaiting
+				}
+				return x, nil
+			}
+			if err != nil && !errors.Is(err, ErrConflict) {
+				return x, err
+			}
+		}
+		if err == nil && d.wait > 0 {
 			if err := r.clock.Sleep(ctx, d.wait); err != nil {
 				return x, err
 			}
-			continue
 		}
-		// Nothing more to do without a person.
-		if x.Status == ExecRunning && len(d.blockers) == 0 {
-			_, err := r.append(ctx, x, Event{Type: EventCompleted})
-			if errors.Is(err, ErrConflict) {
-				continue
-			}
-			if err != nil {
-				return x, err
-			}
-			continue
+		if err := r.refresh(ctx, x); err != nil {
+			return x, err
 		}
-		if len(d.blockers) == 0 && (len(x.Events) == 0 || x.Events[len(x.Events)-1].Type != EventPartial) {
-			_, err := r.append(ctx, x, Event{Type: EventPartial, Reason: blockersText(x.BlockedOn)})
-			if errors.Is(err, ErrConflict) {
-				continue
-			}
-			if err != nil {
-				return x, err
-			}
-			continue
+	}
+}
+
+// refresh applies to x the events appended after its head, looking each
+// up by its pin name: the fold is kept across a Run, so a step costs what
+// it appends, not a reading of the whole ledger.
+func (r *Runner) refresh(ctx context.Context, x *Execution) error {
+	for {
+		ref, err := r.ledger.pin(ctx, EventPinName(x.ID, x.Seq+1))
+		if err != nil {
+			return err
 		}
-		if len(d.blockers) > 0 {
-			x.BlockedOn = append(x.BlockedOn, d.blockers...)
-			x.Status = ExecWaiting
+		if ref.IsZero() {
+			x.derive()
+			return nil
 		}
-		return x, nil
+		ev, err := r.ledger.Event(ctx, ref)
+		if err != nil {
+			return err
+		}
+		if err := x.apply(ev, ref); err != nil {
+			return fmt.Errorf("fold %s: event %d (%s) %s: %w", x.ID, ev.Seq, ev.Type, ref, err)
+		}
 	}
 }
 
