@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -262,11 +263,7 @@ func (m *memPinned) Pins(ctx context.Context) ([]asl.Pin, error) {
 }
 
 func sortPins(ps []asl.Pin) {
-	for i := 1; i < len(ps); i++ {
-		for j := i; j > 0 && ps[j].Name < ps[j-1].Name; j-- {
-			ps[j], ps[j-1] = ps[j-1], ps[j]
-		}
-	}
+	slices.SortFunc(ps, func(a, b asl.Pin) int { return strings.Compare(a.Name, b.Name) })
 }
 
 // prefixPebble gives the embedded store the PrefixPinner capability
