@@ -184,3 +184,21 @@ func TestConcurrentRunners(t *testing.T) {
 		}
 	}
 }
+
+// TestPinNames: the ledger's pin names (SPECS.md §24.3, §24.7) for the
+// longest kinds and keys stay within a pin name's 255 bytes.
+func TestPinNames(t *testing.T) {
+	if got := EventPinName(foldID, 42); got != "plan/"+foldID.String()+"/000000000042" {
+		t.Fatalf("event pin %q", got)
+	}
+	long := strings.Repeat("k", MaxIdent)
+	key := strings.Repeat("x", MaxKey)
+	for _, n := range []string{ClaimPinName(long, key, foldID), DonePinName(long, key, foldID), ClaimPinName("http", key, asl.Reference{})} {
+		if len(n) > 255 {
+			t.Errorf("%d bytes: %s", len(n), n)
+		}
+	}
+	if got := ClaimPinName("http", "k1", asl.Reference{}); got != "plan/claim/http/"+keyHash("k1") {
+		t.Fatalf("claim pin %q", got)
+	}
+}

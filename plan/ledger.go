@@ -61,10 +61,20 @@ func keyHash(key string) string {
 	return hex.EncodeToString(h[:])
 }
 
+// pinKind is the effect kind as claim and done pins name it: the kind
+// itself when at most 64 bytes, else "~" and the first 32 hex digits of
+// its SHA-256, so that every such pin name stays within 255 bytes.
+func pinKind(kind string) string {
+	if len(kind) <= 64 {
+		return kind
+	}
+	return "~" + keyHash(kind)[:32]
+}
+
 // ClaimPinName is the claim pin of (kind, key); scope is the execution id
 // for steps that claim per execution, zero for global claims.
 func ClaimPinName(kind, key string, scope asl.Reference) string {
-	n := pinClaims + kind + "/" + keyHash(key)
+	n := pinClaims + pinKind(kind) + "/" + keyHash(key)
 	if !scope.IsZero() {
 		n += "/" + scope.String()
 	}
@@ -74,7 +84,7 @@ func ClaimPinName(kind, key string, scope asl.Reference) string {
 // DonePinName is the pin of the successful receipt of (kind, key), scoped
 // as ClaimPinName.
 func DonePinName(kind, key string, scope asl.Reference) string {
-	n := pinDone + kind + "/" + keyHash(key)
+	n := pinDone + pinKind(kind) + "/" + keyHash(key)
 	if !scope.IsZero() {
 		n += "/" + scope.String()
 	}
