@@ -17,7 +17,8 @@ import (
 )
 
 // Exit codes (SPECS.md §16). 10-19 are reserved for `amduat pel run`, which
-// reports the program's execution status through them.
+// reports the program's execution status through them, and 20-29 for the
+// plan commands that report an execution's status (plan.go).
 const (
 	exitOK          = 0
 	exitNegative    = 1 // a negative answer: has found a missing ref; conformance vectors failed
@@ -34,7 +35,8 @@ const (
 const exitCodeHelp = `Exit codes:
   0    success
   1    negative answer: has found a missing reference; conformance vectors
-       failed; rm refused; pel verify found a difference
+       failed; rm refused; pel verify or plan verify found a difference;
+       a plan decision refused (approve a step that is not waiting)
   2    usage error: bad flag or argument, malformed reference text, a
        --store URL of an unknown scheme or without a host
   3    not found (ERR_NOT_FOUND)
@@ -46,6 +48,7 @@ const exitCodeHelp = `Exit codes:
        a store (or anything else) is there already
   8    internal failure (an operation panicked, an allocation failed); nothing was stored
   10-19  reserved for program execution statuses (pel run)
+  20-29  reserved for plan execution statuses (plan submit --wait, plan run)
   130  interrupted
   141  (shown by shells) stdout is a pipe whose reader has gone, e.g. | head`
 

@@ -1,0 +1,310 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/pebblestore"
+	"github.com/amduat/amduat/plan"
+	"github.com/amduat/amduat/plan/effect"
+	"github.com/amduat/amduat/surf"
+)
+
+// The `amduat plan` command group (SPECS.md §16.8, §24): build, submit,
+// run, status, log, approve, reject, cancel, retry, verify and ls. Every
+// subcommand is a thin adapter over plan.Runner; subcommands live in
+// plan_*.go and register with addPlanCommand.
+
+func init() { addCommand(newPlanCmd) }
+
+var planFactories []func(*app) *cobra.Command
+
+// addPlanCommand registers a subcommand of `amduat plan`.
+func addPlanCommand(f func(*app) *cobra.Command) { planFactories = append(planFactories, f) }
+
+// planExecutors returns the executors of effect steps that the policy file
+// at policyPath allows ("" when no --policy was given). The effects of
+// SPECS.md §23 are wired in here.
+var planExecutors = func(policyPath string) ([]effect.Executor, error) { return nil, nil }
+
+// planBuild reads a plan in its JSON form, checks it and returns its
+// PLAN/1 artifact (SPECS.md §22).
+func planBuild(src []byte) (asl.Artifact, error) {
+	p, err := plan.Build(src)
+	if err != nil {
+		return asl.Artifact{}, err
+	}
+	return p.Artifact()
+}
+
+// Exit codes of the plan commands that drive or wait on an execution
+// (submit --wait, run): the execution's status, in the range 20-29
+// reserved for them in exitcodes.go.
+const (
+	exitPlanWaiting   = 20 // waiting for a person: an approval or an unknown outcome
+	exitPlanPartial   = 21 // ended without completing: failed, rejected, blocked by the mode
+	exitPlanCancelled = 22
+)
+
+// planExitCode is the exit code of an execution's status.
+func planExitCode(s plan.ExecStatus) int {
+	switch s {
+	case plan.ExecWaiting:
+		return exitPlanWaiting
+	case plan.ExecPartial:
+		return exitPlanPartial
+	case plan.ExecCancelled:
+		return exitPlanCancelled
+	}
+	return exitOK
+}
+
+const planExitCodeHelp = `Exit codes:
+  0    success; for submit --wait and run: the execution completed
+  1    refused: the step is not in a state that allows it (approve a step
+       that is not waiting, retry an unknown outcome without --force);
+       verify found a difference
+  2    usage error
+  3    no such execution, plan or reference
+  5    the store keeps no pins (plans need them)
+  20   submit --wait, run: waiting for a person (an approval, an unknown outcome)
+  21   submit --wait, run: partial: a step failed, was rejected or blocked
+       by the mode; what it has is printed
+  22   submit --wait, run: cancelled
+  4, 6-8  operational errors as for every command (amduat --help)
+  130  interrupted`
+
+func newPlanCmd(a *app) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "plan",
+		Short: "Run plans whose steps call the world once, with receipts, gates and replay",
+		Long: `A plan (SPECS.md §22) is a DAG of steps: PEL steps, run through the surface
+as pel run does, and effect steps (an HTTP call, a command, an external
+executor) that touch the world. "build" stores a plan written in JSON;
+"submit" starts an execution of it (the execution id is the reference of
+the submission, so submitting the same plan with the same inputs and mode
+again attaches to it); "run" drives an execution until it completes or
+needs a person; "approve" and "reject" decide a gate; "retry" tries a
+failed step again; "cancel" stops one; "status", "log" and "ls" show
+them; "verify" replays one without calling anything.
+
+An execution's only truth is its ledger: typed events stored as artifacts
+and ordered by pins plan/EXEC/NNNNNNNNNNNN (SPECS.md §24.3). Every effect
+is claimed before its call and leaves a receipt; a step whose call may
+have reached the world and whose executor cannot be asked again safely
+becomes unknown_outcome and is never called again without retry --force.
+
+Modes (--mode on submit): gated (default: every external_send waits for
+approval), auto (only the plan's own gates), draft-only (no external_send
+is called), dry-run (PEL steps run, effects are listed, none is called).
+
+` + planExitCodeHelp,
+		Example: `  plan=$(amduat plan build fetch-count-post.json)
+  id=$(amduat plan submit "$plan" --input 0=$doc)
+  amduat plan run "$id" --policy policy.json
+  amduat plan approve "$id" post
+  amduat plan verify "$id"`,
+	}
+	for _, f := range planFactories {
+		c.AddCommand(f(a))
+	}
+	return c
+}
+
+// pebblePlanStore gives the embedded store the plan.PrefixPinner
+// capability through its pin index, so reading a ledger costs what it
+// returns, not every pin of the store.
+type pebblePlanStore struct{ *pebblestore.Store }
+
+func (p pebblePlanStore) PinsWithPrefix(ctx context.Context, prefix string) ([]asl.Pin, error) {
+	var out []asl.Pin
+	err := p.ScanIndex(ctx, pebblestore.PinSpace, []byte(prefix), func(k, v []byte) error {
+		ref, err := asl.DecodeReference(v)
+		if err != nil {
+			return fmt.Errorf("pin %q: %w: %w", k, asl.ErrIntegrity, err)
+		}
+		out = append(out, asl.Pin{Name: string(k), Ref: ref})
+		return nil
+	})
+	return out, err
+}
+
+// planRunner returns a runner over s with the executors policyPath allows
+// and the operations pel run has; call done when finished.
+func (a *app) planRunner(ctx context.Context, s backend, policyPath string) (r *plan.Runner, done func(), err error) {
+	var st plan.Store
+	switch v := s.(type) {
+	case *pebblestore.Store:
+		st = pebblePlanStore{v}
+	case plan.Store:
+		st = v
+	default:
+		return nil, nil, fail(exitUnsupported, a.storeDir, fmt.Errorf("plans need a store that keeps pins: %w", asl.ErrUnsupported))
+	}
+	execs, err := planExecutors(policyPath)
+	if err != nil {
+		return nil, nil, fail(exitUsage, policyPath, err)
+	}
+	reg, regDone, err := a.opRegistry(ctx, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err = plan.NewRunner(st, plan.Options{Hash: s.DefaultHash(), Surface: surf.Options{Registry: reg}, Executors: execs})
+	if err != nil {
+		regDone()
+		return nil, nil, fail(exitUsage, policyPath, err)
+	}
+	return r, regDone, nil
+}
+
+// planErr maps the runner's refusals to exit 1 and the rest by class.
+func planErr(subject string, err error) error {
+	switch {
+	case errors.Is(err, plan.ErrUnboundInput), errors.Is(err, plan.ErrInvalidPlan):
+		return fail(exitUsage, subject, err)
+	case errors.Is(err, plan.ErrNotWaiting), errors.Is(err, plan.ErrNeedsForce),
+		errors.Is(err, plan.ErrNotRetry), errors.Is(err, plan.ErrFinished):
+		return fail(exitNegative, subject, err)
+	}
+	return failAuto(subject, err)
+}
+
+// planStatusJSON is the --json form of an execution's fold.
+type planStatusJSON struct {
+	Exec      asl.Reference     `json:"exec"`
+	Plan      asl.Reference     `json:"plan"`
+	Mode      string            `json:"mode"`
+	Status    string            `json:"status"`
+	Events    uint64            `json:"events"`
+	Steps     []planStepJSON    `json:"steps"`
+	Outputs   []plan.StepOutput `json:"outputs"`
+	BlockedOn []plan.Blocker    `json:"blocked_on"`
+	Attached  *bool             `json:"attached,omitempty"`
+}
+
+type planStepJSON struct {
+	ID       string          `json:"step_id"`
+	State    string          `json:"state"`
+	Attempts uint32          `json:"attempts"`
+	Class    string          `json:"error_class,omitempty"`
+	Reason   string          `json:"reason,omitempty"`
+	Receipts []asl.Reference `json:"receipts"`
+	Decision string          `json:"decided_by,omitempty"`
+}
+
+func newPlanStatusJSON(x *plan.Execution) planStatusJSON {
+	j := planStatusJSON{Exec: x.ID, Plan: x.Submission.Plan, Mode: x.Submission.Mode.String(), Status: x.Status.String(),
+		Events: x.Seq, Outputs: x.Outputs(), BlockedOn: x.BlockedOn}
+	if j.Outputs == nil {
+		j.Outputs = []plan.StepOutput{}
+	}
+	if j.BlockedOn == nil {
+		j.BlockedOn = []plan.Blocker{}
+	}
+	for _, s := range x.Steps {
+		sj := planStepJSON{ID: s.ID, State: s.State.String(), Attempts: s.Attempts, Reason: s.Reason, Receipts: s.Receipts, Decision: s.Decision}
+		if s.Class != 0 {
+			sj.Class = s.Class.String()
+		}
+		if sj.Receipts == nil {
+			sj.Receipts = []asl.Reference{}
+		}
+		j.Steps = append(j.Steps, sj)
+	}
+	return j
+}
+
+// printPlanStatus prints an execution's fold:
+//
+//	exec ID
+//	plan REF mode MODE status STATUS events N
+//	step ID STATE attempts N [class C] [reason R]
+//	output STEP NAME REF
+//	blocked_on STEP REASON_CODE [DETAIL]
+func (a *app) printPlanStatus(x *plan.Execution, attached *bool) error {
+	if a.jsonOut {
+		j := newPlanStatusJSON(x)
+		j.Attached = attached
+		return a.printJSON(j)
+	}
+	a.printf("exec %s\n", x.ID)
+	if attached != nil && *attached {
+		a.printf("attached to an existing execution\n")
+	}
+	a.printf("plan %s mode %s status %s events %d\n", x.Submission.Plan, x.Submission.Mode, x.Status, x.Seq)
+	for _, s := range x.Steps {
+		line := fmt.Sprintf("step %s %s attempts %d", s.ID, s.State, s.Attempts)
+		if s.Class != 0 {
+			line += " class " + s.Class.String()
+		}
+		if s.Reason != "" {
+			line += " reason " + printableText([]byte(s.Reason))
+		}
+		a.printf("%s\n", line)
+	}
+	for _, o := range x.Outputs() {
+		a.printf("output %s %s %s\n", o.Step, o.Name, o.Ref)
+	}
+	for _, b := range x.BlockedOn {
+		a.printf("blocked_on %s %s %s\n", b.Step, b.Reason, printableText([]byte(b.Detail)))
+	}
+	return nil
+}
+
+// planEventJSON is one event as log prints it.
+type planEventJSON struct {
+	Seq     uint64          `json:"seq"`
+	Ref     asl.Reference   `json:"ref"`
+	Type    string          `json:"type"`
+	Step    string          `json:"step_id,omitempty"`
+	Attempt uint32          `json:"attempt,omitempty"`
+	Receipt *asl.Reference  `json:"receipt,omitempty"`
+	Outputs []effect.Output `json:"outputs,omitempty"`
+	Class   string          `json:"error_class,omitempty"`
+	Reason  string          `json:"reason,omitempty"`
+	Actor   string          `json:"actor,omitempty"`
+	Time    string          `json:"time"`
+}
+
+func newPlanEventJSON(ev plan.Event, ref asl.Reference) planEventJSON {
+	j := planEventJSON{Seq: ev.Seq, Ref: ref, Type: ev.Type.String(), Step: ev.Step, Attempt: ev.Attempt, Outputs: ev.Outputs,
+		Reason: ev.Reason, Actor: ev.Actor, Time: time.Unix(0, ev.Time).UTC().Format(time.RFC3339Nano)}
+	if !ev.Receipt.IsZero() {
+		r := ev.Receipt
+		j.Receipt = &r
+	}
+	if ev.ErrorClass != 0 {
+		j.Class = ev.ErrorClass.String()
+	}
+	return j
+}
+
+// text is the log line: SEQ TIME TYPE [STEP] [attempt N] [class C] [by ACTOR] [receipt REF] [REASON].
+func (j planEventJSON) text() string {
+	parts := []string{fmt.Sprint(j.Seq), j.Time, j.Type}
+	if j.Step != "" {
+		parts = append(parts, j.Step)
+	}
+	if j.Attempt != 0 {
+		parts = append(parts, fmt.Sprintf("attempt %d", j.Attempt))
+	}
+	if j.Class != "" {
+		parts = append(parts, "class "+j.Class)
+	}
+	if j.Actor != "" {
+		parts = append(parts, "by "+j.Actor)
+	}
+	if j.Receipt != nil {
+		parts = append(parts, "receipt "+j.Receipt.String())
+	}
+	if j.Reason != "" {
+		parts = append(parts, printableText([]byte(j.Reason)))
+	}
+	return strings.Join(parts, " ")
+}
