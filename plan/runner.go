@@ -39,14 +39,11 @@ func (realClock) Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// KeyHonouring is an optional capability of an effect.Executor: HonoursKeys
-// reports whether the provider it calls deduplicates requests by the
-// idempotency key it is sent (HTTP's Idempotency-Key), so that a call
+// KeyHonouring is the optional capability of an effect.Executor whose
+// provider deduplicates requests by the key it is sent, so that a call
 // whose outcome is unknown may be repeated with the same key (SPECS.md
 // §24.7). An executor without it is assumed not to.
-type KeyHonouring interface {
-	HonoursKeys() bool
-}
+type KeyHonouring = effect.KeyHonouring
 
 // honoursKeys reports whether exe declares that it honours keys.
 func honoursKeys(exe effect.Executor) bool {

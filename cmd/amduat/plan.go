@@ -13,6 +13,8 @@ import (
 	"github.com/amduat/amduat/asl/pebblestore"
 	"github.com/amduat/amduat/plan"
 	"github.com/amduat/amduat/plan/effect"
+	"github.com/amduat/amduat/plan/effect/policy"
+	"github.com/amduat/amduat/plan/effect/registry"
 	"github.com/amduat/amduat/surf"
 )
 
@@ -28,10 +30,20 @@ var planFactories []func(*app) *cobra.Command
 // addPlanCommand registers a subcommand of `amduat plan`.
 func addPlanCommand(f func(*app) *cobra.Command) { planFactories = append(planFactories, f) }
 
-// planExecutors returns the executors of effect steps that the policy file
-// at policyPath allows ("" when no --policy was given). The effects of
-// SPECS.md §23 are wired in here.
-var planExecutors = func(policyPath string) ([]effect.Executor, error) { return nil, nil }
+// planExecutors returns the executors of effect steps (SPECS.md §23): http,
+// exec and every external executor the policy file at policyPath names.
+// Without --policy the empty policy applies, which allows nothing, so an
+// effect step fails with policy_denied instead of calling the world.
+func planExecutors(policyPath string) ([]effect.Executor, error) {
+	pol := policy.Empty()
+	if policyPath != "" {
+		var err error
+		if pol, err = policy.Load(policyPath); err != nil {
+			return nil, err
+		}
+	}
+	return registry.Executors(pol)
+}
 
 // planBuild reads a plan in its JSON form, checks it and returns its
 // PLAN/1 artifact (SPECS.md §22).
@@ -155,12 +167,16 @@ func (a *app) planRunner(ctx context.Context, s backend, policyPath string) (r *
 	if err != nil {
 		return nil, nil, err
 	}
+	done = func() {
+		registry.Close(execs)
+		regDone()
+	}
 	r, err = plan.NewRunner(st, plan.Options{Hash: s.DefaultHash(), Surface: surf.Options{Registry: reg}, Executors: execs})
 	if err != nil {
-		regDone()
+		done()
 		return nil, nil, fail(exitUsage, policyPath, err)
 	}
-	return r, regDone, nil
+	return r, done, nil
 }
 
 // planErr maps the runner's refusals to exit 1 and the rest by class.
