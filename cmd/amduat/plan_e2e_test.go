@@ -10,8 +10,8 @@ import (
 // TestPlanCLI drives a plan through the command line: build, submit
 // --wait stopping at the gate of an external_send (exit 20), attach on a
 // second submit, status/log/ls in text and JSON, refused decisions (exit
-// 1), approve then run ending partial because no executor is configured
-// for the effect (exit 21, policy_denied), retry, cancel, verify, and a
+// 1), approve then run ending partial because without --policy the empty
+// policy denies the host (one attempt, exit 21, policy_denied), retry, cancel, verify, and a
 // dry-run whose --input replaces an artifact binding.
 func TestPlanCLI(t *testing.T) {
 	t.Parallel()
@@ -83,7 +83,7 @@ func TestPlanCLI(t *testing.T) {
 	c.must(1, "plan", "approve", id, "count")
 	c.must(0, "plan", "approve", id, "post")
 	r = c.must(21, "plan", "run", id)
-	if !strings.Contains(r.stdout, "step post failed_final attempts 0 class policy_denied") {
+	if !strings.Contains(r.stdout, "step post failed_final attempts 1 class policy_denied") {
 		t.Fatalf("run after approve:\n%s", r.stdout)
 	}
 	r = c.must(0, "plan", "verify", id)
