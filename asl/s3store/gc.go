@@ -273,10 +273,13 @@ func (s *Store) guardPin(ctx context.Context, g1 gcState, ref asl.Reference) err
 	if err != nil {
 		return err
 	}
-	if shortRunning(g2) {
-		if err := s.keepShards(ctx, g2, append(append([]asl.Reference(nil), refs...), missing...)); err != nil {
-			return err
-		}
+	if !shortRunning(g2) {
+		// Every collection that missed the pin ended before S2: what
+		// the walk (after S2) found stored stays.
+		return s.checkRemoved(ctx, ref, missing)
+	}
+	if err := s.keepShards(ctx, g2, append(append([]asl.Reference(nil), refs...), missing...)); err != nil {
+		return err
 	}
 	// What the walk found may have been removed since, until the keep
 	// claims above.
@@ -300,6 +303,12 @@ func (s *Store) guardPin(ctx context.Context, g1 gcState, ref asl.Reference) err
 			missing = append(missing, refs[i])
 		}
 	}
+	return s.checkRemoved(ctx, ref, missing)
+}
+
+// checkRemoved fails the pin of ref when a deletion record names one of
+// the members of its closure found missing.
+func (s *Store) checkRemoved(ctx context.Context, ref asl.Reference, missing []asl.Reference) error {
 	if len(missing) == 0 {
 		return nil
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/amduat/amduat/internal/longtest"
 )
 
+var gcServersRun atomic.Int32
+
 // TestGCTwoServers: two `amduat serve` processes on one bucket, each with
 // a client putting files and a tree of them, pinning the tree, dropping
 // older pins and leaving garbage, while `amduat gc --grace 0s` runs over
@@ -28,7 +30,7 @@ func TestGCTwoServers(t *testing.T) {
 	// Every re-put rewrites its object, so that every race of the
 	// protocol is exercised (a --grace of 0 needs a touch age of 0).
 	t.Setenv("AMDUAT_S3_TOUCH_AGE", "0s")
-	c, _ := bucketCLI(t, "gcservers/p")
+	c, _ := bucketCLI(t, fmt.Sprintf("gcservers/p%d", gcServersRun.Add(1))) // a prefix per run (-count)
 	rounds := longtest.Logf(t, "rounds per client", 8, 40)
 	const servers = 2
 	clients := make([]*httpstore.Client, servers)
