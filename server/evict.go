@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/pebblestore"
 	"github.com/amduat/amduat/closure"
 )
 
@@ -147,6 +148,17 @@ type EvictReport struct {
 	Protected int64 // artifacts a pin reaches
 	Evicted   int64
 	Bytes     int64
+	// Disk is the store's pack bytes before and after the space of the
+	// evicted artifacts was given back (zero when nothing was evicted or
+	// the store does not reclaim, reclaimer).
+	Disk [2]int64
+}
+
+// reclaimer is a store that gives back the space of deleted artifacts
+// (pebblestore.Store.Reclaim): a round that evicted calls it, so that a
+// size-bounded store's disk use follows its size (SPECS.md §18.11).
+type reclaimer interface {
+	Reclaim(ctx context.Context, below float64) (pebblestore.ReclaimReport, error)
 }
 
 // Evict runs one eviction round now (SPECS.md §18.11), waiting for a
@@ -306,6 +318,15 @@ func (e *evictor) roundReport(ctx context.Context, rep *EvictReport) error {
 	e.size = size
 	e.mu.Unlock()
 	e.sizeG.Set(float64(size))
+	if r, ok := s.store.(reclaimer); ok && rep.Evicted > 0 {
+		rr, err := r.Reclaim(ctx, 0)
+		if err != nil {
+			return fmt.Errorf("eviction: giving back the space: %w", err)
+		}
+		rep.Disk = rr.PackBytes
+		s.log.Info("eviction: space given back", "packs_before", rr.PackBytes[0], "packs_after", rr.PackBytes[1],
+			"packs_compacted", rr.PacksCompacted, "rewritten", rr.Rewritten, "duration", rr.Duration)
+	}
 	if size > target {
 		s.log.Warn("eviction: what the pins reach keeps the store above the low-water mark",
 			"size", size, "max_size", e.max, "protected", len(protected))

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"sort"
 	"strconv"
@@ -34,17 +35,27 @@ import (
 //     at a time): the collection
 //     first creates PREFIX gc/claims/N/DD holding "sweep" (If-None-Match:
 //     *), then removes the shard's candidates, then writes "swept".
-//   - A writer that relied on an object that existed before its write (a
-//     re-put of an existing artifact, a pin) reads the state before and
-//     after its write; when a collection ran meanwhile it creates the
-//     claims of the shards it relied on holding "keep" (the collection
-//     then skips those shards), or, finding "sweep", waits for "swept";
-//     then it checks that every object it relied on is there (a re-put
-//     writes a missing one again; a pin fails with asl.ErrNotFound).
+//   - A collection whose grace is shorter than DefaultGrace writes its
+//     sweep claims as deletion records: the references it is about to
+//     remove from the shard, kept DefaultGrace.
+//   - A re-put of an existing artifact reads the state before and after
+//     rewriting it; when a collection ran meanwhile it creates the claim
+//     of the object's shard holding "keep" (the collection then skips the
+//     shard), or, finding "sweep", waits for "swept"; then it writes the
+//     object again if it is gone.
+//   - A pin, after writing its pin object, walks the closure of what it
+//     pins whenever a short-grace collection runs (state before or after)
+//     or left deletion records: it keeps the closure's shards from a
+//     running one as a re-put does, then checks every member present; a
+//     missing member that a deletion record names fails the pin with
+//     asl.ErrNotFound (put again, pin again), one no record names was
+//     never stored.
 //
 // Claims are created with If-None-Match: *, so exactly one of a writer's
 // "keep" and the collection's "sweep" wins each shard: no object is removed
-// after a writer found it present and relied on it.
+// after a writer found it present and relied on it; and a removal is
+// recorded before it is made, so a pin that finds a member missing can
+// tell a removed one from one never stored.
 
 // GC defaults.
 const (
@@ -163,16 +174,16 @@ func (s *Store) keepShards(ctx context.Context, st gcState, refs []asl.Reference
 
 func (s *Store) keepShard(ctx context.Context, st gcState, dd string) error {
 	key := s.claimKey(st.Gen, dd)
-	err := s.putSmall(ctx, key, []byte("keep"), "", true)
+	err := s.putSmall(ctx, key, []byte(claimKeep), "", true)
 	if !errors.Is(err, errPrecondition) {
 		return err
 	}
 	for attempt := 0; ; attempt++ {
-		b, _, found, err := s.readSmall(ctx, key, 16)
+		state, found, err := s.readClaimState(ctx, key)
 		if err != nil {
 			return err
 		}
-		if !found || string(b) != "sweep" { // keep (another writer's) or swept
+		if !found || state != claimSweep { // keep (another writer's) or swept
 			return nil
 		}
 		cur, err := s.readGCState(ctx)
@@ -233,28 +244,52 @@ func (s *Store) refresh(ctx context.Context, ref asl.Reference, key string, b []
 }
 
 // guardPin is called by Pin after its pin object is written, with the
-// state read before: when a collection ran meanwhile (whose mark may have
-// listed the pins before this one), every artifact ref reaches
-// (SetChildren) is kept from it and checked present.
+// state read before (SPECS.md §6.7, "What a writer does"). A collection
+// with a short grace (below DefaultGrace) may have removed part of ref's
+// closure before its mark could see the pin: while it ran (g1 or g2 names
+// it) or before the pin began (then its deletion records are in the
+// claims). In either case the whole closure is walked; its shards are kept
+// from a short collection still running (keep claims, or waiting out a
+// sweep); and every member found missing is looked up in the deletion
+// records: one a collection removed fails the pin with asl.ErrNotFound
+// (put it again and pin again); one no collection removed was never stored
+// and contributes nothing (SPECS.md §19.6), as in the embedded store.
 func (s *Store) guardPin(ctx context.Context, g1 gcState, ref asl.Reference) error {
 	g2, err := s.readGCState(ctx)
-	if err != nil || !overlapped(g1, g2) {
-		return err
-	}
-	refs, err := s.reach(ctx, []asl.Reference{ref}, s.children, nil)
 	if err != nil {
 		return err
 	}
-	if err := s.keepShards(ctx, g2, refs); err != nil {
+	records, err := s.deletionRecords(ctx)
+	if err != nil {
 		return err
 	}
-	missing := make([]bool, len(refs))
+	if !shortRunning(g1) && !shortRunning(g2) && len(records) == 0 {
+		// No collection that could remove what was put within the
+		// grace ran or runs: nothing to check.
+		return nil
+	}
+	var missing []asl.Reference
+	refs, err := s.reach(ctx, []asl.Reference{ref}, s.children, nil, &missing)
+	if err != nil {
+		return err
+	}
+	if !shortRunning(g2) {
+		// Every collection that missed the pin ended before S2: what
+		// the walk (after S2) found stored stays.
+		return s.checkRemoved(ctx, ref, missing)
+	}
+	if err := s.keepShards(ctx, g2, append(append([]asl.Reference(nil), refs...), missing...)); err != nil {
+		return err
+	}
+	// What the walk found may have been removed since, until the keep
+	// claims above.
+	gone := make([]bool, len(refs))
 	errs := make([]error, len(refs))
 	s.parallel(len(refs), func(i int) {
 		_, err := s.core.Client.StatObject(ctx, s.bucket, s.ArtifactKey(refs[i]), minio.StatObjectOptions{})
 		if err != nil {
 			if code(err) == "NoSuchKey" {
-				missing[i] = true
+				gone[i] = true
 			} else {
 				errs[i] = s.errorf("pin (check)", s.ArtifactKey(refs[i]), refs[i], err)
 			}
@@ -263,12 +298,152 @@ func (s *Store) guardPin(ctx context.Context, g1 gcState, ref asl.Reference) err
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	for i, m := range missing {
-		if m {
-			return fmt.Errorf("s3store: %s (reached from %s) was removed by a collection before the pin: put it again: %w", refs[i], ref, asl.ErrNotFound)
+	for i, g := range gone {
+		if g {
+			missing = append(missing, refs[i])
+		}
+	}
+	return s.checkRemoved(ctx, ref, missing)
+}
+
+// checkRemoved fails the pin of ref when a deletion record names one of
+// the members of its closure found missing.
+func (s *Store) checkRemoved(ctx context.Context, ref asl.Reference, missing []asl.Reference) error {
+	if len(missing) == 0 {
+		return nil
+	}
+	// Deletion records are written before the deletes they name, so
+	// one read after a member was found missing names it if a
+	// collection removed it.
+	removed, err := s.removedByCollection(ctx, missing)
+	if err != nil {
+		return err
+	}
+	for _, m := range missing {
+		if removed[m] {
+			return fmt.Errorf("s3store: %s (reached from %s) was removed by a collection before the pin: put it again: %w", m, ref, asl.ErrNotFound)
 		}
 	}
 	return nil
+}
+
+// shortRunning says whether st is a running collection whose grace is
+// below DefaultGrace: one that may remove an artifact put less than the
+// default grace ago.
+func shortRunning(st gcState) bool {
+	return st.Running && time.Duration(st.GraceNS) < DefaultGrace
+}
+
+// Claim states: the first line of a claim object. A collection with a
+// short grace writes its sweep and swept claims as deletion records: the
+// state, then the text form of every reference it removes from the shard,
+// each on a line of its own (SPECS.md §6.7). Any claim longer than
+// len(claimSweep) is therefore a deletion record.
+const (
+	claimKeep  = "keep"
+	claimSweep = "sweep"
+	claimSwept = "swept"
+)
+
+// maxClaim bounds a deletion record read: 2^20 references of 68 hex
+// digits and a newline, and the state.
+const maxClaim = 70 << 20
+
+// claimBody is a claim's bytes: the state alone, or with the deletion
+// record of objs when record is set.
+func claimBody(state string, objs []minio.ObjectInfo, record bool) []byte {
+	b := []byte(state)
+	if !record {
+		return b
+	}
+	b = append(b, '\n')
+	for _, o := range objs {
+		b = append(b, path.Base(o.Key)...)
+		b = append(b, '\n')
+	}
+	return b
+}
+
+// readClaimState reads the state of the claim at key: its first five
+// bytes (one ranged GET: a deletion record is not read whole).
+func (s *Store) readClaimState(ctx context.Context, key string) (string, bool, error) {
+	o := minio.GetObjectOptions{}
+	o.SetRange(0, int64(len(claimSweep))-1)
+	body, _, _, err := s.core.GetObject(ctx, s.bucket, key, o)
+	if err != nil {
+		if code(err) == "NoSuchKey" {
+			return "", false, nil
+		}
+		return "", false, s.errorf("read claim", key, asl.Reference{}, err)
+	}
+	defer body.Close()
+	b, err := io.ReadAll(body)
+	if err != nil {
+		return "", false, s.errorf("read claim", key, asl.Reference{}, err)
+	}
+	return strings.TrimSuffix(string(b), "\n"), true, nil
+}
+
+// deletionRecords lists the claims that are deletion records (longer than
+// a bare state), of every generation kept (SPECS.md §6.7).
+func (s *Store) deletionRecords(ctx context.Context) ([]minio.ObjectInfo, error) {
+	prefix := s.prefix + "gc/claims/"
+	var out []minio.ObjectInfo
+	for obj := range s.core.Client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		if obj.Err != nil {
+			return nil, s.errorf("list gc claims", prefix, asl.Reference{}, obj.Err)
+		}
+		if obj.Size > int64(len(claimSweep)) {
+			out = append(out, obj)
+		}
+	}
+	return out, nil
+}
+
+// removedByCollection says which of refs a deletion record names: read
+// after each was found missing, so that a collection's removal of it
+// (recorded before the removal) is seen.
+func (s *Store) removedByCollection(ctx context.Context, refs []asl.Reference) (map[asl.Reference]bool, error) {
+	recs, err := s.deletionRecords(ctx)
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]asl.Reference{}
+	shards := map[string]bool{}
+	for _, r := range refs {
+		want[r.String()] = r
+		shards[shard(r)] = true
+	}
+	var read []minio.ObjectInfo
+	for _, o := range recs {
+		if shards[path.Base(o.Key)] {
+			read = append(read, o)
+		}
+	}
+	found := make([][]asl.Reference, len(read))
+	errs := make([]error, len(read))
+	s.parallel(len(read), func(i int) {
+		b, _, ok, err := s.readSmall(ctx, read[i].Key, maxClaim)
+		if err != nil || !ok {
+			errs[i] = err
+			return
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if r, ok := want[line]; ok {
+				found[i] = append(found[i], r)
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	out := map[asl.Reference]bool{}
+	for _, f := range found {
+		for _, r := range f {
+			out[r] = true
+		}
+	}
+	return out, nil
 }
 
 // SetChildren sets the references an artifact contributes (SPECS.md
@@ -283,9 +458,9 @@ type ChildrenFunc func(ctx context.Context, in asl.Info) ([]asl.Reference, error
 
 // reach returns every stored artifact roots reach through children
 // (breadth first, each level Parallel at a time), roots included; a
-// reference that is not stored contributes nothing. marked, when set, is
-// filled as it goes.
-func (s *Store) reach(ctx context.Context, roots []asl.Reference, children ChildrenFunc, marked map[asl.Reference]bool) ([]asl.Reference, error) {
+// reference that is not stored contributes nothing, and is appended to
+// missing when set. marked, when set, is filled as it goes.
+func (s *Store) reach(ctx context.Context, roots []asl.Reference, children ChildrenFunc, marked map[asl.Reference]bool, missing *[]asl.Reference) ([]asl.Reference, error) {
 	if marked == nil {
 		marked = map[asl.Reference]bool{}
 	}
@@ -324,6 +499,8 @@ func (s *Store) reach(ctx context.Context, roots []asl.Reference, children Child
 		for i, r := range level {
 			if present[i] {
 				out = append(out, r)
+			} else if missing != nil {
+				*missing = append(*missing, r)
 			}
 			for _, k := range kids[i] {
 				if !k.IsZero() && !marked[k] {
@@ -439,7 +616,7 @@ func (s *Store) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 	}
 	rep.Roots = len(roots)
 	marked := map[asl.Reference]bool{}
-	live, err := s.reach(ctx, roots, children, marked)
+	live, err := s.reach(ctx, roots, children, marked, nil)
 	if err != nil {
 		return rep, err
 	}
@@ -477,6 +654,8 @@ func (s *Store) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 		rep.Sweep, err = s.Sweep(ctx, partAge(opts.PartAge), true)
 		return rep, err
 	}
+	// A short grace records what it removes (see guardPin).
+	record := grace < DefaultGrace
 	var shards []string
 	for dd := range cands {
 		shards = append(shards, dd)
@@ -497,7 +676,8 @@ func (s *Store) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 			return
 		}
 		key := s.claimKey(st.Gen, shards[i])
-		err := s.putSmall(ctx, key, []byte("sweep"), "", true)
+		objs := cands[shards[i]]
+		err := s.putSmall(ctx, key, claimBody(claimSweep, objs, record), "", true)
 		if errors.Is(err, errPrecondition) {
 			r.kept = true
 			return
@@ -506,11 +686,11 @@ func (s *Store) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 			r.err = err
 			return
 		}
-		r.n, r.bytes, r.err = s.removeObjects(ctx, cands[shards[i]])
+		r.n, r.bytes, r.err = s.removeObjects(ctx, objs)
 		if r.err != nil {
 			return
 		}
-		r.err = s.putSmall(ctx, key, []byte("swept"), "", false)
+		r.err = s.putSmall(ctx, key, claimBody(claimSwept, objs, record), "", false)
 	})
 	var errs []error
 	for i, r := range res {
@@ -616,7 +796,7 @@ func (s *Store) beginGC(ctx context.Context, cancel context.CancelCauseFunc, gra
 	}
 	st.mod, st.etag, st.seen = info.LastModified, info.ETag, true
 	t0 := info.LastModified
-	s.removeOldClaims(ctx, st.Gen)
+	s.removeOldClaims(ctx, st.Gen, t0)
 	l := &gcLease{etagv: st.etag, done: make(chan struct{})}
 	l.wg.Add(1)
 	go func() {
@@ -684,13 +864,18 @@ func (s *Store) endGC(ctx context.Context, st gcState, l *gcLease) error {
 }
 
 // removeOldClaims removes the claims of generations before gen (best
-// effort: a leftover claim is a few bytes no one reads).
-func (s *Store) removeOldClaims(ctx context.Context, gen uint64) {
+// effort: a leftover claim is a few bytes no one reads), except the
+// deletion records written less than DefaultGrace before t0, which pins
+// still consult (SPECS.md §6.7).
+func (s *Store) removeOldClaims(ctx context.Context, gen uint64, t0 time.Time) {
 	prefix := s.prefix + "gc/claims/"
 	var old []minio.ObjectInfo
 	for obj := range s.core.Client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
 		if obj.Err != nil {
 			return
+		}
+		if obj.Size > int64(len(claimSweep)) && !obj.LastModified.Before(t0.Add(-DefaultGrace)) {
+			continue
 		}
 		g, err := strconv.ParseUint(strings.SplitN(strings.TrimPrefix(obj.Key, prefix), "/", 2)[0], 10, 64)
 		if err == nil && g < gen {

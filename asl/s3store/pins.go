@@ -224,9 +224,11 @@ func (s *Store) writePinLog(ctx context.Context, rec pinRecord) error {
 
 // Pin implements asl.Pinner (SPECS.md §6.7, "Pins"): ref must be stored
 // (asl.ErrNotFound otherwise); a name that names another reference is
-// re-pointed only with opts.Force (asl.ErrPinExists otherwise). When a
-// collection runs on the bucket meanwhile, Pin also keeps ref's closure
-// from its sweep (SPECS.md §6.7, "Garbage collection"). Durable when it
+// re-pointed only with opts.Force (asl.ErrPinExists otherwise). After a
+// collection with a short grace, or while one runs, Pin also checks ref's
+// closure and keeps it from that collection's sweep; a member the
+// collection removed fails the pin with asl.ErrNotFound and the name is
+// restored (SPECS.md §6.7, "What a writer does"). Durable when it
 // returns.
 func (s *Store) Pin(ctx context.Context, name string, ref asl.Reference, opts asl.PinOptions) error {
 	if err := CheckPinName(name); err != nil {
