@@ -27,6 +27,7 @@ func allocator(st *callState) experimental.MemoryAllocator {
 		if b, ok := memoryPool.Get().(*[]byte); ok {
 			m.buf = (*b)[:0]
 		}
+		st.mem = m
 		return m
 	})
 }
@@ -47,7 +48,7 @@ func (s *callState) reserveMemory(size uint64) {
 // module touches then take memory, later growths never copy, and Free
 // gives every page back at once.
 type linearMemory struct {
-	st     *callState
+	st     *callState // the call using the memory (an instance reused from a snapshot changes it, snapshot.go)
 	max    uint64
 	buf    []byte // pooled buffer, while region is nil
 	region []byte // mapped range
