@@ -584,6 +584,7 @@ func (e *Engine) initialize(ctx context.Context, st *callState, ent *entry, fuel
 	ok = true
 	return in, nil
 }
+
 // instantiate creates the call's instance, its memory allocated through
 // the call's allocator. A failure of that allocator while the instance is
 // created (the system refused the memory) is operational.
