@@ -262,14 +262,24 @@ func (e *Engine) fromSnapshot(ctx context.Context, st *callState, ent *entry, s 
 		}
 	}
 	st.held, st.memHeld = s.reserve, s.size
-	if in == nil {
-		mod, err := e.instantiate(ctx, st, ent)
-		if err != nil {
+	var mod api.Module
+	if in != nil {
+		mod = in.mod
+	} else {
+		var err error
+		if mod, err = e.instantiate(ctx, st, ent); err != nil {
 			return nil, classify(ctx, st, err, "instantiating the module")
 		}
+	}
+	defer func() {
+		if r := recover(); r != nil { // operational: the instance goes
+			mod.Close(context.Background())
+			panic(r)
+		}
+	}()
+	if in == nil {
 		in = newInstance(ent, mod, st)
 		if !in.mutableGlobals() {
-			mod.Close(context.Background())
 			panic(&OperationalError{Reason: "a mutable global's export is missing"})
 		}
 	}
