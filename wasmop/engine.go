@@ -101,6 +101,7 @@ type Engine struct {
 
 	mu      sync.Mutex
 	entries map[cacheKey]*entry
+	byAddr  map[addrKey]*entry // the same entries, by their bytes' address
 	seed    maphash.Seed
 	lru     list.List // of *entry, most recently used at the front
 	closed  bool
@@ -124,10 +125,15 @@ type entry struct {
 	cm     wazero.CompiledModule
 	info   *decoded
 	fail   *failure // deterministic rejection
-	err    error    // operational failure (the entry is dropped)
-	refs   int
-	elem   *list.Element
-	gone   bool // evicted: closed when refs reaches 0
+	// modFail is the module's failure of the rules of SPECS.md §20.3
+	// steps 2 to 7 under the entry's page limit (decoded.checkModule),
+	// which do not depend on the export: checked once, not on every call
+	// (a Go module has tens of thousands of data segments).
+	modFail *failure
+	err     error // operational failure (the entry is dropped)
+	refs    int
+	elem    *list.Element
+	gone    bool // evicted: closed when refs reaches 0
 	// snap is the state after _initialize once a call has taken it;
 	// noSnap is set when the module cannot have one (snapshot.go). idle
 	// are the entry's instances kept for reuse (under Engine.resMu).
@@ -145,7 +151,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		cfg = wazero.NewRuntimeConfig()
 	}
 	cfg = cfg.WithCoreFeatures(Features).WithCloseOnContextDone(opts.CallTimeout > 0).WithCustomSections(false)
-	e := &Engine{timeout: opts.CallTimeout, max: opts.MaxCompiled, budget: opts.MemoryBudget, entries: make(map[cacheKey]*entry), seed: maphash.MakeSeed(),
+	e := &Engine{timeout: opts.CallTimeout, max: opts.MaxCompiled, budget: opts.MemoryBudget, entries: make(map[cacheKey]*entry), byAddr: make(map[addrKey]*entry), seed: maphash.MakeSeed(),
 		fresh: opts.FreshInstances, maxIdle: opts.MaxIdleBytes}
 	if e.max <= 0 {
 		e.max = DefaultMaxCompiled
@@ -175,6 +181,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
 	e.closed = true
 	e.entries = map[cacheKey]*entry{}
+	e.byAddr = map[addrKey]*entry{}
 	e.mu.Unlock()
 	e.resMu.Lock()
 	for e.idle.Len() > 0 {
@@ -238,13 +245,28 @@ func KernelRegistry(ctx context.Context, opts Options) (*opreg.Registry, func(),
 // acquire returns the cache entry of module under the page limit, compiling
 // it if needed. The caller releases it. An operational failure panics.
 func (e *Engine) acquire(module []byte, pages uint32) *entry {
+	ak := addrKey{data: unsafe.SliceData(module), size: len(module), pages: pages}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		panic(&OperationalError{Reason: "engine closed"})
+	}
+	ent, ok := e.byAddr[ak]
+	if ok {
+		ent.refs++
+		e.lru.MoveToFront(ent.elem)
+		e.mu.Unlock()
+		<-ent.ready
+		return e.acquired(ent)
+	}
+	e.mu.Unlock()
 	key := cacheKey{hash: maphash.Bytes(e.seed, module), size: len(module), pages: pages}
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
 		panic(&OperationalError{Reason: "engine closed"})
 	}
-	ent, ok := e.entries[key]
+	ent, ok = e.entries[key]
 	switch {
 	case ok && sameBytes(ent.module, module):
 		ent.refs++
@@ -261,16 +283,42 @@ func (e *Engine) acquire(module []byte, pages uint32) *entry {
 		ent = &entry{key: key, module: module, ready: make(chan struct{}), refs: 1}
 		ent.elem = e.lru.PushFront(ent)
 		e.entries[key] = ent
+		e.byAddr[ak] = ent
 		e.evictLocked()
 		e.mu.Unlock()
 		e.compile(ent, module, pages)
 		close(ent.ready)
 	}
+	return e.acquired(ent)
+}
+
+// addrKey finds an entry by the address and length of the module bytes it
+// holds (entry.module) and the page limit, without hashing them (a Go
+// module has megabytes): a call given the very bytes an entry was made
+// from is that entry's. This relies on the contract of opreg.Call that
+// input bytes are never modified; the pointer in the key keeps the bytes
+// alive, so their address cannot be reused for other bytes while the key
+// is in Engine.byAddr (from the entry's creation to its eviction).
+type addrKey struct {
+	data  *byte
+	size  int
+	pages uint32
+}
+
+func (ent *entry) addrKey() addrKey {
+	return addrKey{data: unsafe.SliceData(ent.module), size: len(ent.module), pages: ent.key.pages}
+}
+
+// acquired returns ent once it is ready, or drops it and panics with its
+// operational failure.
+func (e *Engine) acquired(ent *entry) *entry {
+	key := ent.key
 	if ent.err != nil {
 		e.release(ent)
 		e.mu.Lock()
 		if e.entries[key] == ent {
 			delete(e.entries, key)
+			delete(e.byAddr, ent.addrKey())
 			e.lru.Remove(ent.elem)
 		}
 		e.mu.Unlock()
@@ -293,6 +341,7 @@ func (e *Engine) compile(ent *entry, module []byte, pages uint32) {
 		return
 	}
 	ent.info = d
+	ent.modFail = d.checkModule(pages)
 	cm, err := e.rt.CompileModule(context.Background(), d.rewritten)
 	if err != nil {
 		if isClosed(err) {
@@ -316,6 +365,7 @@ func (e *Engine) evictLocked() {
 		old := e.lru.Back().Value.(*entry)
 		e.lru.Remove(old.elem)
 		delete(e.entries, old.key)
+		delete(e.byAddr, old.addrKey())
 		old.gone = true
 		if old.refs == 0 {
 			e.closeModule(old)
@@ -390,16 +440,9 @@ func (e *Engine) CachedModules() int {
 
 const msgInvalidModule = "module is not valid WebAssembly 2.0 without SIMD and threads"
 
-// check applies the rejection rules of SPECS.md §20.3 that follow
-// validation, in their order.
-func (d *decoded) check(p Params) *failure {
-	if f := d.checkModule(p.MaxMemoryPages); f != nil {
-		return f
-	}
-	return d.checkEntry(p.Export)
-}
-
-// checkModule applies the rules that do not depend on the export name.
+// checkModule applies the rejection rules of SPECS.md §20.3 that follow
+// validation and do not depend on the export name (steps 2 to 7), in their
+// order; checkEntry then applies step 8.
 func (d *decoded) checkModule(maxPages uint32) *failure {
 	for _, im := range d.imports {
 		if im.Kind != KindFunc {
@@ -472,7 +515,10 @@ func (e *Engine) run(c opreg.Call) ([]asl.Artifact, *opreg.OpError) {
 	defer e.release(ent)
 	f := ent.fail
 	if f == nil {
-		f = ent.info.check(p)
+		f = ent.modFail
+	}
+	if f == nil {
+		f = ent.info.checkEntry(p.Export)
 	}
 	if f != nil {
 		return nil, f.opError(nil)
