@@ -30,10 +30,20 @@ type snapshotEngines struct {
 }
 
 func newSnapshotEngines(t testing.TB) *snapshotEngines {
+	return newSnapshotEnginesOf(t, true)
+}
+
+// newSnapshotEnginesOf is newSnapshotEngines, without the interpreter when
+// interpreter is false.
+func newSnapshotEnginesOf(t testing.TB, interpreter bool) *snapshotEngines {
 	t.Helper()
 	se := &snapshotEngines{}
 	dir := t.TempDir() // the compiler engines compile each module once
-	for _, o := range []wasmop.Options{{FreshInstances: true, CacheDir: dir}, {CacheDir: dir}, {Interpreter: true}} {
+	opts := []wasmop.Options{{FreshInstances: true, CacheDir: dir}, {CacheDir: dir}}
+	if interpreter {
+		opts = append(opts, wasmop.Options{Interpreter: true})
+	}
+	for _, o := range opts {
 		e, err := wasmop.New(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)
@@ -224,25 +234,30 @@ func TestSnapshotRefused(t *testing.T) {
 
 // TestSnapshotExamples runs the Go-built examples on varied inputs, each
 // call twice, with snapshots and without, and around the fuel their
-// _initialize uses. The default run takes the word count example only
-// (each example costs three compilations of a 3 MB module, minutes under
-// -race on a loaded machine); AMDUAT_LONG=1 takes them all. The examples'
-// own golden tests and TestExampleModulesDeterminism run every example
+// _initialize uses. The default run takes the word count example on the
+// compiler only (each example costs compilations of a 3 MB module, and the
+// interpreter runs the Go runtime's _initialize slowly: minutes under
+// -race on a loaded machine); AMDUAT_LONG=1 takes every example, under the
+// interpreter too, and a 300 KiB input. The examples' own golden tests,
+// and TestExampleModulesDeterminism under both engines, run every example
 // with snapshots too.
 func TestSnapshotExamples(t *testing.T) {
 	exs := examples.All()
-	if !longtest.Enabled() {
+	long := longtest.Enabled()
+	if !long {
 		exs = exs[:1]
 	}
-	t.Logf("%d of %d examples (%s=1 runs all)", len(exs), len(examples.All()), longtest.Env)
-	se := newSnapshotEngines(t)
+	t.Logf("%d of %d examples, interpreter %v (%s=1 runs all, and the interpreter)", len(exs), len(examples.All()), long, longtest.Env)
+	se := newSnapshotEnginesOf(t, long)
 	inputSets := [][]asl.Artifact{
 		{asl.Untagged([]byte("one two  three\nfour"))},
 		{asl.Untagged([]byte(`{"a":[1,2.5,"x"]}`)), asl.Untagged([]byte("/a/1"))},
 		{asl.Untagged(gradientPNG(t)), asl.Untagged([]byte("7"))},
 		{asl.Untagged([]byte("x")), asl.Untagged([]byte("u64be"))},
 		nil,
-		{asl.Untagged(make([]byte, 300<<10))},
+	}
+	if long {
+		inputSets = append(inputSets, []asl.Artifact{asl.Untagged(make([]byte, 300<<10))})
 	}
 	for _, ex := range exs {
 		p := wasmop.Params{Export: ex.Export, Outputs: ex.Outputs, MaxMemoryPages: 2048, MaxOutputBytes: 1 << 20}
