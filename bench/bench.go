@@ -96,7 +96,7 @@ func Groups() []Group {
 		{"parallel", "parallel evaluation against sequential: 64 hash nodes over 1 MiB inputs, and over 4 KiB", runParallel},
 		{"hostile", "hostile programs with and without limits, each in its own pel run process: status, peak RSS, time", runHostile},
 		{"server", "amduat serve on loopback against the embedded store: small and large artifacts, runs, a load test", runServer},
-		{"wasm", "amduat.wasm.run: per-call overhead against a kernel operation, a CPU-bound module against native Go, first-call compile time of the examples", runWasm},
+		{"wasm", "amduat.wasm.run: per-call overhead against a kernel operation, a Go-built module's call against a trivial one, a CPU-bound module against native Go, first-call compile time of the examples", runWasm},
 		{"s3", "asl/s3store against a local MinIO: batch put, random get, large put and get, each beside the raw minio-go client", runS3},
 	}
 }

@@ -181,7 +181,7 @@ func TestGroupsTiny(t *testing.T) {
 			"load-rate", "load-errors", "load-wrong", "large-put", "large-get",
 			"large-put-rss-server", "large-put-rss-client", "large-get-rss-server", "large-get-rss-client"},
 		"s3":       s3RowNames,
-		"wasm":     {"call-overhead", "wordcount", "wordcount-wat", "first-call/wordcount", "first-call/jsonfield", "first-call/thumbnail", "first-call-disk-cache/wordcount"},
+		"wasm":     {"call-overhead", "go-call-overhead", "wordcount", "wordcount-wat", "first-call/wordcount", "first-call/jsonfield", "first-call/thumbnail", "first-call-disk-cache/wordcount"},
 		"parallel": {"wide-hash", "narrow-hash"},
 		"hostile": {"concat5000/unlimited", "concat5000/limited", "doubling64/unlimited", "doubling64/limited",
 			"chain/unlimited", "chain/limited", "fanin/unlimited", "fanin/limited",

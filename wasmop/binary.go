@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -23,6 +25,8 @@ import (
 //     at its entry (trapping above MaxStackUnits) and takes it off when it
 //     returns: its body is wrapped in a block and every return becomes a
 //     branch to that block's end;
+//   - the fuel and stack counters are exported, and so is every mutable
+//     global (fuelExportSection), for the engine's snapshots (snapshot.go);
 //   - custom sections are dropped (they have no meaning to execution).
 //
 // The pass rejects what it cannot read as WebAssembly 2.0 without SIMD and
@@ -158,6 +162,20 @@ type decoded struct {
 	// table.grow anywhere in the code (else no table outgrows its minimum).
 	tableMaxTotal, tableMinTotal uint64
 	tableGrows                   bool
+	// stateOps names the first instruction found in the code that changes
+	// instance state other than the memory and the globals (a table or a
+	// segment's dropped flag); "" when there is none, so that the state
+	// an instance reaches is its memory and its mutable globals
+	// (snapshot.go).
+	stateOps string
+	// mutGlobals are the indexes of the defined mutable globals of a
+	// numeric type, in order; the pass exports each as
+	// globalPrefix+decimal(its position in mutGlobals). refGlobals counts
+	// mutable globals of a reference type (not exported; their instances
+	// are never reused).
+	mutGlobals   []uint32
+	refGlobals   int
+	globalPrefix string
 	// blockTypes maps the results of a multi-value function type to the
 	// index of a type () -> results (the block type of its body's wrapper).
 	blockTypes map[string]uint32
@@ -280,16 +298,21 @@ func (r *reader) count(what string) (uint32, error) {
 }
 
 // globalType reads a value type and a mutability flag.
-func (r *reader) globalType() error {
-	if _, err := r.valtype(); err != nil {
-		return err
+// globalType reads a global type: its value type and whether it is
+// mutable.
+func (r *reader) globalType() (byte, bool, error) {
+	t, err := r.valtype()
+	if err != nil {
+		return 0, false, err
 	}
-	if m, err := r.byte1(); err != nil {
-		return err
-	} else if m > 1 {
-		return r.fail("global mutability 0x%02x", m)
+	m, err := r.byte1()
+	if err != nil {
+		return 0, false, err
 	}
-	return nil
+	if m > 1 {
+		return 0, false, r.fail("global mutability 0x%02x", m)
+	}
+	return t, m == 1, nil
 }
 
 func (r *reader) name() (string, error) {
@@ -616,7 +639,7 @@ func (d *decoded) importSection(r *reader) error {
 			}
 			d.hasMemory = true
 		case 3:
-			if err := r.globalType(); err != nil {
+			if _, _, err := r.globalType(); err != nil {
 				return err
 			}
 			d.numImpGlobals++
@@ -877,8 +900,10 @@ func (d *decoded) rewriteBody(out, body []byte, numParams uint32, results []byte
 	if err != nil {
 		return nil, err
 	}
-	if growsTable(code) {
-		d.tableGrows = true
+	grows, op := stateInstructions(code)
+	d.tableGrows = d.tableGrows || grows
+	if d.stateOps == "" {
+		d.stateOps = op
 	}
 	d.nanSites += sites
 	groupsLen := len(appendU32(nil, groups))
@@ -999,19 +1024,41 @@ func (d *decoded) fuelGlobalSection(body []byte) []byte {
 }
 
 // fuelExportSection returns the export section with the exports of the
-// fuel and stack counters appended.
+// fuel and stack counters appended, then one export of each mutable
+// global of a numeric type (mutGlobals), which the engine reads and sets
+// to take and restore snapshots (snapshot.go). Those are named
+// globalPrefix followed by the global's position in mutGlobals in
+// decimal, globalPrefix being "amduat.global." extended with as many "."
+// as needed for no export of the module to start with it, so the names
+// never collide.
 func (d *decoded) fuelExportSection(body []byte) []byte {
-	out := appendU32(nil, uint32(len(d.exports))+2)
+	d.globalPrefix = "amduat.global."
+	for _, x := range d.exports {
+		for strings.HasPrefix(x.Name, d.globalPrefix) {
+			d.globalPrefix += "."
+		}
+	}
+	out := appendU32(nil, uint32(len(d.exports)+2+len(d.mutGlobals)))
 	if body != nil {
 		out = append(out, body[len(appendU32(nil, uint32(len(d.exports)))):]...)
 	}
-	for i, name := range []string{FuelExport, StackExport} {
+	export := func(name string, global uint32) {
 		out = appendU32(out, uint32(len(name)))
 		out = append(out, name...)
 		out = append(out, 0x03)
-		out = appendU32(out, d.fuelIndex()+uint32(i))
+		out = appendU32(out, global)
+	}
+	export(FuelExport, d.fuelIndex())
+	export(StackExport, d.stackIndex())
+	for i, g := range d.mutGlobals {
+		export(d.globalExport(i), g)
 	}
 	return out
+}
+
+// globalExport is the name the pass exports mutGlobals[i] under.
+func (d *decoded) globalExport(i int) string {
+	return d.globalPrefix + strconv.Itoa(i)
 }
 
 func appendSection(out []byte, id byte, body []byte) []byte {
@@ -1020,25 +1067,41 @@ func appendSection(out []byte, id byte, body []byte) []byte {
 	return append(out, body...)
 }
 
-// growsTable reports whether the (valid) expression code holds a
-// table.grow instruction (0xFC 15).
-func growsTable(code []byte) bool {
+// stateInstructions reports whether the (valid) expression code holds a
+// table.grow instruction (0xFC 15), and names the first instruction in it
+// that changes a table or drops a segment ("" when there is none):
+// table.set, table.grow, table.fill, table.copy, table.init, elem.drop,
+// data.drop.
+func stateInstructions(code []byte) (grows bool, state string) {
 	r := &reader{b: code}
 	depth := 0
 	for depth >= 0 {
 		op, err := r.byte1()
 		if err != nil {
-			return false
+			break
 		}
-		if op == 0xFC && r.off < len(r.b) && r.b[r.off] == 15 {
-			return true
+		if op == 0x26 && state == "" {
+			state = "table.set"
+		}
+		if op == 0xFC && r.off < len(r.b) {
+			name := stateOpNames[r.b[r.off]]
+			if name != "" && state == "" {
+				state = name
+			}
+			if r.b[r.off] == 15 {
+				grows = true
+			}
 		}
 		if skipImmediates(r, op, &depth) != nil {
-			return false
+			break
 		}
 	}
-	return false
+	return grows, state
 }
+
+// stateOpNames names the 0xFC instructions (by their one-byte
+// sub-opcode) that change a table or drop a segment.
+var stateOpNames = [256]string{9: "data.drop", 12: "table.init", 13: "elem.drop", 14: "table.copy", 15: "table.grow", 17: "table.fill"}
 
 // walkCode decodes the expression code (ending with the end of the
 // function) instruction by instruction. It returns the number of
@@ -1275,9 +1338,17 @@ func (d *decoded) globalSection(r *reader) error {
 		return err
 	}
 	d.numGlobals = int(n)
-	for range n {
-		if err := r.globalType(); err != nil {
+	for i := range n {
+		t, mut, err := r.globalType()
+		if err != nil {
 			return err
+		}
+		switch {
+		case !mut:
+		case t == typeFuncref || t == typeExternref:
+			d.refGlobals++
+		default:
+			d.mutGlobals = append(d.mutGlobals, uint32(d.numImpGlobals)+i)
 		}
 		if err := r.skipExpr(); err != nil {
 			return err

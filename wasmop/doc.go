@@ -16,6 +16,11 @@
 // fully specified wasi_snapshot_preview1 (host.go): no files, no
 // environment, a fake clock and a seeded random stream.
 //
+// The first call of a compiled module takes a snapshot of the state its
+// _initialize leaves (snapshot.go, SPECS.md §20.9); later calls start
+// from it on an instance kept from an earlier call, which gives the bytes
+// a fresh instance and _initialize give, without their milliseconds.
+//
 // A call's deterministic failures are RUNTIME_FAILED with the status codes
 // of status.go. Its operational failures (Options.MemoryBudget passed: every
 // memory growth, table and output buffer is reserved before it is

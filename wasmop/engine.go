@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -61,6 +62,13 @@ type Options struct {
 	// (ErrOperational and ErrMemoryBudget: no result). The CLI gives it
 	// --max-memory.
 	MemoryBudget uint64
+	// FreshInstances turns the snapshots of SPECS.md §20.9 off: every
+	// call instantiates the module and runs its _initialize. Results are
+	// the same either way (snapshot.go); the equivalence tests use it.
+	FreshInstances bool
+	// MaxIdleBytes bounds the memory (as counted in the memory budget) of
+	// the instances kept for reuse between calls (0: DefaultMaxIdleBytes).
+	MaxIdleBytes uint64
 }
 
 // ErrMemoryBudget is wrapped by the operational failure of a call whose
@@ -83,9 +91,17 @@ type Engine struct {
 	budget         uint64
 	resMu          sync.Mutex
 	reserved, peak uint64
+	// idle holds the instances kept for reuse (*instance, most recently
+	// parked at the front), idleBytes their reservations (under resMu);
+	// fresh is Options.FreshInstances.
+	idle      list.List
+	idleBytes uint64
+	maxIdle   uint64
+	fresh     bool
 
 	mu      sync.Mutex
 	entries map[cacheKey]*entry
+	byAddr  map[addrKey]*entry // the same entries, by their bytes' address
 	seed    maphash.Seed
 	lru     list.List // of *entry, most recently used at the front
 	closed  bool
@@ -109,10 +125,21 @@ type entry struct {
 	cm     wazero.CompiledModule
 	info   *decoded
 	fail   *failure // deterministic rejection
-	err    error    // operational failure (the entry is dropped)
-	refs   int
-	elem   *list.Element
-	gone   bool // evicted: closed when refs reaches 0
+	// modFail is the module's failure of the rules of SPECS.md §20.3
+	// steps 2 to 7 under the entry's page limit (decoded.checkModule),
+	// which do not depend on the export: checked once, not on every call
+	// (a Go module has tens of thousands of data segments).
+	modFail *failure
+	err     error // operational failure (the entry is dropped)
+	refs    int
+	elem    *list.Element
+	gone    bool // evicted: closed when refs reaches 0
+	// snap is the state after _initialize once a call has taken it;
+	// noSnap is set when the module cannot have one (snapshot.go). idle
+	// are the entry's instances kept for reuse (under Engine.resMu).
+	snap   atomic.Pointer[snapshot]
+	noSnap atomic.Bool
+	idle   []*instance
 }
 
 // New builds an Engine.
@@ -124,9 +151,13 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		cfg = wazero.NewRuntimeConfig()
 	}
 	cfg = cfg.WithCoreFeatures(Features).WithCloseOnContextDone(opts.CallTimeout > 0).WithCustomSections(false)
-	e := &Engine{timeout: opts.CallTimeout, max: opts.MaxCompiled, budget: opts.MemoryBudget, entries: make(map[cacheKey]*entry), seed: maphash.MakeSeed()}
+	e := &Engine{timeout: opts.CallTimeout, max: opts.MaxCompiled, budget: opts.MemoryBudget, entries: make(map[cacheKey]*entry), byAddr: make(map[addrKey]*entry), seed: maphash.MakeSeed(),
+		fresh: opts.FreshInstances, maxIdle: opts.MaxIdleBytes}
 	if e.max <= 0 {
 		e.max = DefaultMaxCompiled
+	}
+	if e.maxIdle == 0 {
+		e.maxIdle = DefaultMaxIdleBytes
 	}
 	if opts.CacheDir != "" {
 		c, err := wazero.NewCompilationCacheWithDir(opts.CacheDir)
@@ -150,7 +181,13 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
 	e.closed = true
 	e.entries = map[cacheKey]*entry{}
+	e.byAddr = map[addrKey]*entry{}
 	e.mu.Unlock()
+	e.resMu.Lock()
+	for e.idle.Len() > 0 {
+		e.removeIdleLocked(e.idle.Back().Value.(*instance))
+	}
+	e.resMu.Unlock()
 	err := e.rt.Close(ctx)
 	if e.cache != nil {
 		err = errors.Join(err, e.cache.Close(ctx))
@@ -208,13 +245,28 @@ func KernelRegistry(ctx context.Context, opts Options) (*opreg.Registry, func(),
 // acquire returns the cache entry of module under the page limit, compiling
 // it if needed. The caller releases it. An operational failure panics.
 func (e *Engine) acquire(module []byte, pages uint32) *entry {
+	ak := addrKey{data: unsafe.SliceData(module), size: len(module), pages: pages}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		panic(&OperationalError{Reason: "engine closed"})
+	}
+	ent, ok := e.byAddr[ak]
+	if ok {
+		ent.refs++
+		e.lru.MoveToFront(ent.elem)
+		e.mu.Unlock()
+		<-ent.ready
+		return e.acquired(ent)
+	}
+	e.mu.Unlock()
 	key := cacheKey{hash: maphash.Bytes(e.seed, module), size: len(module), pages: pages}
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
 		panic(&OperationalError{Reason: "engine closed"})
 	}
-	ent, ok := e.entries[key]
+	ent, ok = e.entries[key]
 	switch {
 	case ok && sameBytes(ent.module, module):
 		ent.refs++
@@ -231,16 +283,42 @@ func (e *Engine) acquire(module []byte, pages uint32) *entry {
 		ent = &entry{key: key, module: module, ready: make(chan struct{}), refs: 1}
 		ent.elem = e.lru.PushFront(ent)
 		e.entries[key] = ent
+		e.byAddr[ak] = ent
 		e.evictLocked()
 		e.mu.Unlock()
 		e.compile(ent, module, pages)
 		close(ent.ready)
 	}
+	return e.acquired(ent)
+}
+
+// addrKey finds an entry by the address and length of the module bytes it
+// holds (entry.module) and the page limit, without hashing them (a Go
+// module has megabytes): a call given the very bytes an entry was made
+// from is that entry's. This relies on the contract of opreg.Call that
+// input bytes are never modified; the pointer in the key keeps the bytes
+// alive, so their address cannot be reused for other bytes while the key
+// is in Engine.byAddr (from the entry's creation to its eviction).
+type addrKey struct {
+	data  *byte
+	size  int
+	pages uint32
+}
+
+func (ent *entry) addrKey() addrKey {
+	return addrKey{data: unsafe.SliceData(ent.module), size: len(ent.module), pages: ent.key.pages}
+}
+
+// acquired returns ent once it is ready, or drops it and panics with its
+// operational failure.
+func (e *Engine) acquired(ent *entry) *entry {
+	key := ent.key
 	if ent.err != nil {
 		e.release(ent)
 		e.mu.Lock()
 		if e.entries[key] == ent {
 			delete(e.entries, key)
+			delete(e.byAddr, ent.addrKey())
 			e.lru.Remove(ent.elem)
 		}
 		e.mu.Unlock()
@@ -263,6 +341,7 @@ func (e *Engine) compile(ent *entry, module []byte, pages uint32) {
 		return
 	}
 	ent.info = d
+	ent.modFail = d.checkModule(pages)
 	cm, err := e.rt.CompileModule(context.Background(), d.rewritten)
 	if err != nil {
 		if isClosed(err) {
@@ -286,9 +365,10 @@ func (e *Engine) evictLocked() {
 		old := e.lru.Back().Value.(*entry)
 		e.lru.Remove(old.elem)
 		delete(e.entries, old.key)
+		delete(e.byAddr, old.addrKey())
 		old.gone = true
 		if old.refs == 0 {
-			old.closeModule()
+			e.closeModule(old)
 		}
 	}
 }
@@ -299,11 +379,12 @@ func (e *Engine) release(ent *entry) {
 	done := ent.refs == 0 && ent.gone
 	e.mu.Unlock()
 	if done {
-		ent.closeModule()
+		e.closeModule(ent)
 	}
 }
 
-func (ent *entry) closeModule() {
+func (e *Engine) closeModule(ent *entry) {
+	e.dropIdle(ent)
 	if ent.cm != nil {
 		ent.cm.Close(context.Background())
 	}
@@ -311,20 +392,25 @@ func (ent *entry) closeModule() {
 
 // reserve adds n bytes to the calls' reservations, or returns the
 // operational failure of a call holding held bytes that needs them for
-// what when the budget cannot hold them.
+// what when the budget cannot hold them. Idle instances (snapshot.go)
+// count in the budget too: they are closed first when it runs short.
 func (e *Engine) reserve(n, held uint64, what string) *OperationalError {
 	if e == nil { // a call outside an engine (tests)
 		return nil
 	}
 	e.resMu.Lock()
-	defer e.resMu.Unlock()
+	drop := e.trimIdleLocked(n)
+	var err *OperationalError
 	if e.budget > 0 && (n > e.budget || e.reserved > e.budget-n) {
-		return &OperationalError{Reason: fmt.Sprintf("out of memory: %s needs %d more bytes, with %d held by this call and %d by all calls, above the memory budget of %d",
+		err = &OperationalError{Reason: fmt.Sprintf("out of memory: %s needs %d more bytes, with %d held by this call and %d by all calls, above the memory budget of %d",
 			what, n, held, e.reserved, e.budget), Err: ErrMemoryBudget}
+	} else {
+		e.reserved += n
+		e.peak = max(e.peak, e.reserved)
 	}
-	e.reserved += n
-	e.peak = max(e.peak, e.reserved)
-	return nil
+	e.resMu.Unlock()
+	closeInstances(drop)
+	return err
 }
 
 func (e *Engine) unreserve(n uint64) {
@@ -354,16 +440,9 @@ func (e *Engine) CachedModules() int {
 
 const msgInvalidModule = "module is not valid WebAssembly 2.0 without SIMD and threads"
 
-// check applies the rejection rules of SPECS.md §20.3 that follow
-// validation, in their order.
-func (d *decoded) check(p Params) *failure {
-	if f := d.checkModule(p.MaxMemoryPages); f != nil {
-		return f
-	}
-	return d.checkEntry(p.Export)
-}
-
-// checkModule applies the rules that do not depend on the export name.
+// checkModule applies the rejection rules of SPECS.md §20.3 that follow
+// validation and do not depend on the export name (steps 2 to 7), in their
+// order; checkEntry then applies step 8.
 func (d *decoded) checkModule(maxPages uint32) *failure {
 	for _, im := range d.imports {
 		if im.Kind != KindFunc {
@@ -436,25 +515,16 @@ func (e *Engine) run(c opreg.Call) ([]asl.Artifact, *opreg.OpError) {
 	defer e.release(ent)
 	f := ent.fail
 	if f == nil {
-		f = ent.info.check(p)
+		f = ent.modFail
+	}
+	if f == nil {
+		f = ent.info.checkEntry(p.Export)
 	}
 	if f != nil {
 		return nil, f.opError(nil)
 	}
 	st := &callState{inputs: c.Inputs[1:], outputs: make([][]byte, p.Outputs), maxOut: p.MaxOutputBytes, hasMemory: ent.info.hasMemory, eng: e}
 	defer func() { e.unreserve(st.held) }()
-	// The tables (their effective maxima when the code has a table.grow,
-	// else their minima) and the memory's minimum are reserved before the
-	// instance is created.
-	var memMin uint64
-	if ent.info.hasMemory {
-		memMin = uint64(ent.info.memMin) * 65536
-	}
-	start := ent.info.tableReserve()*TableElementBytes + memMin
-	if err := e.reserve(start, 0, "creating the instance"); err != nil {
-		panic(err)
-	}
-	st.held, st.memHeld = start, memMin
 	ctx := context.WithValue(context.Background(), stateKey{}, st)
 	if e.timeout > 0 {
 		var cancel context.CancelFunc
@@ -474,35 +544,37 @@ func (e *Engine) run(c opreg.Call) ([]asl.Artifact, *opreg.OpError) {
 	return outs, nil
 }
 
-// call instantiates the module, runs _initialize and the entry, and returns
-// the deterministic failure, if any. Operational failures panic.
+// call runs the entry on an instance at the state _initialize leaves
+// (started from the entry's snapshot when it has one that covers the
+// call's fuel, else instantiated and initialised), and returns the
+// deterministic failure, if any. Operational failures panic.
 func (e *Engine) call(ctx context.Context, st *callState, ent *entry, export string, fuel uint64) *failure {
-	mod, err := e.instantiate(ctx, st, ent)
-	if err != nil {
-		return classify(ctx, st, err, "instantiating the module")
+	var in *instance
+	var f *failure
+	if s := ent.snap.Load(); s != nil && fuel > s.fuelUsed && !e.fresh {
+		in, f = e.fromSnapshot(ctx, st, ent, s, fuel)
+	} else {
+		in, f = e.initialize(ctx, st, ent, fuel)
 	}
-	defer mod.Close(context.Background())
-	counter, ok := mod.ExportedGlobal(FuelExport).(api.MutableGlobal)
-	if !ok {
-		panic(&OperationalError{Reason: "the fuel counter is missing"})
+	if f != nil {
+		return f
 	}
-	counter.Set(fuel)
-	st.fuel, st.budget = counter, fuel
-	if st.stack = mod.ExportedGlobal(StackExport); st.stack == nil {
-		panic(&OperationalError{Reason: "the stack counter is missing"})
-	}
-	if ent.info.hasInitialize() {
-		if _, err := mod.ExportedFunction(InitializeExport).Call(ctx); err != nil {
-			return classify(ctx, st, err, "running _initialize")
+	ended := false
+	defer func() {
+		if ended {
+			e.park(st, in)
+		} else {
+			in.mod.Close(context.Background())
 		}
-	}
-	res, err := mod.ExportedFunction(export).Call(ctx)
+	}()
+	res, err := in.function(export).Call(ctx)
 	if err != nil {
 		return classify(ctx, st, err, "running the entry")
 	}
 	if st.oper != nil {
 		panic(st.oper)
 	}
+	ended = true
 	switch code := uint32(res[0]); {
 	case code == 0:
 		return nil
@@ -515,6 +587,48 @@ func (e *Engine) call(ctx context.Context, st *callState, ent *entry, export str
 	default:
 		return fail(StatusBadReturn, "entry returned %d, want 0 to 65535", int32(code))
 	}
+}
+
+// initialize instantiates the module for the call st, sets the fuel
+// counter, runs _initialize if the module exports it (SPECS.md §20.3 step
+// 9) and then takes the entry's snapshot if it has none yet. The tables
+// (their effective maxima when the code has a table.grow, else their
+// minima) and the memory's minimum are reserved before the instance is
+// created.
+func (e *Engine) initialize(ctx context.Context, st *callState, ent *entry, fuel uint64) (*instance, *failure) {
+	var memMin uint64
+	if ent.info.hasMemory {
+		memMin = uint64(ent.info.memMin) * 65536
+	}
+	start := ent.info.tableReserve()*TableElementBytes + memMin
+	if err := e.reserve(start, 0, "creating the instance"); err != nil {
+		panic(err)
+	}
+	st.held, st.memHeld = start, memMin
+	mod, err := e.instantiate(ctx, st, ent)
+	if err != nil {
+		return nil, classify(ctx, st, err, "instantiating the module")
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			mod.Close(context.Background())
+		}
+	}()
+	in := newInstance(ent, mod, st)
+	in.fuel.Set(fuel)
+	st.fuel, st.budget, st.stack = in.fuel, fuel, in.stack
+	if ent.info.hasInitialize() {
+		if _, err := in.function(InitializeExport).Call(ctx); err != nil {
+			return nil, classify(ctx, st, err, "running _initialize")
+		}
+	}
+	if st.oper != nil {
+		panic(st.oper)
+	}
+	e.takeSnapshot(st, in)
+	ok = true
+	return in, nil
 }
 
 // instantiate creates the call's instance, its memory allocated through

@@ -68,6 +68,13 @@ type callState struct {
 	// oper is set, before a host function or the memory allocator aborts
 	// the call, when the failure is operational (SPECS.md §20.8).
 	oper *OperationalError
+	// usedABI is set by every function of the amduat import module: the
+	// only host functions whose effect depends on the call's data inputs
+	// or params. A module whose _initialize sets it is never snapshotted
+	// (snapshot.go).
+	usedABI bool
+	// mem is the call's linear memory, once the allocator has made it.
+	mem *linearMemory
 }
 
 type stateKey struct{}
@@ -77,6 +84,14 @@ type stateKey struct{}
 type abort struct{}
 
 func state(ctx context.Context) *callState { return ctx.Value(stateKey{}).(*callState) }
+
+// abiState is state for the functions of the amduat import module: it
+// records that one was called (callState.usedABI).
+func abiState(ctx context.Context) *callState {
+	s := state(ctx)
+	s.usedABI = true
+	return s
+}
 
 func (s *callState) abort(code uint32, format string, args ...any) {
 	s.fail = fail(code, format, args...)
@@ -145,13 +160,13 @@ type hostFunc struct {
 // hostFuncs lists every allowed import (SPECS.md §20.4, §20.6).
 var hostFuncs = []hostFunc{
 	{ModuleABI, "input_count", nil, vt(i32), func(ctx context.Context, m api.Module, st []uint64) {
-		st[0] = uint64(uint32(len(state(ctx).inputs)))
+		st[0] = uint64(uint32(len(abiState(ctx).inputs)))
 	}},
 	{ModuleABI, "input_size", vt(i32), vt(i64), func(ctx context.Context, m api.Module, st []uint64) {
-		st[0] = uint64(len(state(ctx).input("input_size", uint32(st[0])).Bytes))
+		st[0] = uint64(len(abiState(ctx).input("input_size", uint32(st[0])).Bytes))
 	}},
 	{ModuleABI, "input_tag", vt(i32), vt(i64), func(ctx context.Context, m api.Module, st []uint64) {
-		in := state(ctx).input("input_tag", uint32(st[0]))
+		in := abiState(ctx).input("input_tag", uint32(st[0]))
 		if in.HasTag {
 			st[0] = uint64(in.Tag)
 		} else {
@@ -159,7 +174,7 @@ var hostFuncs = []hostFunc{
 		}
 	}},
 	{ModuleABI, "input_read", vt(i32, i64, i32, i32), vt(i32), func(ctx context.Context, m api.Module, st []uint64) {
-		s := state(ctx)
+		s := abiState(ctx)
 		in := s.input("input_read", uint32(st[0]))
 		off, ptr, n := int64(st[1]), uint32(st[2]), uint32(st[3])
 		size := int64(len(in.Bytes))
@@ -170,7 +185,7 @@ var hostFuncs = []hostFunc{
 		st[0] = uint64(uint32(copy(dst, in.Bytes[off:])))
 	}},
 	{ModuleABI, "output_write", vt(i32, i32, i32), nil, func(ctx context.Context, m api.Module, st []uint64) {
-		s := state(ctx)
+		s := abiState(ctx)
 		o, ptr, n := uint32(st[0]), uint32(st[1]), uint32(st[2])
 		if uint64(o) >= uint64(len(s.outputs)) {
 			s.abort(StatusOutputIndex, "output_write: output %d out of range (%d outputs)", o, len(s.outputs))
@@ -198,7 +213,7 @@ var hostFuncs = []hostFunc{
 		s.outputs[o] = append(buf, src...)
 	}},
 	{ModuleABI, "set_error", vt(i32, i32), nil, func(ctx context.Context, m api.Module, st []uint64) {
-		s := state(ctx)
+		s := abiState(ctx)
 		b := s.memory(ctx, m, "set_error", uint32(st[0]), uint32(st[1]))
 		if len(b) > MaxErrorMessage {
 			b = b[:MaxErrorMessage]

@@ -11,11 +11,12 @@ import (
 // allows, linearMemory).
 const maxPooledMemory = 64 << 20
 
-// memoryPool reuses the byte buffers of linear memories between calls: a
-// fresh instance per call would otherwise allocate (and the garbage
+// memoryPool reuses the byte buffers of linear memories between
+// instances: a new instance would otherwise allocate (and the garbage
 // collector free) its whole memory every time, about half the cost of a
 // trivial call. A reused buffer is zeroed exactly where the memory grows
-// into it, so every call still starts from zeroed memory.
+// into it, so every new instance still starts from zeroed memory (an
+// instance kept for reuse is reset by its snapshot instead, snapshot.go).
 var memoryPool = sync.Pool{}
 
 // allocator returns the memory allocator of one call: every growth of the
@@ -27,6 +28,7 @@ func allocator(st *callState) experimental.MemoryAllocator {
 		if b, ok := memoryPool.Get().(*[]byte); ok {
 			m.buf = (*b)[:0]
 		}
+		st.mem = m
 		return m
 	})
 }
@@ -47,7 +49,7 @@ func (s *callState) reserveMemory(size uint64) {
 // module touches then take memory, later growths never copy, and Free
 // gives every page back at once.
 type linearMemory struct {
-	st     *callState
+	st     *callState // the call using the memory (an instance reused from a snapshot changes it, snapshot.go)
 	max    uint64
 	buf    []byte // pooled buffer, while region is nil
 	region []byte // mapped range

@@ -71,6 +71,14 @@ func (o outcome) String() string {
 // its trace.
 func runOp(t testing.TB, reg *opreg.Registry, module []byte, p wasmop.Params, inputs ...asl.Artifact) outcome {
 	t.Helper()
+	pa, all := oneNode(t, module, p, inputs...)
+	return runProgram(t, reg, pa, all)
+}
+
+// oneNode is the program of one amduat.wasm.run node on program inputs
+// 0 (the module) … n, all its outputs roots, and those inputs.
+func oneNode(t testing.TB, module []byte, p wasmop.Params, inputs ...asl.Artifact) (asl.Artifact, []asl.Artifact) {
+	t.Helper()
 	pb, err := wasmop.EncodeParams(p)
 	if err != nil {
 		t.Fatal(err)
@@ -88,6 +96,13 @@ func runOp(t testing.TB, reg *opreg.Registry, module []byte, p wasmop.Params, in
 	if err != nil {
 		t.Fatal(err)
 	}
+	return pa, all
+}
+
+// runProgram runs the program pa on inputs all through pel.ExecDAGWith and
+// builds its trace.
+func runProgram(t testing.TB, reg *opreg.Registry, pa asl.Artifact, all []asl.Artifact) outcome {
+	t.Helper()
 	tb, err := trace.NewBuilder(asl.HashSHA256)
 	if err != nil {
 		t.Fatal(err)
