@@ -103,7 +103,26 @@ func ExecDAGWith(reg *opreg.Registry, program asl.Artifact, inputs []asl.Artifac
 // planFor decodes and prepares program (steps 1 and 2 of ExecDAG): a nil
 // plan comes with the INVALID_PROGRAM result or the internal error.
 func planFor(reg *opreg.Registry, program asl.Artifact) (*Plan, ExecutionResultValue, error) {
-	p, err := DecodeProgramArtifact(program)
+	return planArtifact(reg, program, true)
+}
+
+// PlanArtifact is steps 1 and 2 of ExecDAG: it decodes program and prepares
+// it for reg (nil means opreg.Kernel()). A program that Exec_DAG would
+// answer with INVALID_PROGRAM gives a nil Plan and that result; an internal
+// failure (an operation's params decoder panicked) a nil Plan and the
+// error. The Plan copies what it needs of program's bytes (params, op
+// names), so the caller may drop them: a surface run holds the compact
+// plan, not the program bytes, while it evaluates (SPECS.md §14.11).
+func PlanArtifact(reg *opreg.Registry, program asl.Artifact) (*Plan, ExecutionResultValue, error) {
+	return planArtifact(reg, program, false)
+}
+
+func planArtifact(reg *opreg.Registry, program asl.Artifact, alias bool) (*Plan, ExecutionResultValue, error) {
+	var p *compact
+	err := checkProgramTag(program)
+	if err == nil {
+		p, err = decodeCompact(program.Bytes, alias)
+	}
 	if err != nil {
 		var pe *ProgramError
 		if !errors.As(err, &pe) {
@@ -328,9 +347,9 @@ func ExecDAGRopes(reg *opreg.Registry, program asl.Artifact, inputs []*asl.Rope,
 // run evaluates the plan. logical makes MemoryBudget count every output's
 // payload bytes (RunWith materialises them all at the edge).
 func (pl *Plan) run(inputs []*asl.Rope, params *asl.Rope, obs Observer, opts RunOptions, logical bool) ([]*asl.Rope, ExecutionResultValue, error) {
-	nodes := pl.prog.Nodes
-	x := newNodeIndex(nodes)
-	outs := make([][]*asl.Rope, len(nodes))
+	n := pl.c.len()
+	x := newNodeIndex(pl.c.ids)
+	outs := make([][]*asl.Rope, n)
 	// remaining[t] counts the references to node t not yet resolved; at
 	// zero its outputs are dropped so long chains do not pin every
 	// intermediate artifact.
@@ -352,12 +371,13 @@ func (pl *Plan) run(inputs []*asl.Rope, params *asl.Rope, obs Observer, opts Run
 		return nil, result(s, code, diags...), nil
 	}
 	var evaluated, outputBytes, held uint64
-	sizes := make([]uint64, len(nodes)) // bytes held by each outs[t]
+	sizes := make([]uint64, n) // bytes held by each outs[t]
 	sp := newSpeculator(pl, inputs, params, outs, opts, maxMat)
 	defer sp.close()
 
 	for _, i := range pl.g.order {
-		node, op := &nodes[i], pl.ops[i]
+		nodeV, op := pl.c.node(int(i)), pl.opOf(i)
+		node := &nodeV
 		if opts.Interrupt != nil {
 			if err := opts.Interrupt(); err != nil {
 				return nil, ExecutionResultValue{}, err
@@ -386,7 +406,7 @@ func (pl *Plan) run(inputs []*asl.Rope, params *asl.Rope, obs Observer, opts Run
 			}
 			scratch = append(scratch, o[in.OutputIndex])
 		}
-		call := opreg.RopeCall{Ctx: ctx, Inputs: scratch, Params: pl.params[i]}
+		call := opreg.RopeCall{Ctx: ctx, Inputs: scratch, Params: pl.paramsOf(i)}
 		if op.NeedsGlobalParams {
 			if params == nil {
 				return stop(node, StatusInvalidInputs, CodeInvalidInputs, diag(DiagMissingGlobal,
@@ -511,8 +531,8 @@ func (pl *Plan) run(inputs []*asl.Rope, params *asl.Rope, obs Observer, opts Run
 		}
 	}
 
-	outputs := make([]*asl.Rope, 0, len(pl.prog.Roots))
-	for k, r := range pl.prog.Roots {
+	outputs := make([]*asl.Rope, 0, len(pl.c.roots))
+	for k, r := range pl.c.roots {
 		t, _ := x.find(r.NodeID)
 		o := outs[t]
 		if uint64(r.OutputIndex) >= uint64(len(o)) {

@@ -293,7 +293,15 @@ func (s *Surface) compute(ctx context.Context, req Request) (*computed, error) {
 				// for progress, so an invalid program does no harm.
 				obs.p.NodesTotal = int(binary.BigEndian.Uint32(program.Bytes))
 			}
-			outputs, res.Value, err = pel.ExecDAGRopes(s.opts.Registry, program, inputs, params, obs, opts)
+			// The plan keeps what it needs of the program bytes, which are
+			// dropped before the evaluation (§14.11).
+			pl, v, perr := pel.PlanArtifact(s.opts.Registry, program)
+			program = asl.Artifact{}
+			if pl == nil {
+				res.Value, err = v, perr
+			} else {
+				outputs, res.Value, err = pl.RunRopes(inputs, params, obs, opts)
+			}
 			if err == nil {
 				err = obs.err
 			}
