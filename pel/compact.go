@@ -2,6 +2,7 @@ package pel
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
 	"unicode/utf8"
 
@@ -200,6 +201,9 @@ func decodeCompact(b []byte, alias bool) (*compact, error) {
 		return nil, d.fail()
 	}
 	cb := newCompactBuilder(nn)
+	if ni := countInputs(b, r.Offset(), nn); ni > 0 {
+		cb.c.inputs = make([]DagInput, 0, ni)
+	}
 	var base []byte
 	if alias {
 		base = b
@@ -278,4 +282,49 @@ func decodeCompact(b []byte, alias bool) (*compact, error) {
 	}
 	cb.parOps = nil
 	return &cb.c, nil
+}
+
+// countInputs is the number of DagInputs of the nn nodes encoded from
+// b[off:], read without checking anything else, so that they are
+// allocated once. Malformed bytes end the count early (the decoder then
+// reports them); the count is at most len(b)/minInputSize.
+func countInputs(b []byte, off, nn int) int {
+	total := 0
+	u32 := func() (int, bool) {
+		if len(b)-off < 4 {
+			return 0, false
+		}
+		v := int(binary.BigEndian.Uint32(b[off:]))
+		off += 4
+		return v, true
+	}
+	for i := 0; i < nn; i++ {
+		off += 4 // node_id
+		n, ok := u32()
+		if !ok || n > len(b)-off {
+			return total
+		}
+		off += n + 4 // op_name, op_version
+		ni, ok := u32()
+		if !ok || ni > (len(b)-off)/minInputSize {
+			return total
+		}
+		for j := 0; j < ni; j++ {
+			if off >= len(b) {
+				return total
+			}
+			if b[off] == uint8(InputNode) {
+				off += 9
+			} else {
+				off += 5
+			}
+		}
+		total += ni
+		n, ok = u32()
+		if !ok || n > len(b)-off {
+			return total
+		}
+		off += n
+	}
+	return total
 }

@@ -104,7 +104,7 @@ type speculator struct {
 	pl     *Plan
 	inputs []*asl.Rope
 	params *asl.Rope
-	outs   [][]*asl.Rope // the evaluation's outputs per node index (read only here)
+	outs   *liveOuts // the evaluation's live outputs (read only here)
 	opts   RunOptions
 	ctx    context.Context
 	maxMat int64 // RunOptions.MaxMaterialize with its default
@@ -129,7 +129,7 @@ var specTestHook func(specStats)
 
 // newSpeculator returns a speculator for one run, or nil when the run is
 // sequential: opts.Workers is 0 or 1, or no node is worth speculating.
-func newSpeculator(pl *Plan, inputs []*asl.Rope, params *asl.Rope, outs [][]*asl.Rope, opts RunOptions, maxMat int64) *speculator {
+func newSpeculator(pl *Plan, inputs []*asl.Rope, params *asl.Rope, outs *liveOuts, opts RunOptions, maxMat int64) *speculator {
 	if opts.Workers <= 1 {
 		return nil
 	}
@@ -373,7 +373,7 @@ func (s *speculator) input(in DagInput) (*asl.Rope, bool) {
 		return s.inputs[in.InputIndex], true
 	}
 	t, _ := s.x.find(in.NodeID)
-	o := s.outs[t]
+	o := s.outs.get(t)
 	if uint64(in.OutputIndex) >= uint64(len(o)) {
 		return nil, false
 	}

@@ -28,7 +28,9 @@ type Stream struct {
 	opts  StreamOptions
 	count uint64
 	last  NodeRecord // the last record observed, checked by Finish
-	err   error
+	// lastRefs backs last.OutputRefs; hold copies them.
+	lastRefs []asl.Reference
+	err      error
 
 	held []NodeRecord // the records as values, while count <= opts.HoldRecords
 	refs []asl.Reference
@@ -117,7 +119,8 @@ func (s *Stream) ObserveRefs(ev pel.NodeEvent, refs []asl.Reference) {
 		Diagnostics: slices.Clone(ev.Diagnostics), OutputRefs: refs}
 	s.buf = appendRecord(s.buf, &rec)
 	s.count++
-	rec.OutputRefs = slices.Clone(refs)
+	s.lastRefs = append(s.lastRefs[:0], refs...)
+	rec.OutputRefs = s.lastRefs[:len(refs):len(refs)]
 	s.last = rec
 	if s.held != nil || s.count == 1 {
 		s.hold(rec)
