@@ -133,29 +133,41 @@ func AppendProgram(dst []byte, p Program) ([]byte, error) {
 	w := enc.Writer{Buf: dst}
 	w.U32(uint32(len(p.Nodes)))
 	for i := range p.Nodes {
-		n := &p.Nodes[i]
-		w.U32(uint32(n.ID))
-		w.U32(uint32(len(n.Op.Name)))
-		w.Buf = append(w.Buf, n.Op.Name...)
-		w.U32(n.Op.Version)
-		w.U32(uint32(len(n.Inputs)))
-		for _, in := range n.Inputs {
-			w.U8(uint8(in.Kind))
-			if in.Kind == InputExternal {
-				w.U32(in.InputIndex)
-			} else {
-				w.U32(uint32(in.NodeID))
-				w.U32(in.OutputIndex)
-			}
-		}
-		w.Bytes32(n.Params)
+		w.Buf = appendNode(w.Buf, &p.Nodes[i])
 	}
-	w.U32(uint32(len(p.Roots)))
-	for _, r := range p.Roots {
+	return appendRoots(w.Buf, p.Roots), nil
+}
+
+// appendNode appends the Node of ProgramBytes for n, which is encodable.
+func appendNode(dst []byte, n *Node) []byte {
+	w := enc.Writer{Buf: dst}
+	w.U32(uint32(n.ID))
+	w.U32(uint32(len(n.Op.Name)))
+	w.Buf = append(w.Buf, n.Op.Name...)
+	w.U32(n.Op.Version)
+	w.U32(uint32(len(n.Inputs)))
+	for _, in := range n.Inputs {
+		w.U8(uint8(in.Kind))
+		if in.Kind == InputExternal {
+			w.U32(in.InputIndex)
+		} else {
+			w.U32(uint32(in.NodeID))
+			w.U32(in.OutputIndex)
+		}
+	}
+	w.Bytes32(n.Params)
+	return w.Buf
+}
+
+// appendRoots appends root_count and the RootRefs of ProgramBytes.
+func appendRoots(dst []byte, roots []RootRef) []byte {
+	w := enc.Writer{Buf: dst}
+	w.U32(uint32(len(roots)))
+	for _, r := range roots {
 		w.U32(uint32(r.NodeID))
 		w.U32(r.OutputIndex)
 	}
-	return w.Buf, nil
+	return w.Buf
 }
 
 // EncodeProgram returns the ProgramBytes of p.

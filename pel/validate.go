@@ -343,3 +343,18 @@ func (pl *Plan) Params(id NodeID) (any, error) {
 	}
 	return pl.paramsOf(i), nil
 }
+
+// PrepareBytes is Prepare(DecodeProgram(b), reg) without the Program: it
+// decodes ProgramBytes into the plan's compact form (SPECS.md §14.11).
+// Errors are DecodeProgram's, then Prepare's. The plan's params alias b.
+func PrepareBytes(b []byte, reg *opreg.Registry) (*Plan, error) {
+	c, err := decodeCompact(b, true)
+	if err != nil {
+		return nil, err
+	}
+	pl, perr, err := prepare(c, reg)
+	if perr != nil {
+		return nil, perr
+	}
+	return pl, err
+}
