@@ -232,6 +232,10 @@ func (s *Surface) logEntry(run *Run, key [32]byte, cache string, start time.Time
 		Status: v.Status, StatusCode: v.Summary.StatusCode, Cache: cache, Duration: now.Sub(start)})
 }
 
+// traceSpool bounds what a run's trace stream holds in memory (the
+// defaults of trace.StreamOptions; tests lower them).
+var traceSpool trace.StreamOptions
+
 // computed is a run whose artifacts are built and whose references are
 // derived, but which is not stored yet.
 type computed struct {
@@ -259,7 +263,7 @@ func (c *computed) close() {
 func (s *Surface) compute(ctx context.Context, req Request) (*computed, error) {
 	scheme := req.scheme()
 	res := Result{ProgramRef: req.ProgramRef, InputRefs: req.InputRefs, ParamsRef: req.ParamsRef, HasParams: req.HasParams, Limits: req.Limits}
-	builder, err := trace.NewStream(s.opts.Hash, trace.StreamOptions{})
+	builder, err := trace.NewStream(s.opts.Hash, traceSpool)
 	if err != nil {
 		return nil, err
 	}
