@@ -94,7 +94,7 @@ func Groups() []Group {
 		{"surface", "surface runs of a 100-node program: latency, cache hits", runSurface},
 		{"lazy", "amduat pel run over large inputs: peak RSS of the double concat and of a 1 GiB run", runLazy},
 		{"parallel", "parallel evaluation against sequential: 64 hash nodes over 1 MiB inputs, and over 4 KiB", runParallel},
-		{"hostile", "hostile programs with and without limits, each in its own pel run process: status, peak RSS, time", runHostile},
+		{"hostile", "hostile programs with and without limits, each in its own pel run process: status, peak RSS, time; pel build and pel run of a chain of exec_nodes nodes: peak RSS", runHostile},
 		{"server", "amduat serve on loopback against the embedded store: small and large artifacts, runs, a load test", runServer},
 		{"wasm", "amduat.wasm.run: per-call overhead against a kernel operation, a Go-built module's call against a trivial one, a CPU-bound module against native Go, first-call compile time of the examples", runWasm},
 		{"s3", "asl/s3store against a local MinIO: batch put, random get, large put and get, each beside the raw minio-go client", runS3},

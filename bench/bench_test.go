@@ -185,7 +185,8 @@ func TestGroupsTiny(t *testing.T) {
 		"parallel": {"wide-hash", "narrow-hash"},
 		"hostile": {"concat5000/unlimited", "concat5000/limited", "doubling64/unlimited", "doubling64/limited",
 			"chain/unlimited", "chain/limited", "fanin/unlimited", "fanin/limited",
-			"wasm-memory-65535", "wasm-memory-65536", "wasm-write-320m", "wasm-write-1600m", "wasm-tables", "wasm-four-nodes", "wasm-deep-recursion"},
+			"wasm-memory-65535", "wasm-memory-65536", "wasm-write-320m", "wasm-write-1600m", "wasm-tables", "wasm-four-nodes", "wasm-deep-recursion",
+			"chain-build-rss", "chain-run-rss"},
 	}
 	for _, g := range Groups() {
 		t.Run(g.Name, func(t *testing.T) {

@@ -194,6 +194,9 @@ func runHostile(ctx context.Context, e *Env) ([]Row, error) {
 		for _, name := range hostileWasmNames() {
 			rows = append(rows, Row{Name: "hostile/" + name, Figure: Quantity{0, "MiB"}, Skipped: true, Note: note})
 		}
+		for _, name := range []string{"chain-build-rss", "chain-run-rss"} {
+			rows = append(rows, Row{Name: "hostile/" + name, Figure: Quantity{0, "MiB"}, Skipped: true, Note: note})
+		}
 		return rows
 	}
 	if e.AmduatBin == "" {
@@ -263,7 +266,11 @@ func runHostile(ctx context.Context, e *Env) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(rows, wasmRows...), nil
+	millionRows, err := runMillion(ctx, e, dir)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(rows, wasmRows...), millionRows...), nil
 }
 
 // putProgram stores prog in a new store at dir and returns its reference.

@@ -103,7 +103,26 @@ func ExecDAGWith(reg *opreg.Registry, program asl.Artifact, inputs []asl.Artifac
 // planFor decodes and prepares program (steps 1 and 2 of ExecDAG): a nil
 // plan comes with the INVALID_PROGRAM result or the internal error.
 func planFor(reg *opreg.Registry, program asl.Artifact) (*Plan, ExecutionResultValue, error) {
-	p, err := DecodeProgramArtifact(program)
+	return planArtifact(reg, program, true)
+}
+
+// PlanArtifact is steps 1 and 2 of ExecDAG: it decodes program and prepares
+// it for reg (nil means opreg.Kernel()). A program that Exec_DAG would
+// answer with INVALID_PROGRAM gives a nil Plan and that result; an internal
+// failure (an operation's params decoder panicked) a nil Plan and the
+// error. The Plan copies what it needs of program's bytes (params, op
+// names), so the caller may drop them: a surface run holds the compact
+// plan, not the program bytes, while it evaluates (SPECS.md §14.11).
+func PlanArtifact(reg *opreg.Registry, program asl.Artifact) (*Plan, ExecutionResultValue, error) {
+	return planArtifact(reg, program, false)
+}
+
+func planArtifact(reg *opreg.Registry, program asl.Artifact, alias bool) (*Plan, ExecutionResultValue, error) {
+	var p *compact
+	err := checkProgramTag(program)
+	if err == nil {
+		p, err = decodeCompact(program.Bytes, alias)
+	}
 	if err != nil {
 		var pe *ProgramError
 		if !errors.As(err, &pe) {
@@ -328,9 +347,9 @@ func ExecDAGRopes(reg *opreg.Registry, program asl.Artifact, inputs []*asl.Rope,
 // run evaluates the plan. logical makes MemoryBudget count every output's
 // payload bytes (RunWith materialises them all at the edge).
 func (pl *Plan) run(inputs []*asl.Rope, params *asl.Rope, obs Observer, opts RunOptions, logical bool) ([]*asl.Rope, ExecutionResultValue, error) {
-	nodes := pl.prog.Nodes
-	x := newNodeIndex(nodes)
-	outs := make([][]*asl.Rope, len(nodes))
+	n := pl.c.len()
+	x := newNodeIndex(pl.c.ids)
+	outs := newLiveOuts(n)
 	// remaining[t] counts the references to node t not yet resolved; at
 	// zero its outputs are dropped so long chains do not pin every
 	// intermediate artifact.
@@ -352,12 +371,12 @@ func (pl *Plan) run(inputs []*asl.Rope, params *asl.Rope, obs Observer, opts Run
 		return nil, result(s, code, diags...), nil
 	}
 	var evaluated, outputBytes, held uint64
-	sizes := make([]uint64, len(nodes)) // bytes held by each outs[t]
 	sp := newSpeculator(pl, inputs, params, outs, opts, maxMat)
 	defer sp.close()
 
 	for _, i := range pl.g.order {
-		node, op := &nodes[i], pl.ops[i]
+		nodeV, op := pl.c.node(int(i)), pl.opOf(i)
+		node := &nodeV
 		if opts.Interrupt != nil {
 			if err := opts.Interrupt(); err != nil {
 				return nil, ExecutionResultValue{}, err
@@ -379,14 +398,14 @@ func (pl *Plan) run(inputs []*asl.Rope, params *asl.Rope, obs Observer, opts Run
 				continue
 			}
 			t, _ := x.find(in.NodeID)
-			o := outs[t]
+			o := outs.get(t)
 			if uint64(in.OutputIndex) >= uint64(len(o)) {
 				return stop(node, StatusInvalidProgram, CodeInvalidProgram, diag(DiagNodeOutputIndex,
 					"node %d input %d: node %d has %d outputs, output index %d out of range", node.ID, j, in.NodeID, len(o), in.OutputIndex))
 			}
 			scratch = append(scratch, o[in.OutputIndex])
 		}
-		call := opreg.RopeCall{Ctx: ctx, Inputs: scratch, Params: pl.params[i]}
+		call := opreg.RopeCall{Ctx: ctx, Inputs: scratch, Params: pl.paramsOf(i)}
 		if op.NeedsGlobalParams {
 			if params == nil {
 				return stop(node, StatusInvalidInputs, CodeInvalidInputs, diag(DiagMissingGlobal,
@@ -496,14 +515,12 @@ func (pl *Plan) run(inputs []*asl.Rope, params *asl.Rope, obs Observer, opts Run
 			if in.Kind == InputNode {
 				t, _ := x.find(in.NodeID)
 				if remaining[t]--; remaining[t] == 0 {
-					outs[t] = nil
-					held -= sizes[t]
+					held -= outs.release(t)
 				}
 			}
 		}
 		if remaining[i] > 0 {
-			outs[i] = res
-			sizes[i] = holds
+			outs.set(i, res, holds)
 			held += holds
 		}
 		if obs != nil {
@@ -511,10 +528,10 @@ func (pl *Plan) run(inputs []*asl.Rope, params *asl.Rope, obs Observer, opts Run
 		}
 	}
 
-	outputs := make([]*asl.Rope, 0, len(pl.prog.Roots))
-	for k, r := range pl.prog.Roots {
+	outputs := make([]*asl.Rope, 0, len(pl.c.roots))
+	for k, r := range pl.c.roots {
 		t, _ := x.find(r.NodeID)
-		o := outs[t]
+		o := outs.get(t)
 		if uint64(r.OutputIndex) >= uint64(len(o)) {
 			return nil, invalidProgram(diag(DiagRootOutputIndex,
 				"root %d: node %d has %d outputs, output index %d out of range", k, r.NodeID, len(o), r.OutputIndex)), nil
@@ -623,4 +640,52 @@ func satAdd(a, b uint64) uint64 {
 
 func diag(code uint32, format string, args ...any) DiagnosticEntry {
 	return DiagnosticEntry{Code: code, Message: fmt.Appendf(nil, format, args...)}
+}
+
+// liveOuts holds the outputs of the nodes that are still to be read: per
+// node a slot number (0: none), slots reused once released. A run holds 4
+// bytes per node plus a slot per node whose outputs are live, rather than
+// a slice header per node (SPECS.md §14.11).
+type liveOuts struct {
+	slot  []uint32      // per node index: 1 + index into vals, or 0
+	vals  [][]*asl.Rope // per slot: the outputs
+	sizes []uint64      // per slot: the bytes they hold
+	free  []uint32      // released slots
+}
+
+func newLiveOuts(n int) *liveOuts { return &liveOuts{slot: make([]uint32, n)} }
+
+// get returns node t's outputs (nil when it has none live).
+func (o *liveOuts) get(t int32) []*asl.Rope {
+	if k := o.slot[t]; k > 0 {
+		return o.vals[k-1]
+	}
+	return nil
+}
+
+// set keeps the outputs of node t, which holds size bytes of them.
+func (o *liveOuts) set(t int32, v []*asl.Rope, size uint64) {
+	var k uint32
+	if n := len(o.free); n > 0 {
+		k = o.free[n-1]
+		o.free = o.free[:n-1]
+		o.vals[k-1], o.sizes[k-1] = v, size
+	} else {
+		o.vals = append(o.vals, v)
+		o.sizes = append(o.sizes, size)
+		k = uint32(len(o.vals))
+	}
+	o.slot[t] = k
+}
+
+// release drops node t's outputs and returns the bytes they held.
+func (o *liveOuts) release(t int32) uint64 {
+	k := o.slot[t]
+	if k == 0 {
+		return 0
+	}
+	size := o.sizes[k-1]
+	o.vals[k-1], o.sizes[k-1], o.slot[t] = nil, 0, 0
+	o.free = append(o.free, k)
+	return size
 }

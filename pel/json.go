@@ -66,35 +66,18 @@ func ProgramFromJSON(data []byte, reg *opreg.Registry) (Program, error) {
 	}
 	var p Program
 	for k, jn := range jp.Nodes {
-		if jn.ID == nil || jn.Op == nil || jn.Version == nil {
-			return Program{}, fmt.Errorf("json program: nodes[%d]: \"id\", \"op\" and \"version\" are required", k)
-		}
-		n := Node{ID: NodeID(*jn.ID), Op: opreg.OperationID{Name: *jn.Op, Version: *jn.Version}}
-		if err := opreg.CheckName(n.Op.Name); err != nil {
-			return Program{}, fmt.Errorf("json program: node %d: %w", n.ID, err)
-		}
-		for j, r := range jn.Inputs {
-			switch {
-			case r.Input != nil && r.Node == nil && r.Output == nil:
-				n.Inputs = append(n.Inputs, External(*r.Input))
-			case r.Input == nil && r.Node != nil:
-				n.Inputs = append(n.Inputs, FromNode(NodeID(*r.Node), deref(r.Output)))
-			default:
-				return Program{}, fmt.Errorf("json program: node %d input %d: want {\"input\":I} or {\"node\":N,\"output\":K}", n.ID, j)
-			}
-		}
-		params, err := paramsFromJSON(reg, n.Op, jn.Params)
+		n, err := nodeFromJSON(k, &jn, reg)
 		if err != nil {
-			return Program{}, fmt.Errorf("json program: node %d: %w", n.ID, err)
+			return Program{}, err
 		}
-		n.Params = params
 		p.Nodes = append(p.Nodes, n)
 	}
 	for k, r := range jp.Roots {
-		if r.Input != nil || r.Node == nil {
-			return Program{}, fmt.Errorf("json program: roots[%d]: want {\"node\":N,\"output\":K}", k)
+		root, err := rootFromJSON(k, r)
+		if err != nil {
+			return Program{}, err
 		}
-		p.Roots = append(p.Roots, RootRef{NodeID: NodeID(*r.Node), OutputIndex: deref(r.Output)})
+		p.Roots = append(p.Roots, root)
 	}
 	slices.SortStableFunc(p.Nodes, func(a, b Node) int {
 		switch {
@@ -109,6 +92,41 @@ func ProgramFromJSON(data []byte, reg *opreg.Registry) (Program, error) {
 		return Program{}, fmt.Errorf("json program: %w", err)
 	}
 	return p, nil
+}
+
+// nodeFromJSON is the node of nodes[k].
+func nodeFromJSON(k int, jn *jsonNode, reg *opreg.Registry) (Node, error) {
+	if jn.ID == nil || jn.Op == nil || jn.Version == nil {
+		return Node{}, fmt.Errorf("json program: nodes[%d]: \"id\", \"op\" and \"version\" are required", k)
+	}
+	n := Node{ID: NodeID(*jn.ID), Op: opreg.OperationID{Name: *jn.Op, Version: *jn.Version}}
+	if err := opreg.CheckName(n.Op.Name); err != nil {
+		return Node{}, fmt.Errorf("json program: node %d: %w", n.ID, err)
+	}
+	for j, r := range jn.Inputs {
+		switch {
+		case r.Input != nil && r.Node == nil && r.Output == nil:
+			n.Inputs = append(n.Inputs, External(*r.Input))
+		case r.Input == nil && r.Node != nil:
+			n.Inputs = append(n.Inputs, FromNode(NodeID(*r.Node), deref(r.Output)))
+		default:
+			return Node{}, fmt.Errorf("json program: node %d input %d: want {\"input\":I} or {\"node\":N,\"output\":K}", n.ID, j)
+		}
+	}
+	params, err := paramsFromJSON(reg, n.Op, jn.Params)
+	if err != nil {
+		return Node{}, fmt.Errorf("json program: node %d: %w", n.ID, err)
+	}
+	n.Params = params
+	return n, nil
+}
+
+// rootFromJSON is the root of roots[k].
+func rootFromJSON(k int, r jsonRef) (RootRef, error) {
+	if r.Input != nil || r.Node == nil {
+		return RootRef{}, fmt.Errorf("json program: roots[%d]: want {\"node\":N,\"output\":K}", k)
+	}
+	return RootRef{NodeID: NodeID(*r.Node), OutputIndex: deref(r.Output)}, nil
 }
 
 func deref(p *uint32) uint32 {
@@ -249,39 +267,45 @@ func checkShape(data []byte) error {
 	if err := json.Unmarshal(data, &top); err != nil {
 		return err
 	}
-	list := func(raw json.RawMessage, field, elem string, each func(k int, v json.RawMessage) error) error {
-		if raw == nil {
-			return nil
-		}
-		if err := wantKind(raw, '[', field); err != nil {
-			return err
-		}
-		var vs []json.RawMessage
-		if err := json.Unmarshal(raw, &vs); err != nil {
-			return err
-		}
-		for k, v := range vs {
-			if err := wantKind(v, '{', fmt.Sprintf("%s[%d]", elem, k)); err != nil {
-				return err
-			}
-			if each != nil {
-				if err := each(k, v); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-	if err := list(top["nodes"], `"nodes"`, "nodes", func(k int, v json.RawMessage) error {
-		var node map[string]json.RawMessage
-		if err := json.Unmarshal(v, &node); err != nil {
-			return err
-		}
-		return list(node["inputs"], fmt.Sprintf(`nodes[%d] "inputs"`, k), fmt.Sprintf("nodes[%d].inputs", k), nil)
-	}); err != nil {
+	if err := shapeList(top["nodes"], `"nodes"`, "nodes", checkNodeShape); err != nil {
 		return err
 	}
-	return list(top["roots"], `"roots"`, "roots", nil)
+	return shapeList(top["roots"], `"roots"`, "roots", nil)
+}
+
+// shapeList checks that raw, when present, is an array of objects, and
+// applies each to them.
+func shapeList(raw json.RawMessage, field, elem string, each func(k int, v json.RawMessage) error) error {
+	if raw == nil {
+		return nil
+	}
+	if err := wantKind(raw, '[', field); err != nil {
+		return err
+	}
+	var vs []json.RawMessage
+	if err := json.Unmarshal(raw, &vs); err != nil {
+		return err
+	}
+	for k, v := range vs {
+		if err := wantKind(v, '{', fmt.Sprintf("%s[%d]", elem, k)); err != nil {
+			return err
+		}
+		if each != nil {
+			if err := each(k, v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkNodeShape checks the "inputs" of nodes[k], the object v.
+func checkNodeShape(k int, v json.RawMessage) error {
+	var node map[string]json.RawMessage
+	if err := json.Unmarshal(v, &node); err != nil {
+		return err
+	}
+	return shapeList(node["inputs"], fmt.Sprintf(`nodes[%d] "inputs"`, k), fmt.Sprintf("nodes[%d].inputs", k), nil)
 }
 
 // wantKind checks that the JSON value raw starts with c ('{' an object, '['

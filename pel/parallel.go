@@ -104,7 +104,7 @@ type speculator struct {
 	pl     *Plan
 	inputs []*asl.Rope
 	params *asl.Rope
-	outs   [][]*asl.Rope // the evaluation's outputs per node index (read only here)
+	outs   *liveOuts // the evaluation's live outputs (read only here)
 	opts   RunOptions
 	ctx    context.Context
 	maxMat int64 // RunOptions.MaxMaterialize with its default
@@ -129,12 +129,12 @@ var specTestHook func(specStats)
 
 // newSpeculator returns a speculator for one run, or nil when the run is
 // sequential: opts.Workers is 0 or 1, or no node is worth speculating.
-func newSpeculator(pl *Plan, inputs []*asl.Rope, params *asl.Rope, outs [][]*asl.Rope, opts RunOptions, maxMat int64) *speculator {
+func newSpeculator(pl *Plan, inputs []*asl.Rope, params *asl.Rope, outs *liveOuts, opts RunOptions, maxMat int64) *speculator {
 	if opts.Workers <= 1 {
 		return nil
 	}
 	worth := false
-	for _, op := range pl.ops {
+	for _, op := range pl.ops { // the distinct operations
 		if speculable(op) {
 			worth = true
 			break
@@ -143,7 +143,7 @@ func newSpeculator(pl *Plan, inputs []*asl.Rope, params *asl.Rope, outs [][]*asl
 	if !worth {
 		return nil
 	}
-	pos := make([]int32, len(pl.ops))
+	pos := make([]int32, pl.c.len())
 	for k, i := range pl.g.order {
 		pos[i] = int32(k)
 	}
@@ -151,7 +151,7 @@ func newSpeculator(pl *Plan, inputs []*asl.Rope, params *asl.Rope, outs [][]*asl
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	return &speculator{pl: pl, inputs: inputs, params: params, outs: outs, opts: opts, ctx: ctx, maxMat: maxMat, x: newNodeIndex(pl.prog.Nodes), pos: pos,
+	return &speculator{pl: pl, inputs: inputs, params: params, outs: outs, opts: opts, ctx: ctx, maxMat: maxMat, x: newNodeIndex(pl.c.ids), pos: pos,
 		jobs: make(map[int32]*specJob), maxJobs: 2 * opts.Workers}
 }
 
@@ -179,13 +179,12 @@ func (s *speculator) runOp(pl *Plan, i int32, call opreg.RopeCall, eager opreg.C
 	if s != nil {
 		if j := s.take(i, st); j != nil {
 			if !j.returned {
-				node := &pl.prog.Nodes[i]
-				return nil, nil, nil, &InternalError{NodeID: node.ID, Op: node.Op, Phase: "run", Reason: "the operation ended its goroutine (runtime.Goexit)"}
+				return nil, nil, nil, &InternalError{NodeID: pl.c.ids[i], Op: pl.opOf(i).ID, Phase: "run", Reason: "the operation ended its goroutine (runtime.Goexit)"}
 			}
 			return j.res, j.oerr, j.rerr, j.ierr
 		}
 	}
-	node, op := &pl.prog.Nodes[i], pl.ops[i]
+	node, op := pl.c.node(int(i)), pl.opOf(i)
 	var res []*asl.Rope
 	var oerr *opreg.OpError
 	var rerr error
@@ -258,11 +257,11 @@ func (s *speculator) fill(k int32, st runState) {
 	}
 	for ; s.cursor < len(order) && s.cursor <= int(k)+specLookahead && len(s.jobs) < s.maxJobs; s.cursor++ {
 		i := order[s.cursor]
-		if !speculable(s.pl.ops[i]) {
+		if !speculable(s.pl.opOf(i)) {
 			continue
 		}
 		readyAt := int32(-1)
-		for _, in := range s.pl.prog.Nodes[i].Inputs {
+		for _, in := range s.pl.c.inputsOf(int(i)) {
 			if in.Kind == InputNode {
 				t, _ := s.x.find(in.NodeID)
 				readyAt = max(readyAt, s.pos[t])
@@ -284,7 +283,7 @@ func (s *speculator) fill(k int32, st runState) {
 // loop will run it (and report whatever it must).
 func (s *speculator) dispatch(i, k int32, st runState) {
 	pl := s.pl
-	node, op := &pl.prog.Nodes[i], pl.ops[i]
+	node, op := pl.c.node(int(i)), pl.opOf(i)
 	if s.opts.Limits.MaxNodes > 0 && uint64(s.pos[i]) >= s.opts.Limits.MaxNodes {
 		return // the node limit stops the run first
 	}
@@ -306,7 +305,7 @@ func (s *speculator) dispatch(i, k int32, st runState) {
 	for k, in := range node.Inputs {
 		ins[k], _ = s.input(in)
 	}
-	call := opreg.RopeCall{Ctx: s.ctx, Inputs: ins, Params: pl.params[i]}
+	call := opreg.RopeCall{Ctx: s.ctx, Inputs: ins, Params: pl.paramsOf(i)}
 	if op.NeedsGlobalParams {
 		if s.params == nil || op.RunRope == nil && !s.params.InMemory() {
 			return
@@ -349,7 +348,7 @@ func (s *speculator) dispatch(i, k int32, st runState) {
 			return
 		}
 	}
-	j := &specJob{node: node, op: op, call: call, eager: eager, declared: declared, done: make(chan struct{})}
+	j := &specJob{node: &node, op: op, call: call, eager: eager, declared: declared, done: make(chan struct{})}
 	if !s.started {
 		s.start()
 	}
@@ -374,7 +373,7 @@ func (s *speculator) input(in DagInput) (*asl.Rope, bool) {
 		return s.inputs[in.InputIndex], true
 	}
 	t, _ := s.x.find(in.NodeID)
-	o := s.outs[t]
+	o := s.outs.get(t)
 	if uint64(in.OutputIndex) >= uint64(len(o)) {
 		return nil, false
 	}

@@ -3,7 +3,6 @@ package pel
 import (
 	"bytes"
 	"slices"
-	"unicode/utf8"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/enc"
@@ -134,29 +133,41 @@ func AppendProgram(dst []byte, p Program) ([]byte, error) {
 	w := enc.Writer{Buf: dst}
 	w.U32(uint32(len(p.Nodes)))
 	for i := range p.Nodes {
-		n := &p.Nodes[i]
-		w.U32(uint32(n.ID))
-		w.U32(uint32(len(n.Op.Name)))
-		w.Buf = append(w.Buf, n.Op.Name...)
-		w.U32(n.Op.Version)
-		w.U32(uint32(len(n.Inputs)))
-		for _, in := range n.Inputs {
-			w.U8(uint8(in.Kind))
-			if in.Kind == InputExternal {
-				w.U32(in.InputIndex)
-			} else {
-				w.U32(uint32(in.NodeID))
-				w.U32(in.OutputIndex)
-			}
-		}
-		w.Bytes32(n.Params)
+		w.Buf = appendNode(w.Buf, &p.Nodes[i])
 	}
-	w.U32(uint32(len(p.Roots)))
-	for _, r := range p.Roots {
+	return appendRoots(w.Buf, p.Roots), nil
+}
+
+// appendNode appends the Node of ProgramBytes for n, which is encodable.
+func appendNode(dst []byte, n *Node) []byte {
+	w := enc.Writer{Buf: dst}
+	w.U32(uint32(n.ID))
+	w.U32(uint32(len(n.Op.Name)))
+	w.Buf = append(w.Buf, n.Op.Name...)
+	w.U32(n.Op.Version)
+	w.U32(uint32(len(n.Inputs)))
+	for _, in := range n.Inputs {
+		w.U8(uint8(in.Kind))
+		if in.Kind == InputExternal {
+			w.U32(in.InputIndex)
+		} else {
+			w.U32(uint32(in.NodeID))
+			w.U32(in.OutputIndex)
+		}
+	}
+	w.Bytes32(n.Params)
+	return w.Buf
+}
+
+// appendRoots appends root_count and the RootRefs of ProgramBytes.
+func appendRoots(dst []byte, roots []RootRef) []byte {
+	w := enc.Writer{Buf: dst}
+	w.U32(uint32(len(roots)))
+	for _, r := range roots {
 		w.U32(uint32(r.NodeID))
 		w.U32(r.OutputIndex)
 	}
-	return w.Buf, nil
+	return w.Buf
 }
 
 // EncodeProgram returns the ProgramBytes of p.
@@ -191,19 +202,18 @@ func ProgramArtifact(p Program) (asl.Artifact, error) {
 // *ProgramError that wraps an *enc.DecodeError naming the field and offset.
 //
 // The program's Params alias b; op names are copied (and interned, so a
-// program repeating one name holds one string).
+// program repeating one name holds one string), and all nodes' Inputs
+// share one backing array.
 func DecodeProgram(b []byte) (Program, error) {
-	d := decoder{r: enc.NewReader(b), names: map[string]string{}}
-	p, err := d.program()
+	c, err := decodeCompact(b, true)
 	if err != nil {
 		return Program{}, err
 	}
-	return p, nil
+	return c.program(), nil
 }
 
 type decoder struct {
-	r     *enc.Reader
-	names map[string]string
+	r *enc.Reader
 }
 
 func (d *decoder) fail() error {
@@ -212,95 +222,6 @@ func (d *decoder) fail() error {
 		return programErr(DiagProgramMalformed, nil, "program bytes malformed: %v", d.r.Err())
 	}
 	return programErr(DiagProgramMalformed, de, "program bytes malformed: field %s at offset %d", de.Field, de.Offset)
-}
-
-func (d *decoder) program() (Program, error) {
-	r := d.r
-	var p Program
-	nn := r.Count("node_count", minNodeSize)
-	if r.Err() != nil {
-		return Program{}, d.fail()
-	}
-	if nn > 0 {
-		p.Nodes = make([]Node, nn)
-	}
-	// All DagInputs share one backing array, sliced per node at the end.
-	var flat []DagInput
-	ends := make([]int, nn)
-	for i := 0; i < nn; i++ {
-		n := &p.Nodes[i]
-		idOff := r.Offset()
-		n.ID = NodeID(r.U32("node_id"))
-		if r.Err() != nil {
-			return Program{}, d.fail()
-		}
-		if i > 0 && n.ID <= p.Nodes[i-1].ID {
-			return Program{}, checkOrder(p.Nodes[i-1].ID, n.ID, &enc.DecodeError{Offset: idOff, Field: "node_id", Reason: "not greater than the previous node_id"})
-		}
-		nameOff := r.Offset()
-		name := bytes32(r, "op_name length", "op_name")
-		if r.Err() == nil {
-			switch {
-			case len(name) == 0:
-				r.FailAt(nameOff, "op_name", "empty")
-			case len(name) > opreg.MaxNameLen:
-				r.FailAt(nameOff, "op_name", "%d bytes exceed the maximum %d", len(name), opreg.MaxNameLen)
-			case !utf8.Valid(name):
-				r.FailAt(nameOff, "op_name", "not valid UTF-8")
-			}
-		}
-		n.Op.Version = r.U32("op_version")
-		ni := r.Count("input_count", minInputSize)
-		if r.Err() != nil {
-			return Program{}, d.fail()
-		}
-		n.Op.Name = d.intern(name)
-		for j := 0; j < ni; j++ {
-			tagOff := r.Offset()
-			var in DagInput
-			switch tag := r.U8("input_tag"); {
-			case r.Err() != nil:
-			case tag == uint8(InputExternal):
-				in.InputIndex = r.U32("input_index")
-			case tag == uint8(InputNode):
-				in.Kind = InputNode
-				in.NodeID = NodeID(r.U32("input_node_id"))
-				in.OutputIndex = r.U32("output_index")
-			default:
-				r.FailAt(tagOff, "input_tag", "value 0x%02x is neither 0x00 nor 0x01", tag)
-			}
-			if r.Err() != nil {
-				return Program{}, d.fail()
-			}
-			flat = append(flat, in)
-		}
-		ends[i] = len(flat)
-		n.Params = bytes32(r, "params length", "params")
-		if r.Err() != nil {
-			return Program{}, d.fail()
-		}
-	}
-	start := 0
-	for i := range p.Nodes {
-		if ends[i] > start {
-			p.Nodes[i].Inputs = flat[start:ends[i]:ends[i]]
-		}
-		start = ends[i]
-	}
-	nr := r.Count("root_count", minRootSize)
-	if r.Err() != nil {
-		return Program{}, d.fail()
-	}
-	if nr > 0 {
-		p.Roots = make([]RootRef, nr)
-	}
-	for i := range p.Roots {
-		p.Roots[i] = RootRef{NodeID: NodeID(r.U32("root_node_id")), OutputIndex: r.U32("root_output_index")}
-	}
-	if r.Done() != nil {
-		return Program{}, d.fail()
-	}
-	return p, nil
 }
 
 // bytes32 is enc.Reader.Bytes32 with both field names given, so the hot
@@ -318,22 +239,20 @@ func bytes32(r *enc.Reader, lenField, field string) []byte {
 	return r.Raw(int(n), field)
 }
 
-func (d *decoder) intern(b []byte) string {
-	if s, ok := d.names[string(b)]; ok {
-		return s
-	}
-	s := string(b)
-	d.names[s] = s
-	return s
-}
-
 // DecodeProgramArtifact checks that a carries TYPE_TAG_PEL_PROGRAM_DAG_1
 // (DiagProgramTypeTag otherwise) and decodes its bytes.
 func DecodeProgramArtifact(a asl.Artifact) (Program, error) {
-	if !a.HasTag || a.Tag != asl.TagPELProgramDAG1 {
-		return Program{}, programErr(DiagProgramTypeTag, nil, "program artifact type tag is %s, want 0x%08x", a.Header().TagString(), uint32(asl.TagPELProgramDAG1))
+	if err := checkProgramTag(a); err != nil {
+		return Program{}, err
 	}
 	return DecodeProgram(a.Bytes)
+}
+
+func checkProgramTag(a asl.Artifact) error {
+	if !a.HasTag || a.Tag != asl.TagPELProgramDAG1 {
+		return programErr(DiagProgramTypeTag, nil, "program artifact type tag is %s, want 0x%08x", a.Header().TagString(), uint32(asl.TagPELProgramDAG1))
+	}
+	return nil
 }
 
 // Equal reports whether p and q are the same Program value. Nil and empty

@@ -16,38 +16,30 @@ type graph struct {
 	uses  []int32 // per node: DagInputNode references to it plus RootRefs naming it
 }
 
-// nodeIndex maps a NodeID to its index in a program's sorted nodes.
+// nodeIndex maps a NodeID to its index in a program's sorted node ids.
 type nodeIndex struct {
-	nodes []Node
-	dense bool // ids are nodes[0].ID, nodes[0].ID+1, ...
+	ids   []NodeID
+	dense bool // ids are ids[0], ids[0]+1, ...
 	first NodeID
 }
 
-func newNodeIndex(nodes []Node) nodeIndex {
-	x := nodeIndex{nodes: nodes}
-	if len(nodes) > 0 {
-		x.first = nodes[0].ID
-		x.dense = uint64(nodes[len(nodes)-1].ID-x.first) == uint64(len(nodes)-1)
+func newNodeIndex(ids []NodeID) nodeIndex {
+	x := nodeIndex{ids: ids}
+	if len(ids) > 0 {
+		x.first = ids[0]
+		x.dense = uint64(ids[len(ids)-1]-x.first) == uint64(len(ids)-1)
 	}
 	return x
 }
 
 func (x nodeIndex) find(id NodeID) (int32, bool) {
 	if x.dense {
-		if id < x.first || uint64(id-x.first) >= uint64(len(x.nodes)) {
+		if id < x.first || uint64(id-x.first) >= uint64(len(x.ids)) {
 			return 0, false
 		}
 		return int32(id - x.first), true
 	}
-	i, ok := slices.BinarySearchFunc(x.nodes, id, func(n Node, id NodeID) int {
-		switch {
-		case n.ID < id:
-			return -1
-		case n.ID > id:
-			return 1
-		}
-		return 0
-	})
+	i, ok := slices.BinarySearch(x.ids, id)
 	return int32(i), ok
 }
 
@@ -56,18 +48,16 @@ func (x nodeIndex) find(id NodeID) (int32, bool) {
 // DagInputNode in node order then input order (missing target, then self
 // reference), every RootRef in order, then acyclicity. It returns the
 // canonical order.
-func checkStructure(p *Program) (graph, *ProgramError) {
-	n := len(p.Nodes)
+func checkStructure(p *compact) (graph, *ProgramError) {
+	n := p.len()
 	if n > math.MaxInt32 {
 		return graph{}, programErr(DiagProgramMalformed, nil, "program has %d nodes, more than this implementation supports", n)
 	}
-	x := newNodeIndex(p.Nodes)
+	x := newNodeIndex(p.ids)
 	edges := 0
-	for i := range p.Nodes {
-		for _, in := range p.Nodes[i].Inputs {
-			if in.Kind == InputNode {
-				edges++
-			}
+	for _, in := range p.inputs {
+		if in.Kind == InputNode {
+			edges++
 		}
 	}
 	if edges > math.MaxInt32 {
@@ -77,18 +67,18 @@ func checkStructure(p *Program) (graph, *ProgramError) {
 	uses := make([]int32, n)
 	start := make([]int32, n+1)
 	tgt := make([]int32, 0, edges) // target index of each DagInputNode, in program order
-	for i := range p.Nodes {
-		node := &p.Nodes[i]
-		for j, in := range node.Inputs {
+	for i := 0; i < n; i++ {
+		id := p.ids[i]
+		for j, in := range p.inputsOf(i) {
 			if in.Kind != InputNode {
 				continue
 			}
 			t, ok := x.find(in.NodeID)
 			switch {
 			case !ok:
-				return graph{}, programErr(DiagDanglingInput, nil, "node %d input %d refers to missing node %d", node.ID, j, in.NodeID)
+				return graph{}, programErr(DiagDanglingInput, nil, "node %d input %d refers to missing node %d", id, j, in.NodeID)
 			case int(t) == i:
-				return graph{}, programErr(DiagSelfLoop, nil, "node %d input %d refers to node %d itself", node.ID, j, node.ID)
+				return graph{}, programErr(DiagSelfLoop, nil, "node %d input %d refers to node %d itself", id, j, id)
 			}
 			tgt = append(tgt, t)
 			indeg[i]++
@@ -96,7 +86,7 @@ func checkStructure(p *Program) (graph, *ProgramError) {
 			start[t+1]++
 		}
 	}
-	for k, r := range p.Roots {
+	for k, r := range p.roots {
 		t, ok := x.find(r.NodeID)
 		if !ok {
 			return graph{}, programErr(DiagDanglingRoot, nil, "root %d refers to missing node %d", k, r.NodeID)
@@ -112,7 +102,7 @@ func checkStructure(p *Program) (graph, *ProgramError) {
 	deps := make([]int32, edges)
 	fill := slices.Clone(start[:n])
 	k := 0
-	for i := range p.Nodes {
+	for i := 0; i < n; i++ {
 		for range indeg[i] {
 			t := tgt[k]
 			k++
@@ -148,7 +138,7 @@ func checkStructure(p *Program) (graph, *ProgramError) {
 				break
 			}
 		}
-		return graph{}, programErr(DiagCycle, nil, "dependency cycle: %d nodes cannot be ordered, lowest node id %d", n-len(order), p.Nodes[lowest].ID)
+		return graph{}, programErr(DiagCycle, nil, "dependency cycle: %d nodes cannot be ordered, lowest node id %d", n-len(order), p.ids[lowest])
 	}
 	return graph{order: order, uses: uses}, nil
 }
@@ -207,7 +197,11 @@ func CheckStructure(p Program) error {
 	if err := p.CheckEncodable(); err != nil {
 		return err
 	}
-	if _, err := checkStructure(&p); err != nil {
+	c, perr := fromProgram(&p)
+	if perr != nil {
+		return perr
+	}
+	if _, err := checkStructure(c); err != nil {
 		return err
 	}
 	return nil
@@ -221,13 +215,17 @@ func CanonicalOrder(p Program) ([]NodeID, error) {
 	if err := p.CheckEncodable(); err != nil {
 		return nil, err
 	}
-	g, perr := checkStructure(&p)
+	c, perr := fromProgram(&p)
+	if perr != nil {
+		return nil, perr
+	}
+	g, perr := checkStructure(c)
 	if perr != nil {
 		return nil, perr
 	}
 	ids := make([]NodeID, len(g.order))
 	for k, i := range g.order {
-		ids[k] = p.Nodes[i].ID
+		ids[k] = c.ids[i]
 	}
 	return ids, nil
 }
@@ -236,12 +234,22 @@ func CanonicalOrder(p Program) ([]NodeID, error) {
 // structure holds (seed §3), every operation is registered and accepts the
 // node's input count, every node's params decoded (§3.1), and the canonical
 // order is computed (§4). A Plan is immutable and safe for concurrent Runs.
+//
+// A Plan holds the program in compact form (SPECS.md §14.11): operations
+// are resolved and params decoded once per distinct operation and params
+// value, not once per node.
 type Plan struct {
-	prog   Program
+	c      *compact
 	g      graph
-	ops    []*opreg.Operation
-	params []any
+	ops    []*opreg.Operation // per c.ops entry
+	params []any              // per c.pars entry
 }
+
+// opOf is the operation of node index i.
+func (pl *Plan) opOf(i int32) *opreg.Operation { return pl.ops[pl.c.op[i]] }
+
+// paramsOf is the decoded params of node index i.
+func (pl *Plan) paramsOf(i int32) any { return pl.params[pl.c.par[i]] }
 
 // Prepare validates p against reg (nil means opreg.Kernel()) in the order
 // Exec_DAG uses (SPECS.md §12.2): encodability, structure, then unknown
@@ -252,7 +260,11 @@ func Prepare(p Program, reg *opreg.Registry) (*Plan, error) {
 	if err := p.CheckEncodable(); err != nil {
 		return nil, err
 	}
-	pl, perr, err := prepare(p, reg)
+	c, perr := fromProgram(&p)
+	if perr != nil {
+		return nil, perr
+	}
+	pl, perr, err := prepare(c, reg)
 	if perr != nil {
 		return nil, perr
 	}
@@ -261,64 +273,88 @@ func Prepare(p Program, reg *opreg.Registry) (*Plan, error) {
 
 // prepare returns a *ProgramError for an invalid program, or an
 // *InternalError when an operation's DecodeParams panicked.
-func prepare(p Program, reg *opreg.Registry) (*Plan, *ProgramError, error) {
+func prepare(p *compact, reg *opreg.Registry) (*Plan, *ProgramError, error) {
 	if reg == nil {
 		reg = opreg.Kernel()
 	}
-	g, perr := checkStructure(&p)
+	g, perr := checkStructure(p)
 	if perr != nil {
 		return nil, perr, nil
 	}
-	ops := make([]*opreg.Operation, len(p.Nodes))
-	var last *opreg.Operation
-	for i := range p.Nodes {
-		id := p.Nodes[i].Op
-		if last != nil && last.ID == id {
-			ops[i] = last
+	// Operations are looked up in node order, so the unknown one reported
+	// is that of the lowest node id.
+	ops := make([]*opreg.Operation, len(p.ops))
+	for i, k := range p.op {
+		if ops[k] != nil {
 			continue
 		}
-		op, ok := reg.Lookup(id)
+		op, ok := reg.Lookup(p.ops[k])
 		if !ok {
-			return nil, programErr(DiagUnknownOperation, nil, "node %d: unknown operation %s", p.Nodes[i].ID, opText(id)), nil
+			return nil, programErr(DiagUnknownOperation, nil, "node %d: unknown operation %s", p.ids[i], opText(p.ops[k])), nil
 		}
-		ops[i], last = op, op
+		ops[k] = op
 	}
-	params := make([]any, len(p.Nodes))
-	for i := range p.Nodes {
-		node, op := &p.Nodes[i], ops[i]
-		if !op.AcceptsInputs(len(node.Inputs)) {
-			return nil, programErr(DiagArity, nil, "node %d: operation %s takes %s inputs, got %d", node.ID, opText(op.ID), op.ArityString(), len(node.Inputs)), nil
+	// A params value is of one operation: decoding it once, at its first
+	// node, reports what decoding it at every node would, at the first.
+	params := make([]any, len(p.pars))
+	decoded := make([]bool, len(p.pars))
+	for i, k := range p.op {
+		id, op := p.ids[i], ops[k]
+		inputs := len(p.inputsOf(i))
+		if !op.AcceptsInputs(inputs) {
+			return nil, programErr(DiagArity, nil, "node %d: operation %s takes %s inputs, got %d", id, opText(op.ID), op.ArityString(), inputs), nil
+		}
+		pk := p.par[i]
+		if decoded[pk] {
+			continue
 		}
 		var v any
 		var err error
-		if ierr := contain(node.ID, op.ID, "params", func() { v, err = op.DecodeParams(node.Params) }); ierr != nil {
+		raw := p.paramsOf(i)
+		if ierr := contain(id, op.ID, "params", func() { v, err = op.DecodeParams(raw) }); ierr != nil {
 			return nil, nil, ierr
 		}
 		if err != nil {
-			return nil, programErr(DiagParamsDecode, nil, "node %d: params of operation %s do not decode", node.ID, opText(op.ID)), nil
+			return nil, programErr(DiagParamsDecode, nil, "node %d: params of operation %s do not decode", id, opText(op.ID)), nil
 		}
-		params[i] = v
+		params[pk], decoded[pk] = v, true
 	}
-	return &Plan{prog: p, g: g, ops: ops, params: params}, nil, nil
+	return &Plan{c: p, g: g, ops: ops, params: params}, nil, nil
 }
 
-// Program returns the planned program (shared; do not modify).
-func (pl *Plan) Program() Program { return pl.prog }
+// Program returns the planned program: a Program sharing the plan's
+// arrays (do not modify).
+func (pl *Plan) Program() Program { return pl.c.program() }
 
 // Order returns the canonical topological order (seed §4.1) as node ids.
 func (pl *Plan) Order() []NodeID {
 	ids := make([]NodeID, len(pl.g.order))
 	for k, i := range pl.g.order {
-		ids[k] = pl.prog.Nodes[i].ID
+		ids[k] = pl.c.ids[i]
 	}
 	return ids
 }
 
 // Params returns the decoded params value of the node with the given id.
 func (pl *Plan) Params(id NodeID) (any, error) {
-	i, ok := newNodeIndex(pl.prog.Nodes).find(id)
+	i, ok := newNodeIndex(pl.c.ids).find(id)
 	if !ok {
 		return nil, fmt.Errorf("no node %d", id)
 	}
-	return pl.params[i], nil
+	return pl.paramsOf(i), nil
+}
+
+// PrepareBytes is Prepare(DecodeProgram(b), reg) without the Program: it
+// decodes ProgramBytes into the plan's compact form (SPECS.md §14.11).
+// Errors are DecodeProgram's, then Prepare's. The plan's params alias b.
+func PrepareBytes(b []byte, reg *opreg.Registry) (*Plan, error) {
+	c, err := decodeCompact(b, true)
+	if err != nil {
+		return nil, err
+	}
+	pl, perr, err := prepare(c, reg)
+	if perr != nil {
+		return nil, perr
+	}
+	return pl, err
 }

@@ -77,7 +77,7 @@ func (l *loader) load(ctx context.Context, ref asl.Reference) (*asl.Rope, error)
 // kept in err; the run's Interrupt then stops the evaluation.
 type runObserver struct {
 	ctx      context.Context
-	b        *trace.Builder
+	b        *trace.Stream
 	err      error
 	progress func(Progress)
 	p        Progress

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/amduat/amduat/asl"
@@ -104,7 +106,11 @@ type Run struct {
 	TraceRef   asl.Reference
 	OutputRefs []asl.Reference
 	Result     Result
-	Trace      trace.Trace
+	// Trace is the run's trace. Of an executed run of more than 65,536
+	// node records it holds only the header fields (Nodes is nil): the
+	// records were streamed into the store as the nodes finished (SPECS.md
+	// §14.11); load them with LoadTrace(TraceRef).
+	Trace trace.Trace
 	// Outputs holds the output artifacts of an executed run whose outputs
 	// total at most 16 MiB; it is nil on a cache hit and when the outputs
 	// were streamed into the store (fetch OutputRefs instead).
@@ -185,6 +191,7 @@ func (s *Surface) Run(ctx context.Context, req Request) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer c.close()
 	// A store failure depends on the store's state, not only on the request,
 	// so it is never cached.
 	var actionKey []byte
@@ -225,6 +232,10 @@ func (s *Surface) logEntry(run *Run, key [32]byte, cache string, start time.Time
 		Status: v.Status, StatusCode: v.Summary.StatusCode, Cache: cache, Duration: now.Sub(start)})
 }
 
+// traceSpool bounds what a run's trace stream holds in memory (the
+// defaults of trace.StreamOptions; tests lower them).
+var traceSpool trace.StreamOptions
+
 // computed is a run whose artifacts are built and whose references are
 // derived, but which is not stored yet.
 type computed struct {
@@ -234,6 +245,17 @@ type computed struct {
 	progress                     Progress
 	resultArt, traceArt, edgeArt asl.Artifact
 	edge                         tgk.Edge
+	// trace holds the trace bytes; when its records are in a temporary
+	// file, traceArt is empty and the trace is streamed into the store
+	// before the batch.
+	trace *trace.Spooled
+}
+
+// close removes the trace's temporary file, if any.
+func (c *computed) close() {
+	if c.trace != nil {
+		c.trace.Close()
+	}
 }
 
 // compute resolves and executes req and builds the result and trace. It
@@ -241,10 +263,11 @@ type computed struct {
 func (s *Surface) compute(ctx context.Context, req Request) (*computed, error) {
 	scheme := req.scheme()
 	res := Result{ProgramRef: req.ProgramRef, InputRefs: req.InputRefs, ParamsRef: req.ParamsRef, HasParams: req.HasParams, Limits: req.Limits}
-	builder, err := trace.NewBuilder(s.opts.Hash)
+	builder, err := trace.NewStream(s.opts.Hash, traceSpool)
 	if err != nil {
 		return nil, err
 	}
+	defer builder.Close() // a no-op once Finish passed the spool on
 	var outputs []*asl.Rope
 	var reused int
 	obs := &runObserver{ctx: ctx, b: builder, progress: s.opts.Progress}
@@ -274,7 +297,15 @@ func (s *Surface) compute(ctx context.Context, req Request) (*computed, error) {
 				// for progress, so an invalid program does no harm.
 				obs.p.NodesTotal = int(binary.BigEndian.Uint32(program.Bytes))
 			}
-			outputs, res.Value, err = pel.ExecDAGRopes(s.opts.Registry, program, inputs, params, obs, opts)
+			// The plan keeps what it needs of the program bytes, which are
+			// dropped before the evaluation (§14.11).
+			pl, v, perr := pel.PlanArtifact(s.opts.Registry, program)
+			program = asl.Artifact{}
+			if pl == nil {
+				res.Value, err = v, perr
+			} else {
+				outputs, res.Value, err = pl.RunRopes(inputs, params, obs, opts)
+			}
 			if err == nil {
 				err = obs.err
 			}
@@ -306,7 +337,7 @@ func (s *Surface) compute(ctx context.Context, req Request) (*computed, error) {
 		return nil, fmt.Errorf("surface run: encoding result: %w", err)
 	}
 	c.run.ResultRef = asl.MustDerive(s.opts.Hash, c.resultArt)
-	c.run.Trace, err = builder.Finish(trace.Links{
+	c.trace, err = builder.Finish(trace.Links{
 		ProgramRef: res.ProgramRef, InputRefs: res.InputRefs,
 		ParamsRef: res.ParamsRef, HasParams: res.HasParams,
 		ExecResultRef: c.run.ResultRef,
@@ -314,12 +345,16 @@ func (s *Surface) compute(ctx context.Context, req Request) (*computed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("surface run: building trace: %w", err)
 	}
-	if c.traceArt, err = c.run.Trace.Artifact(); err != nil {
-		return nil, fmt.Errorf("surface run: encoding trace: %w", err)
+	c.run.Trace, c.run.TraceRef = c.trace.Trace, c.trace.Ref
+	if c.trace.InMemory() {
+		if c.traceArt, err = c.trace.Artifact(math.MaxUint64); err != nil {
+			c.close()
+			return nil, fmt.Errorf("surface run: encoding trace: %w", err)
+		}
 	}
-	c.run.TraceRef = asl.MustDerive(s.opts.Hash, c.traceArt)
 	c.edge = runEdge(res, c.run.ResultRef, c.run.TraceRef)
 	if c.edgeArt, err = c.edge.Artifact(); err != nil {
+		c.close()
 		return nil, fmt.Errorf("surface run: encoding provenance edge: %w", err)
 	}
 	c.run.EdgeRef = asl.MustDerive(s.opts.Hash, c.edgeArt)
@@ -337,7 +372,15 @@ func (s *Surface) persist(ctx context.Context, c *computed, actionKey []byte, ex
 			return err
 		}
 	}
+	if !c.trace.InMemory() {
+		if err := s.streamTrace(ctx, c.trace); err != nil {
+			return err
+		}
+	}
 	arts := append(append([]asl.Artifact(nil), run.Outputs...), c.resultArt, c.traceArt, c.edgeArt)
+	if !c.trace.InMemory() {
+		arts = slices.Delete(arts, len(arts)-2, len(arts)-1)
+	}
 	var refs []asl.Reference
 	var err error
 	if ix, ok := s.store.(asl.Indexer); ok {
@@ -355,9 +398,27 @@ func (s *Surface) persist(ctx context.Context, c *computed, actionKey []byte, ex
 		return fmt.Errorf("surface run: storing %d artifacts: %w", len(arts), err)
 	}
 	n := len(run.Outputs)
-	if refs[n] != run.ResultRef || refs[n+1] != run.TraceRef || refs[n+2] != run.EdgeRef {
+	traceRef := run.TraceRef
+	if c.trace.InMemory() {
+		traceRef = refs[n+1]
+	}
+	if refs[n] != run.ResultRef || traceRef != run.TraceRef || refs[len(refs)-1] != run.EdgeRef {
 		return fmt.Errorf("surface run: store returned %s, %s for result and trace, derived %s, %s: %w",
-			refs[n], refs[n+1], run.ResultRef, run.TraceRef, asl.ErrIntegrity)
+			refs[n], traceRef, run.ResultRef, run.TraceRef, asl.ErrIntegrity)
+	}
+	return nil
+}
+
+// streamTrace puts a trace whose records are in a temporary file into the
+// store, streaming, durable before the batch that names it (§14.11), and
+// checks that the store derived the reference the trace was given.
+func (s *Surface) streamTrace(ctx context.Context, sp *trace.Spooled) error {
+	ref, err := s.store.Put(ctx, s.opts.Hash, sp.Header(), sp.Open())
+	if err != nil {
+		return fmt.Errorf("surface run: storing trace: %w", err)
+	}
+	if ref != sp.Ref {
+		return fmt.Errorf("surface run: store returned %s for the trace, derived %s: %w", ref, sp.Ref, asl.ErrIntegrity)
 	}
 	return nil
 }

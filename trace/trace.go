@@ -86,8 +86,11 @@ func (t Trace) Validate() error {
 }
 
 func (t Trace) checkRecord(i int) error {
-	n := &t.Nodes[i]
-	last := i == len(t.Nodes)-1
+	return checkRecord(&t.Nodes[i], i == len(t.Nodes)-1)
+}
+
+// checkRecord checks one record; last says whether it is the trace's last.
+func checkRecord(n *NodeRecord, last bool) error {
 	if err := pel.CheckOpName(n.Op.Name); err != nil {
 		return fmt.Errorf("node %d: %w", n.NodeID, err)
 	}
@@ -168,6 +171,16 @@ func Append(dst []byte, t Trace) ([]byte, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
+	dst = appendHeader(dst, &t, uint32(len(t.Nodes)))
+	for i := range t.Nodes {
+		dst = appendRecord(dst, &t.Nodes[i])
+	}
+	return dst, nil
+}
+
+// appendHeader appends the fields of TraceBytes before the records: the
+// links, the overall status and node_count.
+func appendHeader(dst []byte, t *Trace, count uint32) []byte {
 	w := enc.Writer{Buf: dst}
 	w.Buf = asl.AppendEncodedRef(w.Buf, t.SchemeRef)
 	w.Buf = asl.AppendEncodedRef(w.Buf, t.ProgramRef)
@@ -179,21 +192,24 @@ func Append(dst []byte, t Trace) ([]byte, error) {
 	w.Buf = asl.AppendEncodedRef(w.Buf, t.ExecResultRef)
 	w.U8(uint8(t.Status))
 	w.U32(t.StatusCode)
-	w.U32(uint32(len(t.Nodes)))
-	for i := range t.Nodes {
-		n := &t.Nodes[i]
-		w.U32(uint32(n.NodeID))
-		w.Bytes32([]byte(n.Op.Name))
-		w.U32(n.Op.Version)
-		w.U8(uint8(n.Status))
-		w.U32(n.StatusCode)
-		w.U32(uint32(len(n.OutputRefs)))
-		for _, r := range n.OutputRefs {
-			w.Buf = asl.AppendEncodedRef(w.Buf, r)
-		}
-		w.Buf = pel.AppendDiagnostics(w.Buf, n.Diagnostics)
+	w.U32(count)
+	return w.Buf
+}
+
+// appendRecord appends one NodeRecord of TraceBytes.
+func appendRecord(dst []byte, n *NodeRecord) []byte {
+	w := enc.Writer{Buf: dst}
+	w.U32(uint32(n.NodeID))
+	w.U32(uint32(len(n.Op.Name)))
+	w.Buf = append(w.Buf, n.Op.Name...)
+	w.U32(n.Op.Version)
+	w.U8(uint8(n.Status))
+	w.U32(n.StatusCode)
+	w.U32(uint32(len(n.OutputRefs)))
+	for _, r := range n.OutputRefs {
+		w.Buf = asl.AppendEncodedRef(w.Buf, r)
 	}
-	return w.Buf, nil
+	return pel.AppendDiagnostics(w.Buf, n.Diagnostics)
 }
 
 // Encode returns the TraceBytes of t.

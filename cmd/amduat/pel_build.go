@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/opreg"
 	"github.com/amduat/amduat/pel"
 	"github.com/amduat/amduat/report"
 )
@@ -61,33 +63,34 @@ Errors in the JSON name FILE:LINE:COLUMN and the member, in JSON terms
 		Args: rangeArgs(1, 1),
 		RunE: func(c *cobra.Command, args []string) (err error) {
 			src := args[0]
-			data, err := a.readProgramJSON(src)
-			if err != nil {
-				return err
-			}
 			reg, done, err := staticOps(c.Context())
 			if err != nil {
 				return err
 			}
 			defer done()
-			p, err := pel.ProgramFromJSON(data, reg)
-			if err != nil {
-				return usageErr(jsonErrorAt(src, data, err))
-			}
-			art, err := pel.ProgramArtifact(p)
-			if err != nil {
-				return usageErr(fmt.Errorf("%s: %w", src, err))
-			}
-			if !allowInvalid {
-				if chk := report.NewBuild(asl.Reference{}, art, p, reg); !chk.Valid {
-					return usageErr(fmt.Errorf("%s: not stored: Exec_DAG would report INVALID_PROGRAM: %s (--allow-invalid stores it anyway)", src, chk.Problem))
+			// The program is encoded as its JSON is read and checked from
+			// its bytes, so neither the text nor a Program value is held
+			// (SPECS.md §14.11); any other text is read whole and parsed
+			// again, for the same bytes or the error with its position.
+			b, nodes, roots, ok := a.streamProgramJSON(src, reg)
+			if !ok {
+				data, err := a.readProgramJSON(src)
+				if err != nil {
+					return err
+				}
+				if b, nodes, roots, err = pel.ProgramBytesFromJSON(data, reg); err != nil {
+					return usageErr(jsonErrorAt(src, data, err))
 				}
 			}
-			ref, err := a.storeProgram(c.Context(), hashName, src, art)
-			if err != nil {
+			art := asl.Tagged(asl.TagPELProgramDAG1, b)
+			res := buildReport(art, nodes, roots, reg)
+			if !allowInvalid && !res.Valid {
+				return usageErr(fmt.Errorf("%s: not stored: Exec_DAG would report INVALID_PROGRAM: %s (--allow-invalid stores it anyway)", src, res.Problem))
+			}
+			if res.Ref, err = a.storeProgram(c.Context(), hashName, src, art); err != nil {
 				return err
 			}
-			res := report.NewBuild(ref, art, p, reg)
+			ref := res.Ref
 			if !res.Valid {
 				a.warnf(src, fmt.Errorf("warning: stored, but Exec_DAG will report INVALID_PROGRAM: %s", res.Problem))
 			}
@@ -103,6 +106,35 @@ Errors in the JSON name FILE:LINE:COLUMN and the member, in JSON terms
 	c.Flags().BoolVar(&strict, "strict", true, "refuse a program that can never run OK (the default; kept for scripts)")
 	_ = c.Flags().MarkHidden("strict")
 	return c
+}
+
+// buildReport is report.NewBuild for a program known by its artifact and
+// its counts: the same validity and problem text, checked from the bytes.
+func buildReport(art asl.Artifact, nodes, roots int, reg *opreg.Registry) report.Build {
+	b := report.Build{Size: uint64(len(art.Bytes)), TypeTag: uint32(art.Tag), Nodes: nodes, Roots: roots, Valid: true}
+	if _, err := pel.PrepareBytes(art.Bytes, reg); err != nil {
+		b.Valid, b.Problem = false, strings.Join(strings.Fields(err.Error()), " ")
+	}
+	return b
+}
+
+// streamProgramJSON encodes the JSON program in the regular file src as it
+// reads it (pel.ProgramBytesFromJSONReader); ok is false for standard
+// input, a file above maxProgramJSON, or text it leaves to the whole read.
+func (a *app) streamProgramJSON(src string, reg *opreg.Registry) (b []byte, nodes, roots int, ok bool) {
+	if src == "-" {
+		return nil, 0, 0, false
+	}
+	f, err := os.Open(src)
+	if err != nil {
+		return nil, 0, 0, false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() || st.Size() > maxProgramJSON {
+		return nil, 0, 0, false
+	}
+	return pel.ProgramBytesFromJSONReader(bufio.NewReaderSize(io.LimitReader(f, maxProgramJSON+1), 64<<10), int(st.Size()/2), reg)
 }
 
 func (a *app) readProgramJSON(src string) ([]byte, error) {
