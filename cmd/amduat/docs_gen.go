@@ -102,7 +102,7 @@ func writeManTree(root *cobra.Command, dir, source string) error {
 }
 
 // roffText escapes s for a roff text block: backslashes, and a control
-// character ('.' or '\”) opening a line.
+// character (a period or an apostrophe) opening a line.
 func roffText(s string) string {
 	s = strings.ReplaceAll(s, `\`, `\e`)
 	lines := strings.Split(s, "\n")
