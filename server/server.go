@@ -50,11 +50,11 @@ type Backend interface {
 // Limits bound what one request may cost (SPECS.md §18.3). Zero fields take
 // the defaults of DefaultLimits.
 type Limits struct {
-	MaxArtifactBytes  int64         // one POST /v1/artifacts body
-	MaxBatchBytes     int64         // the ArtifactBytes of one batch
-	MaxBatchCount     int           // artifacts in one batch
-	MaxJSONBytes      int64         // one JSON request body
-	MaxConcurrentRuns int           // runs and replays at once; more wait in the run queue
+	MaxArtifactBytes  int64 // one POST /v1/artifacts body
+	MaxBatchBytes     int64 // the ArtifactBytes of one batch
+	MaxBatchCount     int   // artifacts in one batch
+	MaxJSONBytes      int64 // one JSON request body
+	MaxConcurrentRuns int   // runs and replays at once; more wait in the run queue
 	// RunQueueLength bounds the runs and replays waiting for a slot
 	// (SPECS.md §18.6): one more is refused with 429. Negative means no
 	// queue (every run beyond the slots is refused at once).
@@ -62,8 +62,8 @@ type Limits struct {
 	// RunQueueWait bounds how long a run waits for a slot; past it the run
 	// is refused with 503.
 	RunQueueWait time.Duration
-	RunTimeout        time.Duration // wall time of one run or replay
-	MaxListLimit      int           // entries of one list or index page
+	RunTimeout   time.Duration // wall time of one run or replay
+	MaxListLimit int           // entries of one list or index page
 	// IdleTimeout bounds how long a request body read or a response write
 	// may make no progress; a slow client is cut off after it.
 	IdleTimeout time.Duration
@@ -101,9 +101,9 @@ var DefaultLimits = Limits{
 	// (httpstore.DefaultRetryMaxWait): holding the request that long costs
 	// the client nothing it would not have spent waiting to retry.
 	RunQueueWait: 30 * time.Second,
-	RunTimeout:        10 * time.Minute,
-	MaxListLimit:      10000,
-	IdleTimeout:       60 * time.Second,
+	RunTimeout:   10 * time.Minute,
+	MaxListLimit: 10000,
+	IdleTimeout:  60 * time.Second,
 }
 
 func (l Limits) withDefaults() Limits {
