@@ -89,6 +89,7 @@ func Groups() []Group {
 		{"large-text", "compressible large artifact: streaming put, verified get, memory, stored size", func(ctx context.Context, e *Env) ([]Row, error) { return runLarge(ctx, e, Text) }},
 		{"small", "many 1 KiB artifacts: batch put, random get", runSmall},
 		{"cli", "amduat put of many files against git hash-object", runCLI},
+		{"startup", "process start: amduat version against a Go hello-world, has and get of 1 KiB against git cat-file", runStartup},
 		{"snapshot", "directories as snapshots: put -r against put of the same files, get -r against cp -r", runSnapshot},
 		{"exec", "large programs: canonical order, Exec_DAG overhead and allocation", runExec},
 		{"surface", "surface runs of a 100-node program: latency, cache hits", runSurface},

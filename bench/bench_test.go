@@ -173,6 +173,7 @@ func TestGroupsTiny(t *testing.T) {
 		"large-text":   {"put", "get", "put-rss", "get-rss", "put-vs-zstd", "stored-size"},
 		"small":        {"put-batch", "put-batch-2000", "put-vs-fsync", "get-random"},
 		"cli":          {"put-files", "put-files-vs-fsync-git"},
+		"startup":      {"version", "has-1k", "get-1k"},
 		"snapshot":     {"put-r", "restore"},
 		"exec":         {"chain/order", "chain/overhead", "chain/alloc", "chain/peak-heap", "fanin/order", "fanin/overhead", "fanin/alloc", "fanin/peak-heap"},
 		"surface":      {"run-p50", "run-p99", "cache-hit-p50"},
@@ -197,7 +198,7 @@ func TestGroupsTiny(t *testing.T) {
 				// three 3 MB modules under the race detector).
 				t.Skip("compiles WebAssembly modules: skipped under -race")
 			}
-			if g.Name == "cli" || g.Name == "snapshot" || g.Name == "server" || g.Name == "lazy" || g.Name == "s3" || g.Name == "hostile" {
+			if g.Name == "cli" || g.Name == "startup" || g.Name == "snapshot" || g.Name == "server" || g.Name == "lazy" || g.Name == "s3" || g.Name == "hostile" {
 				if testing.Short() {
 					t.Skip("builds the amduat command")
 				}
@@ -215,7 +216,7 @@ func TestGroupsTiny(t *testing.T) {
 			for _, r := range rows {
 				names = append(names, strings.TrimPrefix(r.Name, g.Name+"/"))
 				if r.Skipped {
-					if g.Name == "cli" && strings.Contains(r.Note, "git is not installed") {
+					if (g.Name == "cli" || g.Name == "startup") && (strings.Contains(r.Note, "git is not installed") || strings.Contains(r.Note, "go is not installed")) {
 						continue
 					}
 					if strings.HasSuffix(r.Name, "-rss") && RSSMethod() == RSSNone {

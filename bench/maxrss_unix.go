@@ -32,3 +32,14 @@ func processCPU() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// childMinorFaults is the number of minor page faults of an exited child
+// process (pages it touched that were already in memory, mostly the
+// executable's), or -1 when the system does not report it.
+func childMinorFaults(ps *os.ProcessState) int64 {
+	ru, ok := ps.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return -1
+	}
+	return int64(ru.Minflt)
+}

@@ -220,9 +220,10 @@ func TestSelect(t *testing.T) {
 		want    string
 		wantErr bool
 	}{
-		{nil, "large-random,large-text,small,cli,snapshot,exec,surface,lazy,parallel,hostile,server,wasm,s3", false},
+		{nil, "large-random,large-text,small,cli,startup,snapshot,exec,surface,lazy,parallel,hostile,server,wasm,s3", false},
 		{[]string{"s3", "wasm"}, "wasm,s3", false},
 		{[]string{"s3", "server"}, "server,s3", false},
+		{[]string{"startup", "cli"}, "cli,startup", false},
 		{[]string{"surface", "exec"}, "exec,surface", false},
 		{[]string{"large"}, "large-random,large-text", false},
 		{[]string{"large-text", "large", " small "}, "large-random,large-text,small", false},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/bundle"
@@ -233,15 +234,17 @@ type bundleCase struct {
 	roots      []int
 }
 
-var bundleCases = []bundleCase{
-	{"empty", "no entries and no roots: header, end tag, trailer", asl.HashSHA256, nil, nil},
-	{"hello", "the worked example of §19.4: untagged \"hello\" as the one entry and root", asl.HashSHA256, []asl.Artifact{asl.Untagged([]byte("hello"))}, []int{0}},
-	{"tagged-and-empty", "a tagged artifact, the empty artifact and a tag-0 artifact; the second and first as roots, in that order", asl.HashSHA256,
-		[]asl.Artifact{asl.Tagged(asl.TagPELProgramDAG1, []byte("hi")), asl.Untagged(nil), asl.Tagged(0, []byte{0})}, []int{1, 0}},
-	{"blake3", "entries under BLAKE3-256 (hash id 0x8001)", asl.HashBLAKE3, []asl.Artifact{asl.Untagged([]byte("hello")), asl.Tagged(0xffffffff, allBytes())}, []int{1}},
-	{"no-roots", "two entries and an empty root list", asl.HashSHA256, []asl.Artifact{asl.Untagged([]byte("a")), asl.Untagged([]byte("b"))}, nil},
-	{"duplicate", "the same artifact twice: entries are not deduplicated, and the count says 2", asl.HashSHA256, []asl.Artifact{asl.Untagged([]byte("a")), asl.Untagged([]byte("a"))}, []int{0}},
-}
+var bundleCases = sync.OnceValue(func() []bundleCase {
+	return []bundleCase{
+		{"empty", "no entries and no roots: header, end tag, trailer", asl.HashSHA256, nil, nil},
+		{"hello", "the worked example of §19.4: untagged \"hello\" as the one entry and root", asl.HashSHA256, []asl.Artifact{asl.Untagged([]byte("hello"))}, []int{0}},
+		{"tagged-and-empty", "a tagged artifact, the empty artifact and a tag-0 artifact; the second and first as roots, in that order", asl.HashSHA256,
+			[]asl.Artifact{asl.Tagged(asl.TagPELProgramDAG1, []byte("hi")), asl.Untagged(nil), asl.Tagged(0, []byte{0})}, []int{1, 0}},
+		{"blake3", "entries under BLAKE3-256 (hash id 0x8001)", asl.HashBLAKE3, []asl.Artifact{asl.Untagged([]byte("hello")), asl.Tagged(0xffffffff, allBytes())}, []int{1}},
+		{"no-roots", "two entries and an empty root list", asl.HashSHA256, []asl.Artifact{asl.Untagged([]byte("a")), asl.Untagged([]byte("b"))}, nil},
+		{"duplicate", "the same artifact twice: entries are not deduplicated, and the count says 2", asl.HashSHA256, []asl.Artifact{asl.Untagged([]byte("a")), asl.Untagged([]byte("a"))}, []int{0}},
+	}
+})
 
 type bundleRejectCase struct {
 	name, desc string
@@ -311,7 +314,7 @@ func genBundle() ([]Vector, error) {
 		}
 		return err
 	}
-	for _, c := range bundleCases {
+	for _, c := range bundleCases() {
 		b, err := encodeBundle(c.hash, c.arts, c.roots)
 		if err != nil {
 			return nil, err
@@ -327,7 +330,7 @@ func genBundle() ([]Vector, error) {
 			return nil, err
 		}
 	}
-	for _, c := range bundleCases {
+	for _, c := range bundleCases() {
 		b, _ := encodeBundle(c.hash, c.arts, c.roots)
 		entries, roots, err := decodeBundle(b)
 		if err != nil {

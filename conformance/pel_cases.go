@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/enc"
@@ -123,8 +124,8 @@ func rawProgram(nodes [][]byte, roots [][]byte) []byte {
 }
 
 var (
-	rawConstHello = rawNode(1, opreg.NameConst, 1, constParams("hello"))
-	rawHash2      = rawNode(2, opreg.NameHash, 1, nil, rawFrom(1, 0))
+	rawConstHello = sync.OnceValue(func() []byte { return rawNode(1, opreg.NameConst, 1, constParams("hello")) })
+	rawHash2      = sync.OnceValue(func() []byte { return rawNode(2, opreg.NameHash, 1, nil, rawFrom(1, 0)) })
 )
 
 type programCase struct {
@@ -176,7 +177,7 @@ func programRejects() []bytesCase {
 		{"root-count-past-end", "root_count 2 with one 8-byte root", h("00000000 00000002 00000001 00000000")},
 		{"root-count-2^32-1", "root_count 2^32-1 with 16 bytes following", cat(h("00000000 ffffffff"), make([]byte, 16))},
 		{"trailing-byte", "the empty program followed by one byte", h("00000000 00000000 00")},
-		{"trailing-bytes-seed", "the const seed followed by two bytes", cat(rawProgram([][]byte{rawConstHello}, [][]byte{rawRoot(1, 0)}), h("0000"))},
+		{"trailing-bytes-seed", "the const seed followed by two bytes", cat(rawProgram([][]byte{rawConstHello()}, [][]byte{rawRoot(1, 0)}), h("0000"))},
 		{"truncated-second-node-id", "node_count 2, a 50-byte first node, then 2 bytes of the second node_id",
 			cat(rawCount(2, rawNode(1, twoNodeName, 1, nil)), h("0000"))},
 		{"empty-op-name", "op_name of length 0", rawProgram([][]byte{rawNode(1, "", 1, h("00"))}, nil)},
@@ -195,8 +196,8 @@ func programRejects() []bytesCase {
 		{"truncated-node-input", "a DagInputNode cut inside output_index", cat(u32(1), u32(1), rawBytes32([]byte(opreg.NameHash)), u32(1), u32(1), h("01 00000001 0000"))},
 		{"params-past-end", "params length 16 with 4 bytes following", cat(u32(1), u32(1), rawBytes32([]byte(opreg.NameSlice)), u32(1), u32(0), u32(16), h("00000000"), h("00000000"))},
 		{"params-length-2^32-1", "params length 2^32-1", cat(u32(1), u32(1), rawBytes32([]byte("x")), u32(1), u32(0), h("ffffffff"), make([]byte, 8))},
-		{"duplicate-node-id", "two nodes with id 1", rawProgram([][]byte{rawConstHello, rawConstHello}, nil)},
-		{"descending-node-ids", "node 2 followed by node 1", rawProgram([][]byte{rawNode(2, opreg.NameConst, 1, constParams("a")), rawConstHello}, nil)},
+		{"duplicate-node-id", "two nodes with id 1", rawProgram([][]byte{rawConstHello(), rawConstHello()}, nil)},
+		{"descending-node-ids", "node 2 followed by node 1", rawProgram([][]byte{rawNode(2, opreg.NameConst, 1, constParams("a")), rawConstHello()}, nil)},
 		{"descending-after-max", "node 2^32-1 followed by node 0", rawProgram([][]byte{rawNode(0xffffffff, "x", 1, nil), rawNode(0, "x", 1, nil)}, nil)},
 	}
 }
@@ -379,8 +380,8 @@ func execCases() []execCase {
 		{"invalid-program.wrong-tag", "the program artifact is tagged 0x00000102 (a trace tag)", asl.Tagged(asl.TagPELTraceDAG1, seed("const").Bytes), nil, nil, ip, pel.DiagProgramTypeTag},
 		{"invalid-program.undecodable", "ProgramBytes truncated (node_count past end)", rawProgArt(h("00000001")), nil, nil, ip, pel.DiagProgramMalformed},
 		{"invalid-program.trailing-bytes", "ProgramBytes with a trailing byte", rawProgArt(h("00000000 00000000 00")), nil, nil, ip, pel.DiagProgramMalformed},
-		{"invalid-program.duplicate-id", "two nodes with id 1", rawProgArt(rawProgram([][]byte{rawConstHello, rawConstHello}, [][]byte{rawRoot(1, 0)})), nil, nil, ip, pel.DiagDuplicateNodeID},
-		{"invalid-program.node-order", "node 2 listed before node 1", rawProgArt(rawProgram([][]byte{rawNode(2, opreg.NameConst, 1, constParams("a")), rawConstHello}, nil)), nil, nil, ip, pel.DiagNodeOrder},
+		{"invalid-program.duplicate-id", "two nodes with id 1", rawProgArt(rawProgram([][]byte{rawConstHello(), rawConstHello()}, [][]byte{rawRoot(1, 0)})), nil, nil, ip, pel.DiagDuplicateNodeID},
+		{"invalid-program.node-order", "node 2 listed before node 1", rawProgArt(rawProgram([][]byte{rawNode(2, opreg.NameConst, 1, constParams("a")), rawConstHello()}, nil)), nil, nil, ip, pel.DiagNodeOrder},
 		// Structure.
 		{"invalid-program.cycle", "nodes 1 and 2 read each other", prog(r1, hashN(1, 2), hashN(2, 1)), nil, nil, ip, pel.DiagCycle},
 		{"invalid-program.self-loop", "node 1 reads its own output", prog(r1, hashN(1, 1)), nil, nil, ip, pel.DiagSelfLoop},
@@ -572,7 +573,9 @@ func genPELExec() ([]Vector, error) {
 	return l.vs, l.err
 }
 
-var refBLAKE3Hello = asl.MustDerive(asl.HashBLAKE3, asl.Untagged([]byte("hello")))
+var refBLAKE3Hello = sync.OnceValue(func() asl.Reference {
+	return asl.MustDerive(asl.HashBLAKE3, asl.Untagged([]byte("hello")))
+})
 
 func valueCases() []struct {
 	name, desc string
@@ -590,7 +593,7 @@ func valueCases() []struct {
 		v          pel.ExecutionResultValue
 	}{
 		{"ok", "status OK, kind NONE, status_code 0, no diagnostics", val(pel.StatusOK, 0, dag1)},
-		{"scheme-unsupported", "SCHEME_UNSUPPORTED (1/1/1) under a BLAKE3 scheme reference", val(pel.StatusSchemeUnsupported, 1, refBLAKE3Hello, d(0x100, "scheme not supported"))},
+		{"scheme-unsupported", "SCHEME_UNSUPPORTED (1/1/1) under a BLAKE3 scheme reference", val(pel.StatusSchemeUnsupported, 1, refBLAKE3Hello(), d(0x100, "scheme not supported"))},
 		{"invalid-program", "INVALID_PROGRAM (2/2/2) with one diagnostic", val(pel.StatusInvalidProgram, 2, dag1, d(pel.DiagCycle, "dependency cycle"))},
 		{"invalid-inputs", "INVALID_INPUTS (3/3/3) with one diagnostic", val(pel.StatusInvalidInputs, 3, dag1, d(pel.DiagMissingInput, "input 0 missing"))},
 		{"runtime-failed", "RUNTIME_FAILED with status_code 0x00030001 and two diagnostics", val(pel.StatusRuntimeFailed, 0x00030001, dag1, d(pel.DiagNodeFailed, "node 1 failed"), d(0x00030001, "slice out of range"))},

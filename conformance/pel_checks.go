@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/opreg"
@@ -233,7 +234,8 @@ const RegistryKernelTest = "kernel+test/1"
 // number of inputs, empty params, no outputs, no runtime errors.
 const TestOpZero = "test.zero"
 
-var kernelTest = func() *opreg.Registry {
+// kernelTest is built on first use, not at package init.
+var kernelTest = sync.OnceValue(func() *opreg.Registry {
 	r, err := opreg.Kernel().Extend(opreg.Operation{
 		ID: opreg.OperationID{Name: TestOpZero, Version: 1}, MinInputs: 0, MaxInputs: opreg.Unbounded,
 		DecodeParams: func(b []byte) (any, error) {
@@ -250,7 +252,7 @@ var kernelTest = func() *opreg.Registry {
 		panic(err)
 	}
 	return r
-}()
+})
 
 // vectorRegistry resolves an exec_dag vector's "registry" member.
 func vectorRegistry(name string) (*opreg.Registry, error) {
@@ -258,7 +260,7 @@ func vectorRegistry(name string) (*opreg.Registry, error) {
 	case "":
 		return opreg.Kernel(), nil
 	case RegistryKernelTest:
-		return kernelTest, nil
+		return kernelTest(), nil
 	case RegistryKernelWasm:
 		regs, err := wasmRegistries()
 		return regs[0], err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/memstore"
@@ -88,7 +89,9 @@ func (c surfCase) request() surf.Request {
 
 // unsupportedRef is a well-formed reference under the unregistered hash id
 // 0x7777: every store answers ERR_UNSUPPORTED for it.
-var unsupportedRef = asl.MustParseReference("7777" + "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff")
+var unsupportedRef = sync.OnceValue(func() asl.Reference {
+	return asl.MustParseReference("7777" + "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff")
+})
 
 func surfCases() []surfCase {
 	seed := func(name string) asl.Artifact { return progArt(mustSeed(name)) }
@@ -104,7 +107,7 @@ func surfCases() []surfCase {
 	garbage := []byte("these are not the stored bytes")
 	other := asl.MustDerive(asl.HashSHA256, asl.Untagged([]byte("another scheme")))
 	dag1Blake3 := asl.MustDerive(asl.HashBLAKE3, pel.SchemeDescriptor())
-	unsup := unsupportedRef
+	unsup := unsupportedRef()
 	ok, ip, ii, rf, su := pel.StatusOK, pel.StatusInvalidProgram, pel.StatusInvalidInputs, pel.StatusRuntimeFailed, pel.StatusSchemeUnsupported
 	nf, ig, us := surf.StoreErrNotFound, surf.StoreErrIntegrity, surf.StoreErrUnsupported
 	return []surfCase{

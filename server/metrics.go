@@ -21,9 +21,14 @@ type metrics struct {
 	getBytes prometheus.Counter
 	runs     *prometheus.CounterVec // status
 	cache    *prometheus.CounterVec // result
+	// queueWait is the time each admitted run or replay waited for a slot
+	// (0 when one was free); queueRefused counts the refused ones by
+	// reason: full (429) or timeout (503).
+	queueWait    prometheus.Histogram
+	queueRefused *prometheus.CounterVec
 }
 
-func newMetrics(reg *prometheus.Registry, runsActive func() float64) (*metrics, error) {
+func newMetrics(reg *prometheus.Registry, q *runQueue) (*metrics, error) {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "amduat_http_requests_total",
 			Help: "HTTP requests by route pattern, method and status code (0: connection aborted)."}, []string{"route", "method", "code"}),
@@ -41,9 +46,16 @@ func newMetrics(reg *prometheus.Registry, runsActive func() float64) (*metrics, 
 			Help: "Program runs by execution status (error: no result, an operational failure)."}, []string{"status"}),
 		cache: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "amduat_run_cache_total",
 			Help: "Action-cache outcomes of runs: hit, miss or off."}, []string{"result"}),
+		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "amduat_run_queue_wait_seconds",
+			Help: "Time admitted runs and replays waited for a run slot (0: a slot was free).", Buckets: prometheus.ExponentialBuckets(0.001, 4, 9)}),
+		queueRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "amduat_run_queue_refused_total",
+			Help: "Runs and replays refused: full (the run queue was full, 429) or timeout (no slot within the queue wait, 503)."}, []string{"reason"}),
 	}
-	active := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "amduat_runs_active", Help: "Runs and replays in progress."}, runsActive)
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.bytesIn, m.bytesOut, m.puts, m.putBytes, m.gets, m.getBytes, m.runs, m.cache, active} {
+	active := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "amduat_runs_active", Help: "Runs and replays in progress."}, func() float64 { return float64(q.running()) })
+	queued := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "amduat_run_queue_length", Help: "Runs and replays waiting for a run slot."}, func() float64 { return float64(q.queued()) })
+	capacity := prometheus.NewGauge(prometheus.GaugeOpts{Name: "amduat_run_queue_capacity", Help: "Most runs and replays that may wait for a slot (serve --run-queue)."})
+	capacity.Set(float64(q.depth))
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.bytesIn, m.bytesOut, m.puts, m.putBytes, m.gets, m.getBytes, m.runs, m.cache, active, m.queueWait, m.queueRefused, queued, capacity} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

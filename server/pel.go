@@ -51,15 +51,25 @@ func (s *Server) buildProgram(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, report.NewBuild(ref, art, p, s.ops))
 }
 
-// acquireRun takes a run slot, or refuses with 429 when all are busy.
-func (s *Server) acquireRun() (release func(), err error) {
-	select {
-	case s.runs <- struct{}{}:
-		return func() { <-s.runs }, nil
-	default:
+// acquireRun takes a run slot, waiting in the run queue while all are busy
+// (SPECS.md §18.6); it refuses with 429 when the queue is full and with 503
+// when the wait expires, both with Retry-After (errors.go).
+func (s *Server) acquireRun(ctx context.Context) (release func(), err error) {
+	release, waited, err := s.runs.acquire(ctx)
+	switch {
+	case err == nil:
+		s.metrics.queueWait.Observe(waited.Seconds())
+		return release, nil
+	case errors.Is(err, errQueueFull):
+		s.metrics.queueRefused.WithLabelValues("full").Inc()
 		return nil, &httpError{http.StatusTooManyRequests, httpstore.CodeTooManyRequests,
-			fmt.Sprintf("all %d run slots are busy; retry later", cap(s.runs))}
+			fmt.Sprintf("all %d run slots are busy and %d runs wait for one; retry later", s.limits.MaxConcurrentRuns, s.limits.RunQueueLength)}
+	case errors.Is(err, errQueueTimeout):
+		s.metrics.queueRefused.WithLabelValues("timeout").Inc()
+		return nil, &httpError{http.StatusServiceUnavailable, httpstore.CodeUnavailable,
+			fmt.Sprintf("no run slot came free within %s (all %d busy); retry later", s.limits.RunQueueWait, s.limits.MaxConcurrentRuns)}
 	}
+	return nil, err
 }
 
 // runContext bounds a run by the request's timeout, capped by the server's.
@@ -98,12 +108,12 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) error {
 		}
 		id = alg.ID
 	}
-	release, err := s.acquireRun()
+	longRequest(w) // the wait for a slot and the run may outlast the idle timeout
+	release, err := s.acquireRun(r.Context())
 	if err != nil {
 		return err
 	}
 	defer release()
-	longRequest(w)
 	ctx, cancel, bound := s.runContext(r.Context(), req.TimeoutMillis)
 	defer cancel()
 	s.maint.RLock()
@@ -147,12 +157,12 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request) error {
 	if _, err := surf.DecodeResultArtifact(art); err != nil {
 		return &httpError{http.StatusUnprocessableEntity, httpstore.CodeBadRequest, fmt.Sprintf("%s: result artifact does not decode: %v", req.ResultRef, err)}
 	}
-	release, err := s.acquireRun()
+	longRequest(w) // the wait for a slot and the run may outlast the idle timeout
+	release, err := s.acquireRun(r.Context())
 	if err != nil {
 		return err
 	}
 	defer release()
-	longRequest(w)
 	ctx, cancel, bound := s.runContext(r.Context(), 0)
 	defer cancel()
 	v, err := surf.New(s.store, surf.Options{Registry: s.ops}).Verify(ctx, req.ResultRef)

@@ -50,13 +50,20 @@ type Backend interface {
 // Limits bound what one request may cost (SPECS.md §18.3). Zero fields take
 // the defaults of DefaultLimits.
 type Limits struct {
-	MaxArtifactBytes  int64         // one POST /v1/artifacts body
-	MaxBatchBytes     int64         // the ArtifactBytes of one batch
-	MaxBatchCount     int           // artifacts in one batch
-	MaxJSONBytes      int64         // one JSON request body
-	MaxConcurrentRuns int           // runs and replays at once; more get 429
-	RunTimeout        time.Duration // wall time of one run or replay
-	MaxListLimit      int           // entries of one list or index page
+	MaxArtifactBytes  int64 // one POST /v1/artifacts body
+	MaxBatchBytes     int64 // the ArtifactBytes of one batch
+	MaxBatchCount     int   // artifacts in one batch
+	MaxJSONBytes      int64 // one JSON request body
+	MaxConcurrentRuns int   // runs and replays at once; more wait in the run queue
+	// RunQueueLength bounds the runs and replays waiting for a slot
+	// (SPECS.md §18.6): one more is refused with 429. Negative means no
+	// queue (every run beyond the slots is refused at once).
+	RunQueueLength int
+	// RunQueueWait bounds how long a run waits for a slot; past it the run
+	// is refused with 503.
+	RunQueueWait time.Duration
+	RunTimeout   time.Duration // wall time of one run or replay
+	MaxListLimit int           // entries of one list or index page
 	// IdleTimeout bounds how long a request body read or a response write
 	// may make no progress; a slow client is cut off after it.
 	IdleTimeout time.Duration
@@ -86,9 +93,17 @@ var DefaultLimits = Limits{
 	MaxBatchCount:     16384,
 	MaxJSONBytes:      16 << 20,
 	MaxConcurrentRuns: max(2, runtime.GOMAXPROCS(0)),
-	RunTimeout:        10 * time.Minute,
-	MaxListLimit:      10000,
-	IdleTimeout:       60 * time.Second,
+	// A queued run holds a goroutine, a connection and its decoded request
+	// (references, well under 1 KiB): 64 of them cost little, and are the
+	// bench's 64 load clients all asking for a run at once.
+	RunQueueLength: 64,
+	// As long as the client's own longest wait between retries
+	// (httpstore.DefaultRetryMaxWait): holding the request that long costs
+	// the client nothing it would not have spent waiting to retry.
+	RunQueueWait: 30 * time.Second,
+	RunTimeout:   10 * time.Minute,
+	MaxListLimit: 10000,
+	IdleTimeout:  60 * time.Second,
 }
 
 func (l Limits) withDefaults() Limits {
@@ -110,6 +125,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.RunTimeout > 0 {
 		d.RunTimeout = l.RunTimeout
+	}
+	if l.RunQueueLength != 0 {
+		d.RunQueueLength = max(l.RunQueueLength, 0)
+	}
+	if l.RunQueueWait > 0 {
+		d.RunQueueWait = l.RunQueueWait
 	}
 	if l.MaxListLimit > 0 {
 		d.MaxListLimit = l.MaxListLimit
@@ -158,7 +179,7 @@ type Server struct {
 	version  string
 	ops      *opreg.Registry // nil: the kernel
 	metrics  *metrics
-	runs     chan struct{} // run slots
+	runs     *runQueue // run slots and the runs waiting for one
 	mux      *http.ServeMux
 	handler  http.Handler
 
@@ -188,8 +209,8 @@ func New(cfg Config) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{store: cfg.Store, auth: cfg.Auth, log: log, limits: lim, version: cfg.Version, ops: cfg.Ops,
-		runs: make(chan struct{}, lim.MaxConcurrentRuns), mux: http.NewServeMux()}
-	m, err := newMetrics(reg, func() float64 { return float64(len(s.runs)) })
+		runs: newRunQueue(lim.MaxConcurrentRuns, lim.RunQueueLength, lim.RunQueueWait), mux: http.NewServeMux()}
+	m, err := newMetrics(reg, s.runs)
 	if err != nil {
 		return nil, err
 	}

@@ -289,7 +289,7 @@ func putProgram(t *testing.T, ts *httptest.Server) asl.Reference {
 }
 
 func TestPELRoutes(t *testing.T) {
-	s, ts, _ := newTestServer(t, Config{Limits: Limits{MaxConcurrentRuns: 1}})
+	s, ts, _ := newTestServer(t, Config{Limits: Limits{MaxConcurrentRuns: 1, RunQueueLength: -1}})
 	prog := putProgram(t, ts)
 	do(t, ts, call{method: "POST", path: "/v1/artifacts", body: []byte("hello, ")})
 	do(t, ts, call{method: "POST", path: "/v1/artifacts", body: []byte("amduat\n")})
@@ -391,17 +391,22 @@ func TestPELRoutes(t *testing.T) {
 		})
 	}
 
-	// Every run slot busy: 429 with Retry-After.
-	s.runs <- struct{}{}
+	// Every run slot busy and no queue (RunQueueLength -1): 429 with
+	// Retry-After at once (runqueue_test.go tests the queue).
+	release, _, err := s.runs.acquire(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
 	r = do(t, ts, call{method: "POST", path: "/v1/pel/run", body: body})
-	<-s.runs
+	release()
 	if r.status != 429 || r.header.Get("Retry-After") == "" || errorCode(t, r) != httpstore.CodeTooManyRequests {
 		t.Fatalf("busy: %d %v %s", r.status, r.header, r.body)
 	}
 
 	m := do(t, ts, call{method: "GET", path: "/metrics"})
 	for _, want := range []string{`amduat_runs_total{status="OK"} 2`, `amduat_run_cache_total{result="hit"} 1`,
-		`amduat_http_requests_total{code="200",method="POST",route="POST /v1/pel/run"}`, "amduat_http_request_duration_seconds_bucket", "amduat_store_puts_total"} {
+		`amduat_http_requests_total{code="200",method="POST",route="POST /v1/pel/run"}`, "amduat_http_request_duration_seconds_bucket", "amduat_store_puts_total",
+		`amduat_run_queue_refused_total{reason="full"} 1`, "amduat_run_queue_length 0", "amduat_run_queue_capacity 0", "amduat_run_queue_wait_seconds_bucket"} {
 		if !bytes.Contains(m.body, []byte(want)) {
 			t.Errorf("metrics lack %q", want)
 		}

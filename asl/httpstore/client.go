@@ -44,7 +44,10 @@ type Options struct {
 	HTTPClient *http.Client
 	// Retries is how many times an idempotent request is retried after a
 	// connection error or a 429 or 503 response: 0 means
-	// DefaultRetries, negative means never.
+	// DefaultRetries, negative means never. A 429 or 503 (the server is
+	// busy or restarting: load it asks the client to wait out) is retried
+	// beyond Retries while the request's context has a deadline and the
+	// next wait ends before it (SPECS.md §18.9).
 	Retries int
 	// RetryBase is the wait before the first retry; it doubles at each
 	// retry, with jitter (a wait lies between half and all of it): 0 means
@@ -99,6 +102,7 @@ type Client struct {
 	closed atomic.Bool
 
 	retries    int
+	noRetry    bool // Options.Retries < 0
 	retryBase  time.Duration
 	retryMax   time.Duration
 	batchBytes int64
@@ -147,7 +151,7 @@ func Open(ctx context.Context, baseURL string, opts Options) (*Client, error) {
 	case c.retries == 0:
 		c.retries = DefaultRetries
 	case c.retries < 0:
-		c.retries = 0
+		c.retries, c.noRetry = 0, true
 	}
 	if c.retryBase <= 0 {
 		c.retryBase = DefaultRetryBase
@@ -431,10 +435,17 @@ func (c *Client) do(ctx context.Context, rq *request) (*http.Response, error) {
 			req.Body, req.ContentLength = once, rq.length
 		}
 		// canRetry detaches a streamed body that was never read, so that
-		// the next attempt may send it instead.
-		canRetry := func() bool {
-			if !rq.idempotent || attempt >= c.retries {
+		// the next attempt may send it instead. Past Retries attempts, only
+		// a busy server (busy) under a context deadline is tried again:
+		// wait then ends the retries before the deadline.
+		canRetry := func(busy bool) bool {
+			if !rq.idempotent || c.noRetry {
 				return false
+			}
+			if attempt >= c.retries {
+				if _, ok := ctx.Deadline(); !ok || !busy {
+					return false
+				}
 			}
 			return once == nil || !once.detach()
 		}
@@ -452,7 +463,7 @@ func (c *Client) do(ctx context.Context, rq *request) (*http.Response, error) {
 				// promise): that is the error, not the connection's.
 				return nil, c.opErr(rq, shown, rerr)
 			}
-			if !canRetry() {
+			if !canRetry(false) {
 				return nil, c.opErr(rq, shown, err)
 			}
 			if werr := c.wait(ctx, attempt, 0); werr != nil {
@@ -464,7 +475,7 @@ func (c *Client) do(ctx context.Context, rq *request) (*http.Response, error) {
 			return resp, nil
 		}
 		apiErr := responseError(rq.method, shown, rq.ref, resp, time.Now())
-		if !retryStatus(resp.StatusCode) || !canRetry() {
+		if !retryStatus(resp.StatusCode) || !canRetry(true) {
 			return nil, apiErr
 		}
 		if apiErr.RetryAfter > c.retryMax {
@@ -485,7 +496,9 @@ func (c *Client) opErr(rq *request, shown string, err error) error {
 
 // wait sleeps before retry attempt+1: RetryBase·2^attempt, capped at
 // RetryMaxWait, jittered to between half and all of it, and at least
-// retryAfter. It returns early with the context's error.
+// retryAfter. It returns early with the context's error, and at once with
+// context.DeadlineExceeded when the wait would end past the context's
+// deadline (the retry could not be sent in time).
 func (c *Client) wait(ctx context.Context, attempt int, retryAfter time.Duration) error {
 	d := c.retryBase
 	for i := 0; i < attempt && d < c.retryMax; i++ {
@@ -496,6 +509,9 @@ func (c *Client) wait(ctx context.Context, attempt int, retryAfter time.Duration
 	d = d/2 + time.Duration(c.rng.Int64N(int64(d/2)+1))
 	c.rngMu.Unlock()
 	d = max(d, retryAfter)
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+		return fmt.Errorf("a retry in %s would pass the deadline: %w", d.Round(time.Millisecond), context.DeadlineExceeded)
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

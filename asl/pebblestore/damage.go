@@ -12,6 +12,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/cockroachdb/pebble/v2"
@@ -229,7 +230,7 @@ func (s *Store) walkRange(ctx context.Context, lower, upper []byte, fn func(k, v
 			from = append(bytes.Clone(last), 0)
 		}
 		file := "a table"
-		if m := tableNum.FindStringSubmatch(ierr.Error()); m != nil {
+		if m := tableNum().FindStringSubmatch(ierr.Error()); m != nil {
 			file = fmt.Sprintf("table %06s.sst", m[1])
 		}
 		resume, found := probePast(ctx, it, from, upper)
@@ -245,8 +246,9 @@ func (s *Store) walkRange(ctx context.Context, lower, upper []byte, fn func(k, v
 }
 
 // tableNum finds the table number Pebble's corruption errors name ("file
-// 000123", "backing file 000123", "table 000123").
-var tableNum = regexp.MustCompile(`(?:file|table) 0*([0-9]+)`)
+// 000123", "backing file 000123", "table 000123"). It is compiled on first
+// use: only damage handling needs it.
+var tableNum = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?:file|table) 0*([0-9]+)`) })
 
 // probePast finds the first key after from (below upper) that it can seek
 // to without an error: the end of the damaged block (or table) that

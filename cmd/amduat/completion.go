@@ -8,7 +8,6 @@ import (
 	"runtime"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/cobra/doc"
 
 	"github.com/amduat/amduat/conformance"
 )
@@ -91,7 +90,7 @@ func newDocsCmd(a *app) *cobra.Command {
 		Long: `Write one file per command into DIR (created if missing): Markdown pages
 (amduat.md, amduat_put.md, …; the default) or man pages in section 1
 (amduat.1, amduat-put.1, …), generated from the same help text that --help
-prints (github.com/spf13/cobra/doc). Text: "wrote N files to DIR".
+prints. Text: "wrote N files to DIR".
 JSON: {"format", "files": [PATH...]}.`,
 		Args: rangeArgs(1, 1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -105,9 +104,9 @@ JSON: {"format", "files": [PATH...]}.`,
 			switch format {
 			case "markdown", "md":
 				format = "markdown"
-				err = doc.GenMarkdownTree(root, dir)
+				err = writeMarkdownTree(root, dir)
 			case "man":
-				err = doc.GenManTree(root, &doc.GenManHeader{Title: "AMDUAT", Section: "1", Source: "amduat " + moduleVersion(), Manual: "amduat manual"}, dir)
+				err = writeManTree(root, dir, "amduat "+moduleVersion())
 			default:
 				return usagef("--format %q: want markdown or man", format)
 			}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -196,13 +197,15 @@ func jsonErrorAt(src string, data []byte, err error) error {
 	return fmt.Errorf("%s:%d:%d (byte offset %d): %s", src, line, col, off, msg)
 }
 
-var reNodeErr = regexp.MustCompile(`(duplicate node id|node) (\d+)\b`)
+// The regular expressions below are compiled on first use: only pel build
+// needs them, and every command would pay for them at package init.
+var reNodeErr = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(duplicate node id|node) (\d+)\b`) })
 
 // nodeOffset locates an error about a node ("node N: ...", "duplicate node
 // id N") at the node's "id" member (for a duplicate, the second one), or
 // returns -1.
 func nodeOffset(data []byte, msg string) int64 {
-	m := reNodeErr.FindStringSubmatch(msg)
+	m := reNodeErr().FindStringSubmatch(msg)
 	if m == nil {
 		return -1
 	}
@@ -218,16 +221,18 @@ func nodeOffset(data []byte, msg string) int64 {
 }
 
 var (
-	reTypeErr    = regexp.MustCompile(`json: cannot unmarshal (\w+)(?: \S+)? into Go (?:struct field \w+\.([\w.]+)|value) of type ([\w\[\]*.]+)`)
-	reUnknownErr = regexp.MustCompile(`json: unknown field "([^"]*)"`)
+	reTypeErr = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`json: cannot unmarshal (\w+)(?: \S+)? into Go (?:struct field \w+\.([\w.]+)|value) of type ([\w\[\]*.]+)`)
+	})
+	reUnknownErr = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`json: unknown field "([^"]*)"`) })
 )
 
 // plainJSONError rewrites encoding/json's messages, which name Go types,
 // in terms of the JSON program format; it also returns the member named.
 func plainJSONError(msg string) (string, string) {
 	member := ""
-	msg = reTypeErr.ReplaceAllStringFunc(msg, func(m string) string {
-		g := reTypeErr.FindStringSubmatch(m)
+	msg = reTypeErr().ReplaceAllStringFunc(msg, func(m string) string {
+		g := reTypeErr().FindStringSubmatch(m)
 		want := jsonTypeName(g[3])
 		got := g[1]
 		switch got {
@@ -250,8 +255,8 @@ func plainJSONError(msg string) (string, string) {
 		}
 		return fmt.Sprintf("member %q: want %s, got %s", path, want, got)
 	})
-	msg = reUnknownErr.ReplaceAllStringFunc(msg, func(m string) string {
-		member = reUnknownErr.FindStringSubmatch(m)[1]
+	msg = reUnknownErr().ReplaceAllStringFunc(msg, func(m string) string {
+		member = reUnknownErr().FindStringSubmatch(m)[1]
 		return fmt.Sprintf("unknown member %q", member)
 	})
 	msg = strings.ReplaceAll(msg, "invalid params: ", "")

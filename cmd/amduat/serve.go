@@ -67,9 +67,14 @@ acknowledged is lost. With --json, one object is printed on stdout once the
 server listens: {"store","url","listen","auth","tls"}.
 
 Limits (0 takes the default shown): a request beyond a size limit gets 413,
-a run beyond the concurrent-run limit 429, a run beyond its wall time 504,
-and a body or response that makes no progress within --idle-timeout is
-cut off.
+a run beyond its wall time 504, and a body or response that makes no
+progress within --idle-timeout is cut off. A run or replay beyond
+--max-concurrent-runs waits for a slot, first come first served, in a
+queue of at most --run-queue runs (-1: no queue) for at most
+--run-queue-wait; one that finds the queue full gets 429, one whose wait
+expires 503, both with Retry-After, which amduat clients honour until
+their deadline (SPECS.md §18.6). /metrics shows the queue's length and
+waits.
 
 With --store s3://… (SPECS.md §6.7), --cache-dir DIR keeps a copy of each
 artifact the server fetches from the bucket in DIR, at most --cache-size
@@ -242,7 +247,9 @@ DIR.`,
 	f.Int64Var(&limits.MaxBatchBytes, "max-batch-bytes", d.MaxBatchBytes, "largest total ArtifactBytes of one batch put (413 beyond)")
 	f.IntVar(&limits.MaxBatchCount, "max-batch-count", d.MaxBatchCount, "most artifacts in one batch put (413 beyond)")
 	f.Int64Var(&limits.MaxJSONBytes, "max-json-bytes", d.MaxJSONBytes, "largest JSON request body (413 beyond)")
-	f.IntVar(&limits.MaxConcurrentRuns, "max-concurrent-runs", d.MaxConcurrentRuns, "runs and replays at once (429 beyond)")
+	f.IntVar(&limits.MaxConcurrentRuns, "max-concurrent-runs", d.MaxConcurrentRuns, "runs and replays at once (more wait in the run queue)")
+	f.IntVar(&limits.RunQueueLength, "run-queue", d.RunQueueLength, "runs and replays that may wait for a run slot (-1: none); one more gets 429 with Retry-After")
+	f.DurationVar(&limits.RunQueueWait, "run-queue-wait", d.RunQueueWait, "longest a run waits for a slot; past it 503 with Retry-After")
 	limits.RunWorkBudget = defaultWorkBudget
 	f.Var(sizeValue{&limits.RunWorkBudget}, "max-run-work", "bytes all node outputs of one run may total (K, M, G, T suffixes; 0: none); above it the run fails with 500 and stores nothing (SPECS §12.8)")
 	f.IntVar(&limits.RunWorkers, "run-jobs", 0, "goroutines running independent nodes' operations within one run (0: GOMAXPROCS; 1: sequential); changes no byte (SPECS §12.10)")

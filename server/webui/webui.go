@@ -42,6 +42,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/tree"
@@ -104,11 +105,16 @@ const (
 //go:embed templates/*.html static/style.css
 var assets embed.FS
 
-var templates = template.Must(template.New("").Funcs(template.FuncMap{
-	"add": func(a, b int) int { return a + b },
-}).ParseFS(assets, "templates/*.html"))
+// templates parses the page templates on first use, not at package init:
+// every amduat command links this package, and only serve renders pages.
+var templates = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("").Funcs(template.FuncMap{
+		"add": func(a, b int) int { return a + b },
+	}).ParseFS(assets, "templates/*.html"))
+})
 
-var styleCSS = mustRead(assets, "static/style.css")
+// styleCSS is the embedded style sheet, read on first use.
+var styleCSS = sync.OnceValue(func() []byte { return mustRead(assets, "static/style.css") })
 
 func mustRead(f fs.FS, name string) []byte {
 	b, err := fs.ReadFile(f, name)
@@ -155,6 +161,7 @@ func New(s asl.Store, opts Options) http.Handler {
 	if reg == nil {
 		reg = opreg.Kernel()
 	}
+	templates() // a broken template fails the server's start, not a request
 	return &handler{s: s, prefix: prefix, rawURL: opts.RawURL, maxPreview: mp, reg: reg, session: opts.Session}
 }
 
@@ -184,7 +191,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case rest == "static/style.css":
 		hd.Set("Content-Type", "text/css; charset=utf-8")
 		hd.Set("Cache-Control", "no-cache")
-		w.Write(styleCSS)
+		w.Write(styleCSS())
 	case strings.HasPrefix(rest, "a/") && !strings.Contains(rest[2:], "/"):
 		h.serveArtifact(w, r, rest[2:])
 	case strings.HasPrefix(rest, "t/"):
@@ -298,7 +305,7 @@ func (h *handler) errorPageRef(w http.ResponseWriter, status int, heading, msg, 
 // failure becomes a plain 500 instead of half a page.
 func (h *handler) render(w http.ResponseWriter, status int, name string, data any) {
 	var b bytes.Buffer
-	if err := templates.ExecuteTemplate(&b, name, data); err != nil {
+	if err := templates().ExecuteTemplate(&b, name, data); err != nil {
 		http.Error(w, "internal error: rendering the page failed", http.StatusInternalServerError)
 		return
 	}

@@ -1,0 +1,232 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// startupReps is how many times each command of the startup group runs,
+// alternating with its baseline (which goes first alternates too); the
+// medians are reported.
+const startupReps = 21
+
+// startupSeed fills the 1 KiB artifact of has and get.
+const startupSeed = 5
+
+// helloSource is the baseline program of startup/version: the smallest Go
+// program that prints a line, built by the same toolchain in the same run.
+const helloSource = `package main
+
+import "fmt"
+
+func main() { fmt.Println("hello, world") }
+`
+
+// startupSeries is the wall times and minor page faults of one command's
+// runs.
+type startupSeries struct {
+	ms     []float64
+	faults []float64
+}
+
+func (s *startupSeries) median() float64 { return Median(s.ms) }
+
+func (s *startupSeries) text() string {
+	t := fmt.Sprintf("median %.2f ms (min %.2f", Median(s.ms), slices.Min(s.ms))
+	if f := Median(s.faults); f >= 0 {
+		t += fmt.Sprintf(", %.0f minor faults", f)
+	}
+	return t + ")"
+}
+
+// timeStart runs cmd to its exit and adds its wall time (from start to
+// exit) and minor page faults to s; want, when not nil, is the standard
+// output it must print.
+func (s *startupSeries) timeStart(cmd *exec.Cmd, want []byte) error {
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	err := cmd.Run()
+	d := time.Since(start)
+	if err != nil {
+		return fmt.Errorf("%s: %w: %s", strings.Join(cmd.Args[:min(len(cmd.Args), 4)], " "), err, strings.TrimSpace(errb.String()))
+	}
+	if want != nil && !bytes.Equal(out.Bytes(), want) {
+		return fmt.Errorf("%s printed %d bytes, want %d", strings.Join(cmd.Args[:min(len(cmd.Args), 4)], " "), out.Len(), len(want))
+	}
+	s.ms = append(s.ms, ms(d))
+	s.faults = append(s.faults, float64(childMinorFaults(cmd.ProcessState)))
+	return nil
+}
+
+// loadAverage is the 1, 5 and 15 minute load averages, or "unknown".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
+}
+
+// runStartup measures what a command costs before it does anything (issue
+// 24): `amduat version` against a Go hello-world built in the same run, and
+// `amduat has` and `get` of one 1 KiB artifact in a fresh store against
+// `git cat-file -e` and `git cat-file blob` of the same bytes in a fresh
+// repository. Each pair alternates startupReps times; medians are
+// compared.
+func runStartup(ctx context.Context, e *Env) ([]Row, error) {
+	version := Row{Name: "startup/version", Figure: Quantity{0, "ms"}, Target: &Target{"<= 1.5x baseline", OnRatio, AtMost, 1.5}}
+	has := Row{Name: "startup/has-1k", Figure: Quantity{0, "ms"}, Target: &Target{"<= 2x baseline", OnRatio, AtMost, 2}}
+	get := Row{Name: "startup/get-1k", Figure: Quantity{0, "ms"}, Target: &Target{"<= 2x baseline", OnRatio, AtMost, 2}}
+	rows := []*Row{&version, &has, &get}
+	result := func() []Row {
+		out := make([]Row, len(rows))
+		for i, r := range rows {
+			out[i] = *r
+		}
+		return out
+	}
+	if e.AmduatBin == "" {
+		for _, r := range rows {
+			r.Skipped, r.Note = true, "no amduat executable to run"
+		}
+		return result(), nil
+	}
+	dir, err := e.tempDir("startup")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	loadBefore := loadAverage()
+
+	// The baselines: a hello-world built now, and git.
+	var hello string
+	goPath, goErr := exec.LookPath("go")
+	if goErr == nil {
+		src := filepath.Join(dir, "hello")
+		if err := os.MkdirAll(src, 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(src, "main.go"), []byte(helloSource), 0o644); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte("module hello\n\ngo 1.21\n"), 0o644); err != nil {
+			return nil, err
+		}
+		hello = filepath.Join(dir, "hello-world")
+		e.logf("startup: building a Go hello-world")
+		b := exec.CommandContext(ctx, goPath, "build", "-o", hello, ".")
+		b.Dir = src
+		b.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=", "GOTOOLCHAIN=local")
+		if out, err := b.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("building the hello-world baseline: %w: %s", err, out)
+		}
+	}
+	gitPath, gitErr := exec.LookPath("git")
+
+	// The 1 KiB artifact, in a fresh store and a fresh repository.
+	content := make([]byte, 1<<10)
+	FillRandom(content, startupSeed, 0)
+	file := filepath.Join(dir, "artifact")
+	if err := os.WriteFile(file, content, 0o644); err != nil {
+		return nil, err
+	}
+	store := filepath.Join(dir, "store")
+	if _, err := timeCommand(exec.CommandContext(ctx, e.AmduatBin, "--store", store, "init")); err != nil {
+		return nil, err
+	}
+	put, err := timeCommand(exec.CommandContext(ctx, e.AmduatBin, "--store", store, "put", file))
+	if err != nil {
+		return nil, err
+	}
+	ref := strings.TrimSpace(string(put.stdout))
+	var oid string
+	gitEnv := append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull, "HOME="+dir, "GIT_DIR="+filepath.Join(dir, "repo", ".git"))
+	if gitErr == nil {
+		initCmd := exec.CommandContext(ctx, gitPath, "init", "-q", filepath.Join(dir, "repo"))
+		initCmd.Env = gitEnv
+		if _, err := timeCommand(initCmd); err != nil {
+			return nil, err
+		}
+		hashCmd := exec.CommandContext(ctx, gitPath, "hash-object", "-w", file)
+		hashCmd.Env = gitEnv
+		r, err := timeCommand(hashCmd)
+		if err != nil {
+			return nil, err
+		}
+		oid = strings.TrimSpace(string(r.stdout))
+	}
+
+	var sVersion, sHello, sHas, sGitHas, sGet, sGitGet startupSeries
+	amduat := func(args ...string) *exec.Cmd { return exec.CommandContext(ctx, e.AmduatBin, args...) }
+	git := func(args ...string) *exec.Cmd {
+		c := exec.CommandContext(ctx, gitPath, args...)
+		c.Env = gitEnv
+		return c
+	}
+	type step struct {
+		s    *startupSeries
+		cmd  func() *exec.Cmd
+		want []byte
+	}
+	pairs := [][2]*step{
+		{{&sVersion, func() *exec.Cmd { return amduat("version") }, nil}, {&sHello, func() *exec.Cmd { return exec.CommandContext(ctx, hello) }, []byte("hello, world\n")}},
+		{{&sHas, func() *exec.Cmd { return amduat("--store", store, "has", ref) }, []byte(ref + " present\n")}, {&sGitHas, func() *exec.Cmd { return git("cat-file", "-e", oid) }, []byte{}}},
+		{{&sGet, func() *exec.Cmd { return amduat("--store", store, "get", ref) }, content}, {&sGitGet, func() *exec.Cmd { return git("cat-file", "blob", oid) }, content}},
+	}
+	haveBaseline := []bool{goErr == nil, gitErr == nil, gitErr == nil}
+	e.logf("startup: %d alternating runs each of amduat version, has and get against their baselines", startupReps)
+	for i := range startupReps {
+		for k, p := range pairs {
+			order := []*step{p[0], p[1]}
+			if i%2 == 1 {
+				order = []*step{p[1], p[0]}
+			}
+			for _, st := range order {
+				if st == p[1] && !haveBaseline[k] {
+					continue
+				}
+				if err := st.s.timeStart(st.cmd(), st.want); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	load := fmt.Sprintf("load average %s before, %s after", loadBefore, loadAverage())
+
+	version.Figure.Value = sVersion.median()
+	version.Note = fmt.Sprintf("`amduat version`, process start to exit, %d runs: %s", startupReps, sVersion.text())
+	if goErr != nil {
+		version.Skipped = true
+		version.Note = "go is not installed: no hello-world baseline; " + version.Note + "; " + load
+	} else {
+		version.Baseline = &Baseline{sHello.median(), "ms", "a Go hello-world (fmt.Println) built by the same toolchain in this run"}
+		version.Note += fmt.Sprintf("; hello-world %s, alternating; %s", sHello.text(), load)
+	}
+	for _, c := range []struct {
+		r          *Row
+		s, g       *startupSeries
+		what, base string
+	}{
+		{&has, &sHas, &sGitHas, "`amduat --store DIR has REF`", "git cat-file -e OID"},
+		{&get, &sGet, &sGitGet, "`amduat --store DIR get REF` (1 KiB to stdout)", "git cat-file blob OID"},
+	} {
+		c.r.Figure.Value = c.s.median()
+		c.r.Note = fmt.Sprintf("%s of one 1 KiB artifact in a fresh store, %d runs: %s", c.what, startupReps, c.s.text())
+		if gitErr != nil {
+			c.r.Skipped = true
+			c.r.Note = "git is not installed: no baseline; " + c.r.Note + "; " + load
+			continue
+		}
+		c.r.Baseline = &Baseline{c.g.median(), "ms", c.base + " of the same bytes in a fresh repository"}
+		c.r.Note += fmt.Sprintf("; %s %s, alternating; %s", c.base, c.g.text(), load)
+	}
+	return result(), nil
+}
