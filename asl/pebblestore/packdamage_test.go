@@ -1,6 +1,7 @@
 package pebblestore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -157,9 +158,11 @@ func testPackDamageBeforeCommit(t *testing.T, back int64) {
 	}
 }
 
-// TestPackTornTail: a record cut short at the end of a pack, with nothing
-// after it (a crash mid-append), is a torn write: not indexed, not reported
-// as damage, and the pack is sealed.
+// TestPackTornTail: bytes after the last commit marker that do not check,
+// with nothing after them that does (a crash mid-append), are a torn write:
+// not indexed, not reported as damage, and the pack is sealed. A tail that
+// lost only its commit marker keeps every record (they check), and so does
+// one with a torn next append after its marker.
 func TestPackTornTail(t *testing.T) {
 	ctx := context.Background()
 	fs := vfs.NewCrashableMem()
@@ -175,36 +178,55 @@ func TestPackTornTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	_, _, last := packRecordSpan(t, s, refs[9])
 	clone := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
 	s.Close()
-	st, err := clone.Stat("store/packs/000001.pack")
-	if err != nil {
-		t.Fatal(err)
+	files := memFiles{}
+	snapshotFS(t, clone, "store", files)
+	const pack = "store/packs/000001.pack"
+	whole := files[pack]
+	if int64(len(whole)) <= last {
+		t.Fatalf("pack of %d bytes, last record ends at %d: no commit marker", len(whole), last)
 	}
-	kept := readFileRange(t, clone, "store/packs/000001.pack", 0, st.Size()-300)
-	f, err := clone.Create("store/packs/000001.pack", vfs.WriteCategoryUnspecified)
-	if err != nil {
-		t.Fatal(err)
+	// A torn next append: the head and half the payload of a record.
+	next := appendPackHead(nil, refs[0], asl.Header{Size: 1024}, 1024)
+	next = append(next, whole[last-1024-13:last-512]...)
+	for _, c := range []struct {
+		name      string
+		tail      []byte
+		recovered int
+		end       int // the watermark past the pack's end: sealed
+	}{
+		{"in the last record", whole[:len(whole)-300], 9, 1},
+		{"the commit marker only", whole[:last], 10, 0}, // whole records: continued
+		{"half a commit marker", whole[:last+4], 10, 1},
+		{"a torn next append", append(bytes.Clone(whole), next...), 10, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			files[pack] = c.tail
+			s, err := Open("store", &Options{FS: restoreFS(t, files, pack, 0, 0)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if s.packRecovered != c.recovered || s.packDamaged != 0 {
+				t.Fatalf("Open indexed %d records, %d damaged regions; want %d and 0", s.packRecovered, s.packDamaged, c.recovered)
+			}
+			if c.recovered == 9 {
+				if _, err := s.Stat(ctx, refs[9]); !errors.Is(err, asl.ErrNotFound) || errors.Is(err, asl.ErrIntegrity) {
+					t.Fatalf("the torn record's artifact: %v, want not found", err)
+				}
+			}
+			rep, err := aslutil.Verify(ctx, s, aslutil.VerifyOptions{}, nil)
+			if err != nil || rep.Checked != int64(c.recovered) || len(rep.Failures) != 0 || len(rep.Damage) != 0 {
+				t.Fatalf("verify: %+v, %v", rep, err)
+			}
+			if v := rawGet(t, s, watermarkKey(1)); !bytes.Equal(v, appendCBOR(nil, uint64(len(c.tail)+c.end))) {
+				t.Fatalf("watermark %x, want %d", v, len(c.tail)+c.end)
+			}
+		})
 	}
-	if _, err := f.Write(kept); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	s, err = Open("store", &Options{FS: clone})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if s.packRecovered != 9 || s.packDamaged != 0 {
-		t.Fatalf("Open indexed %d records, %d damaged regions; want 9 and 0", s.packRecovered, s.packDamaged)
-	}
-	if _, err := s.Stat(ctx, refs[9]); !errors.Is(err, asl.ErrNotFound) || errors.Is(err, asl.ErrIntegrity) {
-		t.Fatalf("the torn record's artifact: %v, want not found", err)
-	}
-	rep, err := aslutil.Verify(ctx, s, aslutil.VerifyOptions{}, nil)
-	if err != nil || rep.Checked != 9 || len(rep.Failures) != 0 || len(rep.Damage) != 0 {
-		t.Fatalf("verify: %+v, %v", rep, err)
-	}
+	files[pack] = whole
 }
 
 // TestPackTailFlips: after the crash of killedBatch, every byte of the last
