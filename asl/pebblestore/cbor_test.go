@@ -164,3 +164,26 @@ func TestChunkCRC(t *testing.T) {
 		t.Fatalf("chunkCRC allocates %v times", n)
 	}
 }
+
+// TestCommitHeadMatchesCBOR: the hand-written encoder of a commit marker
+// gives the core deterministic encoding of packHead, which decodes to a
+// commit marker; a marker with any other field is no known kind.
+func TestCommitHeadMatchesCBOR(t *testing.T) {
+	for _, c := range []struct{ id, at, start uint64 }{{3, 64, 8}, {1, 1 << 30, 1<<30 - 5}, {1 << 40, 1 << 33, 23}} {
+		crc := commitCRC(c.id, c.at, c.start)
+		h := packHead{Commit: &c.start, CRC: &crc}
+		want := appendCBOR(nil, h)
+		if got := appendCommitHead(nil, c.id, c.at, c.start); !bytes.Equal(got, want) {
+			t.Fatalf("%+v: appendCommitHead %x, CBOR %x", c, got, want)
+		}
+		var back packHead
+		if _, err := decodeCanonical(want, &back, "pack head"); err != nil || back.kind() != recordCommit {
+			t.Fatalf("%+v: decoded %+v, %v", c, back, err)
+		}
+		stored := uint64(1)
+		back.Stored = &stored
+		if back.kind() != 0 {
+			t.Fatalf("%+v: a marker with a stored size is of kind %d", c, back.kind())
+		}
+	}
+}

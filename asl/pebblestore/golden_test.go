@@ -44,8 +44,9 @@ func goldenRecords() []struct{ name, hex string } {
 		{"pack part (part 2 of a large artifact, raw, 5 bytes \"hello\", first record of pack 3: head at 8, chunk value at 13)", part},
 		{"large record (size 3 MiB + 5, untagged, parts from offset 8, 256 KiB chunks; the reference of \"hello\" stands in for the artifact's)", appendLargeHead(nil, ref, asl.Header{Size: 3<<20 + 5}, 8, 256<<10)},
 		{"packed index value of a large artifact (3 MiB + 5, 256 KiB chunks, stored 1234567, mixed, pack 3, parts from offset 8)", appendCBOR(nil, indexRecord{Size: 3<<20 + 5, Chunk: 256 << 10, Stored: 1234567, Compression: compMixed, Pack: 3, Offset: 8})},
+		{"commit marker (pack 3 at 64, after that record, its append from 8)", appendCommitHead(nil, 3, 64, 8)},
 		{"pack watermark key (pack 3)", watermarkKey(3)},
-		{"pack watermark value (end 64, after that record)", appendCBOR(nil, uint64(64))},
+		{"pack watermark value (end 73, after that record and its commit marker)", appendCBOR(nil, uint64(73))},
 		{"pack file magic", packMagic[:]},
 		{"pack file name (pack 3)", []byte(packName(3))},
 	}

@@ -204,7 +204,7 @@ func readDamagedIndex(old *pebble.DB, rep *RebuildReport, tombs *[][2][]byte) (b
 	if v, closer, err := dbGet(old, configKey()); err == nil {
 		if cfg, err := decodeConfig(v); err == nil {
 			rep.Hash, rep.HashGuessed = asl.HashID(cfg.Hash), false
-			if cfg.Version < formatVersion {
+			if cfg.Version < packedVersion {
 				closer.Close()
 				return true, nil
 			}
@@ -279,7 +279,7 @@ func packsHash(fs vfs.FS, dir string) (asl.HashID, bool) {
 				}
 				continue
 			}
-			if sc.kind != recordPart {
+			if sc.kind == recordSingle || sc.kind == recordLarge {
 				return sc.ref.HashID(), true
 			}
 			p = sc.next

@@ -2,8 +2,10 @@ package pebblestore
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"slices"
@@ -48,6 +50,10 @@ const (
 	// hints (sync_file_range), so that its final sync finds little to do.
 	packPaceBytes = 8 << 20
 )
+
+// formatV3Packs, set only by tests, makes appends write no commit markers:
+// the packs of a format version 3 store, which Open must still read.
+var formatV3Packs = false
 
 // packMagic starts every pack file; no record starts before its end, so a
 // record offset is never 0.
@@ -101,6 +107,10 @@ type packWriter struct {
 	buf    []byte // records not written yet; they go at size
 	broken bool
 	paced  int64 // size at the last writeback hint (streams)
+	// committed is where the bytes not yet covered by a commit marker
+	// begin: the end of the last marker this writer synced, or where the
+	// writer took the pack up.
+	committed uint64
 }
 
 func packName(id uint64) string {
@@ -163,7 +173,9 @@ type packItem struct {
 //   - a part of a large artifact (stored, part), followed by the chunk value
 //     of its chunk number part;
 //   - a large artifact (ref, tag, size, first, chunk), followed by nothing:
-//     its parts are the records from offset first up to this one.
+//     its parts are the records from offset first up to this one;
+//   - a commit marker (commit, crc), followed by nothing: the end of an
+//     append that was synced, written in the same sync as its records.
 //
 // Each carries enough to rebuild the index record that names it from the
 // pack alone.
@@ -175,6 +187,8 @@ type packHead struct {
 	Size   *uint64 `cbor:"5,keyasint,omitempty"`
 	First  *uint64 `cbor:"6,keyasint,omitempty"`
 	Chunk  *uint64 `cbor:"7,keyasint,omitempty"`
+	Commit *uint64 `cbor:"8,keyasint,omitempty"`
+	CRC    *uint32 `cbor:"9,keyasint,omitempty"`
 }
 
 // Kinds of pack records.
@@ -182,10 +196,17 @@ const (
 	recordSingle = iota + 1
 	recordPart
 	recordLarge
+	recordCommit
 )
 
 // kind says which record h heads, or 0 when its fields fit none.
 func (h *packHead) kind() int {
+	if h.Commit != nil || h.CRC != nil {
+		if h.Commit != nil && h.CRC != nil && h.Ref == nil && h.Tag == nil && h.Stored == nil && h.Part == nil && h.Size == nil && h.First == nil && h.Chunk == nil {
+			return recordCommit
+		}
+		return 0
+	}
 	switch {
 	case h.Ref != nil && h.Stored != nil && h.Part == nil && h.Size == nil && h.First == nil && h.Chunk == nil:
 		return recordSingle
@@ -243,6 +264,25 @@ func appendLargeHead(dst []byte, ref asl.Reference, hdr asl.Header, first, chunk
 	return appendUint(append(dst, 0x07), chunk)
 }
 
+// appendCommitHead appends the commit marker at offset at of pack id that
+// ends an append whose bytes began at start (SPECS.md §6.4, "Commit
+// markers"): map(2) {8: start, 9: commitCRC(id, at, start)}.
+func appendCommitHead(dst []byte, id, at, start uint64) []byte {
+	dst = appendUint(append(dst, 0xa2, 0x08), start)
+	return appendUint(append(dst, 0x09), uint64(commitCRC(id, at, start)))
+}
+
+// commitCRC is CRC-32C over pack id (u64 BE) || at (u64 BE) || start (u64
+// BE): it binds a commit marker to its pack and position, so that one read
+// from anywhere else does not check.
+func commitCRC(id, at, start uint64) uint32 {
+	var b [24]byte
+	binary.BigEndian.PutUint64(b[0:], id)
+	binary.BigEndian.PutUint64(b[8:], at)
+	binary.BigEndian.PutUint64(b[16:], start)
+	return crc32.Checksum(b[:], crcTable)
+}
+
 // take returns a writer for an append of about need bytes, which the
 // caller holds alone until put. It continues the newest pack when Open found
 // it whole, or an idle writer with room; otherwise it creates a pack.
@@ -252,7 +292,7 @@ func (p *packs) take(need int64) (*packWriter, error) {
 		id, size := p.reuseID, p.reuseSize
 		p.reuseID = 0
 		if f, err := p.fs.OpenReadWrite(p.fs.PathJoin(p.dir, packName(id)), vfs.WriteCategoryUnspecified); err == nil {
-			p.idle = append(p.idle, &packWriter{id: id, f: f, size: size, paced: size})
+			p.idle = append(p.idle, &packWriter{id: id, f: f, size: size, paced: size, committed: uint64(size)})
 		}
 	}
 	for len(p.idle) > 0 {
@@ -356,7 +396,7 @@ func (p *packs) create(id uint64) (*packWriter, error) {
 		f.Close()
 		return nil, err
 	}
-	return &packWriter{id: id, f: f, size: int64(len(packMagic)), paced: int64(len(packMagic))}, nil
+	return &packWriter{id: id, f: f, size: int64(len(packMagic)), paced: int64(len(packMagic)), committed: uint64(len(packMagic))}, nil
 }
 
 // end is the offset the next record starts at.
@@ -436,9 +476,15 @@ func (w *packWriter) large(ref asl.Reference, hdr asl.Header, first, chunk uint6
 	w.buf = appendLargeHead(w.buf, ref, hdr, first, chunk)
 }
 
-// sync writes what is buffered and syncs the pack (fdatasync); readers
-// learn its new size.
+// sync ends the append with a commit marker after its records, writes what
+// is buffered and syncs the pack (fdatasync), marker and records in the
+// one sync: a record followed by a marker that checks was acknowledged,
+// so damage to it is told from a torn write (SPECS.md §6.4, "Commit
+// markers"). Readers learn the pack's new size.
 func (w *packWriter) sync(p *packs) error {
+	if at := w.end(); at > w.committed && !formatV3Packs {
+		w.buf = appendCommitHead(w.buf, w.id, at, w.committed)
+	}
 	if err := w.flush(); err != nil {
 		return err
 	}
@@ -446,6 +492,7 @@ func (w *packWriter) sync(p *packs) error {
 		w.broken = true
 		return fmt.Errorf("syncing pack %d: %w", w.id, err)
 	}
+	w.committed = w.end()
 	p.grew(w.id, w.size)
 	return nil
 }
@@ -700,7 +747,13 @@ func (s *Store) scanPacks(b *pebble.Batch, full bool) (map[asl.Reference]pending
 					break // a torn write: nothing after it checks
 				}
 				// Damage: records that check follow it. Record it, and
-				// index what follows (SPECS.md §6.4, "Recovery").
+				// index what follows (SPECS.md §6.4, "Recovery"). A head
+				// that names no artifact is repaired to name it.
+				if sc.kind != recordSingle && sc.kind != recordLarge {
+					if ref, ok := s.packs.nameDamaged(id, p, q); ok {
+						sc = scanned{kind: recordSingle, ref: ref}
+					}
+				}
 				if err := s.recordDamage(b, id, p, q, sc, err); err != nil {
 					return nil, err
 				}
@@ -711,7 +764,7 @@ func (s *Store) scanPacks(b *pebble.Batch, full bool) (map[asl.Reference]pending
 				return nil, err
 			}
 			p = sc.next
-			if sc.kind == recordPart {
+			if sc.kind == recordPart || sc.kind == recordCommit {
 				continue
 			}
 			found++
@@ -811,8 +864,15 @@ func (pk *packs) scan(id, p uint64) (scanned, error) {
 	if err != nil && !errors.Is(err, io.EOF) {
 		return scanned{}, fmt.Errorf("reading pack %d at %d: %w", id, p, err)
 	}
+	return pk.scanHead(id, p, win[:n])
+}
+
+// scanHead is scan with the bytes from p on (at least the record's head)
+// in win: the rest of the record is read from the pack.
+func (pk *packs) scanHead(id, p uint64, win []byte) (scanned, error) {
 	var head packHead
-	rest, err := decodeCanonical(win[:n], &head, "pack head")
+	n := len(win)
+	rest, err := decodeCanonical(win, &head, "pack head")
 	if err != nil {
 		return scanned{}, fmt.Errorf("pack %d at %d: %w", id, p, err)
 	}
@@ -825,6 +885,11 @@ func (pk *packs) scan(id, p uint64) (scanned, error) {
 		}
 	}
 	switch kind {
+	case recordCommit:
+		if *head.Commit < uint64(len(packMagic)) || *head.Commit >= p || *head.CRC != commitCRC(id, p, *head.Commit) {
+			return scanned{}, damaged("pack %d at %d: commit marker from %d does not check", id, p, *head.Commit)
+		}
+		return scanned{kind: kind, next: c}, nil
 	case recordSingle:
 		named := scanned{kind: kind, ref: ref}
 		v, err := pk.read(id, c, *head.Stored)
@@ -1050,8 +1115,9 @@ func (pk *packs) resync(id, p, size uint64) uint64 {
 		}
 		for i := 0; i+1 < n; i++ {
 			// A record head is a map of 2 to 5 pairs whose first key is 1
-			// (a reference) or 3 (a part's stored size).
-			if buf[i] < 0xa2 || buf[i] > 0xa5 || buf[i+1] != 0x01 && buf[i+1] != 0x03 {
+			// (a reference) or 3 (a part's stored size), or a commit
+			// marker's map of 2 pairs whose first key is 8.
+			if (buf[i] < 0xa2 || buf[i] > 0xa5 || buf[i+1] != 0x01 && buf[i+1] != 0x03) && (buf[i] != 0xa2 || buf[i+1] != 0x08) {
 				continue
 			}
 			if _, err := pk.scan(id, at+uint64(i)); err == nil {

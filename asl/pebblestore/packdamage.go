@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/cockroachdb/pebble/v2"
@@ -251,4 +252,130 @@ func (s *Store) recordDamage(b *pebble.Batch, id, from, end uint64, sc scanned, 
 	}
 	s.packDamaged++
 	return nil
+}
+
+// maxRepairHead bounds how many leading bytes of a damaged head
+// nameDamaged tries to repair: the head of a record naming a registered
+// hash's reference (34 bytes of ReferenceBytes) is shorter.
+const maxRepairHead = 96
+
+// maxRepairChecks bounds how many repaired heads nameDamaged reads the
+// record of (a payload read and hashed, or a large artifact's parts): a
+// head damaged in one byte has few repairs that decode to a known kind
+// and a registered hash.
+const maxRepairChecks = 64
+
+// nameDamaged names the artifact of the record at p of pack id that does
+// not check and whose head names none (it does not decode, is of no known
+// kind, or names no registered hash), when records that check start again
+// at q (SPECS.md §6.4, "Recovery"): the head is read as if one of its
+// first bytes held another value, and a head so repaired whose record
+// checks in full (for a whole artifact: its chunk value, ending at or
+// before q, and its payload hashing to the head's reference; for a large
+// record: its parts, read back, hashing to it) names the artifact. A flip
+// of one byte of a head so never hides which artifact it held. It returns
+// false when no repair of one byte checks among the first maxRepairChecks
+// that decode to a known kind and a registered hash.
+func (pk *packs) nameDamaged(id, p, q uint64) (asl.Reference, bool) {
+	r, err := pk.reader(id)
+	if err != nil || q <= p {
+		return asl.Reference{}, false
+	}
+	win := make([]byte, min(uint64(maxPackHead), q-p))
+	n, err := r.ReadAt(win, int64(p))
+	if err != nil && !errors.Is(err, io.EOF) {
+		return asl.Reference{}, false
+	}
+	win = win[:n]
+	budget := maxRepairChecks
+	for i := range min(len(win), maxRepairHead) {
+		orig := win[i]
+		for v := range 256 {
+			if byte(v) == orig {
+				continue
+			}
+			win[i] = byte(v)
+			if ref, ok := pk.repairedHead(id, p, q, win, &budget); ok {
+				return ref, true
+			}
+			if budget <= 0 {
+				return asl.Reference{}, false
+			}
+		}
+		win[i] = orig
+	}
+	return asl.Reference{}, false
+}
+
+// repairedHead reports the reference of the whole or large artifact whose
+// record, with win as the bytes at p, checks in full and ends by q. The
+// head is decoded and its bounds checked first, so that a candidate
+// claiming a long payload costs no read.
+func (pk *packs) repairedHead(id, p, q uint64, win []byte, budget *int) (asl.Reference, bool) {
+	if !skimHead(win) {
+		return asl.Reference{}, false
+	}
+	var head packHead
+	rest, err := decodeCanonical(win, &head, "pack head")
+	if err != nil {
+		return asl.Reference{}, false
+	}
+	c := p + uint64(len(win)-len(rest))
+	switch head.kind() {
+	case recordSingle:
+		if *head.Stored > q-c {
+			return asl.Reference{}, false
+		}
+	case recordLarge:
+		if c > q || *head.First >= p {
+			return asl.Reference{}, false
+		}
+	default:
+		return asl.Reference{}, false
+	}
+	if ref, err := asl.DecodeReference(head.Ref); err != nil || !ref.Known() {
+		return asl.Reference{}, false
+	}
+	*budget--
+	sc, err := pk.scanHead(id, p, win)
+	if err != nil {
+		return asl.Reference{}, false
+	}
+	return sc.ref, true
+}
+
+// skimHead reports whether b starts with the shape of a pack head that
+// names an artifact: a map of 2 to 5 pairs, keys 1 to 7 ascending, key 1's
+// value a byte string (ReferenceBytes, under 256 bytes), every other value
+// an unsigned integer, all in shortest form. It costs a few nanoseconds,
+// against microseconds for the full decoder it screens for.
+func skimHead(b []byte) bool {
+	if len(b) == 0 || b[0] < 0xa2 || b[0] > 0xa5 {
+		return false
+	}
+	i, last := 1, byte(0)
+	for range int(b[0] - 0xa0) {
+		if i >= len(b) || b[i] <= last || b[i] > 7 {
+			return false
+		}
+		last = b[i]
+		i++
+		if last != 1 {
+			_, n, ok := readUint(b[i:])
+			if !ok {
+				return false
+			}
+			i += n
+			continue
+		}
+		switch {
+		case i < len(b) && b[i] >= 0x40 && b[i] < 0x58:
+			i += 1 + int(b[i]-0x40)
+		case i+1 < len(b) && b[i] == 0x58 && b[i+1] >= 24:
+			i += 2 + int(b[i+1])
+		default:
+			return false
+		}
+	}
+	return i <= len(b)
 }

@@ -26,9 +26,13 @@ const (
 const (
 	formatName = "amduat-pebblestore"
 	// formatVersion is written by Create; Open also reads versions 1 (no
-	// pack records) and 2 (no parts of large artifacts in packs) and
-	// upgrades their config record.
-	formatVersion = 3
+	// pack records), 2 (no parts of large artifacts in packs) and 3 (no
+	// commit markers in packs) and upgrades their config record.
+	formatVersion = 4
+	// packedVersion is the first version whose artifacts all live in
+	// packs (the default layout): from it on, Pebble holds derived data
+	// only.
+	packedVersion = 3
 
 	codecRaw  = 0
 	codecZstd = 1

@@ -378,10 +378,15 @@ func (sv *salvager) pack(id, size uint64) error {
 			if !errors.Is(err, asl.ErrIntegrity) {
 				return fmt.Errorf("salvage: %w", err)
 			}
+			q := pk.resync(id, p+1, size)
 			if sc.kind == recordSingle || sc.kind == recordLarge {
 				sv.fail(sc.ref, err)
+			} else if q < size {
+				// A head that names no artifact, repaired to name it.
+				if ref, ok := pk.nameDamaged(id, p, q); ok {
+					sv.fail(ref, err)
+				}
 			}
-			q := pk.resync(id, p+1, size)
 			sv.rep.Damage = append(sv.rep.Damage, fmt.Errorf("pack %d (%s): bytes %d to %d hold no record that checks: %w", id, packName(id), p, q, err))
 			p = q
 			continue

@@ -540,10 +540,11 @@ func openWritable(dir string, s settings, mustExist bool) (*pebble.DB, *pebble.L
 	return db, lock, g, nil
 }
 
-// readConfig reads and checks the config record and sets s.hash. A version
-// 1 store opened for writing is upgraded to version 2 (synced): once this
-// build may have written a pack record, a version 1 reader must refuse the
-// store. A read-only open reads it as it is.
+// readConfig reads and checks the config record and sets s.hash. A store
+// of an older version opened for writing is upgraded to formatVersion
+// (synced): once this build may have written records an older reader does
+// not know (pack records, parts, commit markers), that reader must refuse
+// the store. A read-only open reads it as it is.
 func readConfig(db *pebble.DB, dir string, s *settings) error {
 	v, closer, err := dbGet(db, configKey())
 	if err != nil {
@@ -565,8 +566,9 @@ func readConfig(db *pebble.DB, dir string, s *settings) error {
 	s.hash = asl.HashID(cfg.Hash)
 	if cfg.Version < formatVersion && !s.readOnly {
 		// Version 1 stores have no pack records, version 2 ones no parts
-		// of large artifacts in packs; once this build may have written
-		// them, an older reader must refuse the store.
+		// of large artifacts in packs, version 3 ones no commit markers;
+		// once this build may have written them, an older reader must
+		// refuse the store.
 		cfg.Version = formatVersion
 		if err := db.Set(configKey(), encodeConfig(cfg), pebble.Sync); err != nil {
 			return fmt.Errorf("open store %s: upgrading config to version %d: %w", dir, formatVersion, ioErr(err))

@@ -469,6 +469,7 @@ func (s *Store) putObject(ctx context.Context, ref asl.Reference, b []byte) erro
 	key := s.ArtifactKey(ref)
 	b, sha := encodeObject(ref, b) // compressed where it pays (compress.go)
 	po := minio.PutObjectOptions{ContentType: "application/octet-stream", DisableContentSha256: sha != ""}
+	withChecksum(&po, b, sha)
 	po.SetMatchETagExcept("*")
 	var err error
 	for attempt := range 6 {

@@ -162,8 +162,9 @@ func (s *Store) putPartCompressed(ctx context.Context, d [32]byte, b []byte) (ui
 	}
 	key := s.ZPartKey(d)
 	sum := sha256.Sum256(frame)
-	_, err := s.core.PutObject(ctx, s.bucket, key, bytes.NewReader(frame), int64(len(frame)), "", hex.EncodeToString(sum[:]),
-		minio.PutObjectOptions{ContentType: "application/zstd", DisableContentSha256: true})
+	po := minio.PutObjectOptions{ContentType: "application/zstd", DisableContentSha256: true}
+	withChecksum(&po, frame, hex.EncodeToString(sum[:]))
+	_, err := s.core.PutObject(ctx, s.bucket, key, bytes.NewReader(frame), int64(len(frame)), "", hex.EncodeToString(sum[:]), po)
 	if err != nil {
 		return codecZstd, s.errorf("put part", key, asl.Reference{}, err)
 	}

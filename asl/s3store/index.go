@@ -64,8 +64,9 @@ func (s *Store) PutIndexed(ctx context.Context, id asl.HashID, arts []asl.Artifa
 		}
 		e := entries[todo[j]]
 		key := s.IndexKey(e.Space, e.Key)
-		_, err := s.core.Client.PutObject(ctx, s.bucket, key, bytes.NewReader(e.Value), int64(len(e.Value)),
-			minio.PutObjectOptions{ContentType: "application/octet-stream", DisableMultipart: true})
+		po := minio.PutObjectOptions{ContentType: "application/octet-stream", DisableMultipart: true}
+		withChecksum(&po, e.Value, "")
+		_, err := s.core.Client.PutObject(ctx, s.bucket, key, bytes.NewReader(e.Value), int64(len(e.Value)), po)
 		if err != nil {
 			errs[j] = s.errorf("put index entry", key, asl.Reference{}, err)
 			cancel()

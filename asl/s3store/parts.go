@@ -315,8 +315,9 @@ func (s *Store) putLarge(ctx context.Context, h *asl.Hasher, hdr asl.Header, r i
 // still relies on (and repairs a damaged part).
 func (s *Store) putPart(ctx context.Context, d [32]byte, b []byte) error {
 	key := s.PartKey(d)
-	_, err := s.core.PutObject(ctx, s.bucket, key, bytes.NewReader(b), int64(len(b)), "", hex.EncodeToString(d[:]),
-		minio.PutObjectOptions{ContentType: "application/octet-stream", DisableContentSha256: true})
+	po := minio.PutObjectOptions{ContentType: "application/octet-stream", DisableContentSha256: true}
+	withChecksum(&po, b, hex.EncodeToString(d[:]))
+	_, err := s.core.PutObject(ctx, s.bucket, key, bytes.NewReader(b), int64(len(b)), "", hex.EncodeToString(d[:]), po)
 	if err != nil {
 		return s.errorf("put part", key, asl.Reference{}, err)
 	}
@@ -331,6 +332,7 @@ func (s *Store) putPart(ctx context.Context, d [32]byte, b []byte) error {
 func (s *Store) putManifest(ctx context.Context, ref asl.Reference, mb []byte) error {
 	key := s.ArtifactKey(ref)
 	po := minio.PutObjectOptions{ContentType: "application/octet-stream", DisableMultipart: true}
+	withChecksum(&po, mb, "")
 	po.SetMatchETagExcept("*")
 	for attempt := range 6 {
 		_, err := s.core.Client.PutObject(ctx, s.bucket, key, bytes.NewReader(mb), int64(len(mb)), po)
