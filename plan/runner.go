@@ -66,8 +66,8 @@ type Options struct {
 	Executors []effect.Executor
 	// Clock is the runner's time; nil means the wall clock.
 	Clock Clock
-	// Writer names this runner in the events it appends (metadata); empty
-	// means host-pid-random.
+	// Writer names this runner in the events it appends (metadata),
+	// followed by a nonce of this Runner's; empty means host-pid-nonce.
 	Writer string
 	// CallTimeout bounds one effect call; zero means 5 minutes.
 	CallTimeout time.Duration
@@ -110,11 +110,17 @@ func NewRunner(st Store, opts Options) (*Runner, error) {
 	if r.timeout == 0 {
 		r.timeout = 5 * time.Minute
 	}
+	// Every Runner's name ends in a nonce of its own, whatever Writer
+	// says: two runners must never write the same step_started bytes, or
+	// both would find their event at the contested sequence number (a pin
+	// re-made to the same reference succeeds) and both would call.
+	var b [6]byte
+	_, _ = rand.Read(b[:])
 	if r.writer == "" {
 		host, _ := os.Hostname()
-		var b [6]byte
-		_, _ = rand.Read(b[:])
 		r.writer = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	} else {
+		r.writer += "-" + hex.EncodeToString(b[:])
 	}
 	for _, e := range opts.Executors {
 		if _, dup := r.execs[e.Name()]; dup {

@@ -50,6 +50,14 @@ func transientStatus(status int) bool {
 // test can shorten it.)
 var transientFor = time.Minute
 
+// unreadableFor bounds the retries of SlowDownRead, MinIO's answer both to
+// a read it must shed for a moment and to an object it cannot read because
+// its copy is damaged ("Resource requested is unreadable": too few intact
+// shards, which on one drive means a damaged one). A few seconds tell the
+// two apart; a damaged object is then reported as damaged (errorf,
+// unreadableCode) without keeping its reader waiting a minute.
+var unreadableFor = 3 * time.Second
+
 const (
 	// transientFirst and transientCap: the backoff starts at
 	// transientFirst and doubles up to transientCap, each pause drawn
@@ -127,7 +135,8 @@ func (rt *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, err
 		}
 		head, rerr := io.ReadAll(io.LimitReader(resp.Body, errorBodyMax))
-		if rerr != nil || !transient(resp, head) {
+		isTransient, code := transient(resp, head)
+		if rerr != nil || !isTransient {
 			resp.Body = struct {
 				io.Reader
 				io.Closer
@@ -137,7 +146,11 @@ func (rt *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if attempt == 0 {
 			start = time.Now()
 		}
-		if attempt > 0 && time.Since(start) >= transientFor {
+		bound := transientFor
+		if code == "SlowDownRead" {
+			bound = unreadableFor
+		}
+		if attempt > 0 && time.Since(start) >= bound {
 			rt.giveUp(key)
 			resp.Body.Close()
 			resp.Body = io.NopCloser(bytes.NewReader(head))
@@ -166,18 +179,22 @@ func mayBeTransient(status int) bool {
 // (from the XML document, or MinIO's x-minio-error-code header when there
 // is no body) is one of transientCodes, or it has none and its status is
 // transient.
-func transient(resp *http.Response, body []byte) bool {
-	code := resp.Header.Get("x-minio-error-code")
+func transient(resp *http.Response, body []byte) (bool, string) {
+	code, msg := resp.Header.Get("x-minio-error-code"), resp.Header.Get("x-minio-error-desc")
 	if len(bytes.TrimSpace(body)) > 0 {
 		var doc struct {
-			Code string `xml:"Code"`
+			Code    string `xml:"Code"`
+			Message string `xml:"Message"`
 		}
 		if xml.Unmarshal(body, &doc) == nil && doc.Code != "" {
-			code = doc.Code
+			code, msg = doc.Code, doc.Message
 		}
 	}
-	if code != "" {
-		return transientCodes[code]
+	if code == "InternalError" && damagedMessage(msg) {
+		return false, code // damage stays damage however often it is read
 	}
-	return transientStatus(resp.StatusCode)
+	if code != "" {
+		return transientCodes[code], code
+	}
+	return transientStatus(resp.StatusCode), code
 }

@@ -511,6 +511,8 @@ func (s *Store) errorf(op, key string, ref asl.Reference, err error) error {
 		return fmt.Errorf("s3store: %s %s: %w", op, where, asl.ErrNotFound)
 	case unreadableCode(c):
 		return fmt.Errorf("s3store: %s %s: the object store cannot read the object's data (%s: its copy is damaged, bitrot): %w: %w", op, where, c, err, asl.ErrIntegrity)
+	case c == "InternalError" && damagedMessage(minio.ToErrorResponse(err).Message):
+		return fmt.Errorf("s3store: %s %s: the object store found its copy of the object damaged: %w: %w", op, where, err, asl.ErrIntegrity)
 	}
 	return fmt.Errorf("s3store: %s %s: %w", op, where, err)
 }
@@ -526,6 +528,20 @@ func unreadableCode(c string) bool {
 	switch c {
 	case "SlowDownRead", "XMinioObjectTampered", "XMinioErasureReadQuorum":
 		return true
+	}
+	return false
+}
+
+// damagedMessage reports whether the message of an InternalError says the
+// object store found its own stored copy damaged rather than failing for a
+// while (SPECS.md §6.7, "Damage"): MinIO answers a read of an object whose
+// metadata file (xl.meta) fails its checksum with InternalError and a cause
+// naming the mismatch. Such an answer is neither retried nor an I/O error.
+func damagedMessage(msg string) bool {
+	for _, s := range []string{"CRC mismatch", "file is corrupted", "bitrot", "Bitrot"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
 	}
 	return false
 }

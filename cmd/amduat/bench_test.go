@@ -76,7 +76,7 @@ func TestBenchUsage(t *testing.T) {
 	c := newCLI(t)
 	r := c.must(exitUsage, "bench", "--only", "nope")
 	oneErrorLine(t, r, "bench")
-	if !strings.Contains(r.stderr, "known: large-random, large-text, small, cli, snapshot, exec, surface") {
+	if !strings.Contains(r.stderr, "known: large-random, large-text, small, cli, startup, snapshot, exec, surface") {
 		t.Errorf("error does not list the groups: %q", r.stderr)
 	}
 	r = c.must(exitUsage, "bench", "extra")

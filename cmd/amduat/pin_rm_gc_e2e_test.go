@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -103,7 +104,11 @@ func TestRepairCLI(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b[len(b)-3] ^= 0x20 // in the payload, the last record's
+			at := bytes.LastIndex(b, data) // the last record's payload (stored raw)
+			if at < 0 {
+				t.Fatalf("%s does not hold the payload", pack)
+			}
+			b[at+len(data)-3] ^= 0x20
 			if err := os.WriteFile(pack, b, 0o644); err != nil {
 				t.Fatal(err)
 			}
