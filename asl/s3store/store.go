@@ -535,10 +535,11 @@ func unreadableCode(c string) bool {
 // damagedMessage reports whether the message of an InternalError says the
 // object store found its own stored copy damaged rather than failing for a
 // while (SPECS.md §6.7, "Damage"): MinIO answers a read of an object whose
-// metadata file (xl.meta) fails its checksum with InternalError and a cause
-// naming the mismatch. Such an answer is neither retried nor an I/O error.
+// metadata file (xl.meta) fails its checksum, or no longer decodes, with
+// InternalError and a cause naming the mismatch or the decoder's failure
+// ("msgp: …"). Such an answer is neither retried nor an I/O error.
 func damagedMessage(msg string) bool {
-	for _, s := range []string{"CRC mismatch", "file is corrupted", "bitrot", "Bitrot"} {
+	for _, s := range []string{"CRC mismatch", "file is corrupted", "bitrot", "Bitrot", "msgp: "} {
 		if strings.Contains(msg, s) {
 			return true
 		}
