@@ -152,7 +152,7 @@ func appendCanonical(dst []byte, v jval) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendString(dst, m.name)
+			dst = effect.AppendJSONString(dst, m.name)
 			dst = append(dst, ':')
 			dst = appendCanonical(dst, m.val)
 		}
@@ -167,44 +167,11 @@ func appendCanonical(dst []byte, v jval) []byte {
 		}
 		return append(dst, ']')
 	case 's':
-		return appendString(dst, v.str)
+		return effect.AppendJSONString(dst, v.str)
 	case 'n', 'b':
 		return append(dst, v.str...)
 	}
 	return append(dst, "null"...)
-}
-
-// appendString escapes `"` and `\` with a backslash, U+0008, U+0009,
-// U+000A, U+000C, U+000D as \b \t \n \f \r, the other controls below
-// U+0020 as \u00xx (lowercase hex), and writes every other character as
-// its UTF-8 bytes.
-func appendString(dst []byte, s string) []byte {
-	const hexd = "0123456789abcdef"
-	dst = append(dst, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		default:
-			if c < 0x20 {
-				dst = append(dst, '\\', 'u', '0', '0', hexd[c>>4], hexd[c&15])
-			} else {
-				dst = append(dst, c)
-			}
-		}
-	}
-	return append(dst, '"')
 }
 
 // CanonicalParams returns the canonical form (§22.4) of a JSON object of
@@ -537,14 +504,14 @@ func (p Plan) JSON() []byte {
 			b = append(b, ',')
 		}
 		b = append(b, "\n  {\"id\":"...)
-		b = appendString(b, s.ID)
+		b = effect.AppendJSONString(b, s.ID)
 		if len(s.DependsOn) > 0 {
 			b = append(b, ",\"depends_on\":["...)
 			for j, d := range s.DependsOn {
 				if j > 0 {
 					b = append(b, ',')
 				}
-				b = appendString(b, d)
+				b = effect.AppendJSONString(b, d)
 			}
 			b = append(b, ']')
 		}
@@ -554,16 +521,16 @@ func (p Plan) JSON() []byte {
 				if j > 0 {
 					b = append(b, ',')
 				}
-				b = appendString(b, in.Name)
+				b = effect.AppendJSONString(b, in.Name)
 				b = append(b, ':')
 				if in.Step != "" {
 					b = append(b, "{\"step\":"...)
-					b = appendString(b, in.Step)
+					b = effect.AppendJSONString(b, in.Step)
 					b = append(b, ",\"output\":"...)
-					b = appendString(b, in.Output)
+					b = effect.AppendJSONString(b, in.Output)
 					b = append(b, '}')
 				} else {
-					b = appendString(b, in.Ref.String())
+					b = effect.AppendJSONString(b, in.Ref.String())
 				}
 			}
 			b = append(b, '}')
@@ -571,15 +538,15 @@ func (p Plan) JSON() []byte {
 		switch s.Kind {
 		case PELStep:
 			b = append(b, ",\"pel\":{\"program\":"...)
-			b = appendString(b, s.Program.String())
+			b = effect.AppendJSONString(b, s.Program.String())
 			if s.HasParams {
 				b = append(b, ",\"params\":"...)
-				b = appendString(b, s.Params.String())
+				b = effect.AppendJSONString(b, s.Params.String())
 			}
 			b = append(b, '}')
 		case EffectStep:
 			b = append(b, ",\"effect\":{\"kind\":"...)
-			b = appendString(b, s.Effect)
+			b = effect.AppendJSONString(b, s.Effect)
 			b = append(b, ",\"params\":"...)
 			if len(s.EffectParams) == 0 {
 				b = append(b, "{}"...)
@@ -587,15 +554,15 @@ func (p Plan) JSON() []byte {
 				b = append(b, s.EffectParams...)
 			}
 			b = append(b, ",\"class\":"...)
-			b = appendString(b, s.Class.String())
+			b = effect.AppendJSONString(b, s.Class.String())
 			b = append(b, ",\"gate\":"...)
-			b = appendString(b, gateName(s.Gate))
+			b = effect.AppendJSONString(b, gateName(s.Gate))
 			b = fmt.Appendf(b, ",\"retry\":{\"max_attempts\":%d,\"base_ms\":%d,\"cap_ms\":%d}", s.Retry.MaxAttempts, s.Retry.BaseMillis, s.Retry.CapMillis)
 			b = append(b, ",\"cache\":"...)
-			b = appendString(b, cacheName(s.Cache))
+			b = effect.AppendJSONString(b, cacheName(s.Cache))
 			if s.KeyTemplate != "" {
 				b = append(b, ",\"key\":"...)
-				b = appendString(b, s.KeyTemplate)
+				b = effect.AppendJSONString(b, s.KeyTemplate)
 			}
 			b = append(b, '}')
 		}

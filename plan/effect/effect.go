@@ -183,3 +183,37 @@ func Unknown(class ErrorClass, msg string) error { return &UnknownError{Class: c
 
 func (e *UnknownError) Error() string { return "unknown outcome: " + e.Class.String() + ": " + e.Msg }
 func (e *UnknownError) Unwrap() error { return ErrUnknownOutcome }
+
+// AppendJSONString appends s as a JSON string in the canonical form of
+// SPECS.md §22.4, shared by plan params and every effect's JSON outputs:
+// `"` and `\` escaped with a backslash, U+0008, U+0009, U+000A, U+000C,
+// U+000D as \b \t \n \f \r, the other controls below U+0020 as \u00xx
+// (lowercase hex), every other character as its UTF-8 bytes.
+func AppendJSONString(dst []byte, s string) []byte {
+	const hexd = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		default:
+			if c < 0x20 {
+				dst = append(dst, '\\', 'u', '0', '0', hexd[c>>4], hexd[c&15])
+			} else {
+				dst = append(dst, c)
+			}
+		}
+	}
+	return append(dst, '"')
+}

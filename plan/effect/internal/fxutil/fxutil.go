@@ -84,7 +84,7 @@ func appendCanonical(dst []byte, v any) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendString(dst, name)
+			dst = effect.AppendJSONString(dst, name)
 			dst = append(dst, ':')
 			dst = appendCanonical(dst, v[name])
 		}
@@ -99,42 +99,13 @@ func appendCanonical(dst []byte, v any) []byte {
 		}
 		return append(dst, ']')
 	case string:
-		return appendString(dst, v)
+		return effect.AppendJSONString(dst, v)
 	case json.Number:
 		return append(dst, v...)
 	case bool:
 		return strconv.AppendBool(dst, v)
 	}
 	return append(dst, "null"...)
-}
-
-func appendString(dst []byte, s string) []byte {
-	const hexd = "0123456789abcdef"
-	dst = append(dst, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		default:
-			if c < 0x20 {
-				dst = append(dst, '\\', 'u', '0', '0', hexd[c>>4], hexd[c&15])
-			} else {
-				dst = append(dst, c)
-			}
-		}
-	}
-	return append(dst, '"')
 }
 
 // CheckFileName refuses a name that is not one plain file name: empty, ".",
