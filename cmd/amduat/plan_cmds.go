@@ -136,32 +136,24 @@ effect steps may use (SPECS.md §23).
 				}
 				sub.Inputs = append(sub.Inputs, effect.Input{Name: name, Ref: ref})
 			}
-			s, err := a.openStore()
-			if err != nil {
-				return err
-			}
-			defer closeStore(s, a.storeDir, &err)
-			r, done, err := a.planRunner(c.Context(), s, policyPath)
-			if err != nil {
-				return err
-			}
-			defer done()
-			id, attached, err := r.Submit(c.Context(), sub)
-			if err != nil {
-				return planErr(args[0], err)
-			}
-			if wait {
-				return a.runPlan(c.Context(), r, id, &attached)
-			}
-			if a.jsonOut {
-				x, err := r.Status(c.Context(), id)
+			return a.withPlanRunner(c, false, policyPath, func(r *plan.Runner) error {
+				id, attached, err := r.Submit(c.Context(), sub)
 				if err != nil {
-					return planErr(id.String(), err)
+					return planErr(args[0], err)
 				}
-				return a.printPlanStatus(x, &attached)
-			}
-			a.printf("%s\n", id)
-			return nil
+				if wait {
+					return a.runPlan(c.Context(), r, id, &attached)
+				}
+				if a.jsonOut {
+					x, err := r.Status(c.Context(), id)
+					if err != nil {
+						return planErr(id.String(), err)
+					}
+					return a.printPlanStatus(x, &attached)
+				}
+				a.printf("%s\n", id)
+				return nil
+			})
 		},
 	}
 	f := c.Flags()
@@ -194,26 +186,18 @@ plan status does and exits with its code.
 			if err != nil {
 				return err
 			}
-			s, err := a.openStore()
-			if err != nil {
-				return err
-			}
-			defer closeStore(s, a.storeDir, &err)
-			r, done, err := a.planRunner(c.Context(), s, policyPath)
-			if err != nil {
-				return err
-			}
-			defer done()
-			return a.runPlan(c.Context(), r, id, nil)
+			return a.withPlanRunner(c, false, policyPath, func(r *plan.Runner) error {
+				return a.runPlan(c.Context(), r, id, nil)
+			})
 		},
 	}
 	c.Flags().StringVar(&policyPath, "policy", "", "policy file allowing hosts, commands and executors (SPECS.md §23)")
 	return c
 }
 
-// withPlanRunner opens the store (read-only when ro) and a runner without
-// executors, and calls fn.
-func (a *app) withPlanRunner(c *cobra.Command, ro bool, fn func(r *plan.Runner) error) (err error) {
+// withPlanRunner opens the store (read-only when ro) and a runner with the
+// executors the policy file at policyPath allows ("" for none), and calls fn.
+func (a *app) withPlanRunner(c *cobra.Command, ro bool, policyPath string, fn func(r *plan.Runner) error) (err error) {
 	var s backend
 	if ro {
 		s, err = a.openStoreReadOnly()
@@ -224,7 +208,7 @@ func (a *app) withPlanRunner(c *cobra.Command, ro bool, fn func(r *plan.Runner) 
 		return err
 	}
 	defer closeStore(s, a.storeDir, &err)
-	r, done, err := a.planRunner(c.Context(), s, "")
+	r, done, err := a.planRunner(c.Context(), s, policyPath)
 	if err != nil {
 		return err
 	}
@@ -257,7 +241,7 @@ content. The exit code is 0 whatever the status (see plan run for codes).
 			if err != nil {
 				return err
 			}
-			return a.withPlanRunner(c, true, func(r *plan.Runner) error {
+			return a.withPlanRunner(c, true, "", func(r *plan.Runner) error {
 				x, err := r.Status(c.Context(), id)
 				if err != nil {
 					return planErr(args[0], err)
@@ -292,7 +276,7 @@ prints one event object per line.
 			if err != nil {
 				return err
 			}
-			return a.withPlanRunner(c, true, func(r *plan.Runner) error {
+			return a.withPlanRunner(c, true, "", func(r *plan.Runner) error {
 				seen := 0
 				for {
 					evs, refs, err := r.Log(c.Context(), id)
@@ -364,7 +348,7 @@ Prints the status as amduat plan status does.
 			if err != nil {
 				return err
 			}
-			return a.withPlanRunner(c, false, func(r *plan.Runner) error {
+			return a.withPlanRunner(c, false, "", func(r *plan.Runner) error {
 				x, err := r.Approve(c.Context(), id, args[1], planActor)
 				if err != nil {
 					return planErr(args[1], err)
@@ -393,7 +377,7 @@ are skipped, and the execution ends partial with what it has.
 			if err != nil {
 				return err
 			}
-			return a.withPlanRunner(c, false, func(r *plan.Runner) error {
+			return a.withPlanRunner(c, false, "", func(r *plan.Runner) error {
 				x, err := r.Reject(c.Context(), id, args[1], planActor, reason)
 				if err != nil {
 					return planErr(args[1], err)
@@ -423,7 +407,7 @@ not interrupted by this command. Cancelling a finished execution is refused
 			if err != nil {
 				return err
 			}
-			return a.withPlanRunner(c, false, func(r *plan.Runner) error {
+			return a.withPlanRunner(c, false, "", func(r *plan.Runner) error {
 				x, err := r.Cancel(c.Context(), id, planActor)
 				if err != nil {
 					return planErr(args[0], err)
@@ -455,7 +439,7 @@ since the call is made again. amduat plan run ID then runs it.
 			if err != nil {
 				return err
 			}
-			return a.withPlanRunner(c, false, func(r *plan.Runner) error {
+			return a.withPlanRunner(c, false, "", func(r *plan.Runner) error {
 				x, err := r.Retry(c.Context(), id, args[1], planActor, force)
 				if err != nil {
 					return planErr(args[1], err)
@@ -496,41 +480,33 @@ differs.
 			if err != nil {
 				return err
 			}
-			s, err := a.openStore()
-			if err != nil {
-				return err
-			}
-			defer closeStore(s, a.storeDir, &err)
-			r, done, err := a.planRunner(c.Context(), s, policyPath)
-			if err != nil {
-				return err
-			}
-			defer done()
-			rep, err := r.Verify(c.Context(), id)
-			if err != nil {
-				return planErr(args[0], err)
-			}
-			if a.jsonOut {
-				if err := a.printJSON(rep); err != nil {
-					return err
+			return a.withPlanRunner(c, false, policyPath, func(r *plan.Runner) error {
+				rep, err := r.Verify(c.Context(), id)
+				if err != nil {
+					return planErr(args[0], err)
 				}
-			} else {
-				for _, st := range rep.Steps {
-					if st.OK {
-						line := fmt.Sprintf("ok %s %s %s", st.Step, st.Kind, st.State)
-						if !st.Recorded.IsZero() {
-							line += " " + st.Recorded.String()
+				if a.jsonOut {
+					if err := a.printJSON(rep); err != nil {
+						return err
+					}
+				} else {
+					for _, st := range rep.Steps {
+						if st.OK {
+							line := fmt.Sprintf("ok %s %s %s", st.Step, st.Kind, st.State)
+							if !st.Recorded.IsZero() {
+								line += " " + st.Recorded.String()
+							}
+							a.printf("%s\n", line)
+						} else {
+							a.printf("DIFF %s %s %s %s\n", st.Step, st.Kind, st.State, printableText([]byte(st.Problem)))
 						}
-						a.printf("%s\n", line)
-					} else {
-						a.printf("DIFF %s %s %s %s\n", st.Step, st.Kind, st.State, printableText([]byte(st.Problem)))
 					}
 				}
-			}
-			if !rep.OK {
-				return exitStatus(exitNegative)
-			}
-			return nil
+				if !rep.OK {
+					return exitStatus(exitNegative)
+				}
+				return nil
+			})
 		},
 	}
 	c.Flags().StringVar(&policyPath, "policy", "", "policy whose executors' versions the receipts are compared with")
@@ -552,7 +528,7 @@ func newPlanLsCmd(a *app) *cobra.Command {
   amduat --json plan ls`,
 		Args: rangeArgs(0, 0),
 		RunE: func(c *cobra.Command, args []string) error {
-			return a.withPlanRunner(c, true, func(r *plan.Runner) error {
+			return a.withPlanRunner(c, true, "", func(r *plan.Runner) error {
 				xs, err := r.List(c.Context())
 				if err != nil {
 					return failAuto("", err)
