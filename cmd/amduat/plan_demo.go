@@ -48,7 +48,7 @@ const planDemoDoc = "The quick brown fox jumps over the lazy dog.\n"
 // answer again without recording twice, as a provider honouring
 // Idempotency-Key does. Every call is logged, one line each.
 type planDemoService struct {
-	log     io.Writer
+	log     func(planDemoCall) // nil: no log
 	stalled chan string // receives the key of the first stalled request
 	mu      sync.Mutex
 	calls   map[string]int // per method, path and key
@@ -56,7 +56,21 @@ type planDemoService struct {
 	once    sync.Once
 }
 
-func newPlanDemoService(log io.Writer) *planDemoService {
+// planDemoCall is one call the service answered, as it logs it.
+type planDemoCall struct {
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	Key    string `json:"key"`
+	Call   int    `json:"call"` // 1 for the first call of this method, path and key
+	Answer string `json:"answer"`
+}
+
+// text is the log line: METHOD PATH key KEY call N: ANSWER.
+func (c planDemoCall) text() string {
+	return fmt.Sprintf("%s %s key %s call %d: %s", c.Method, c.Path, c.Key, c.Call, c.Answer)
+}
+
+func newPlanDemoService(log func(planDemoCall)) *planDemoService {
 	return &planDemoService{log: log, stalled: make(chan string, 1), calls: map[string]int{}}
 }
 
@@ -72,35 +86,36 @@ func (s *planDemoService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.calls[id]++
 	n := s.calls[id]
 	s.mu.Unlock()
-	line := fmt.Sprintf("%s %s key %s call %d: ", r.Method, r.URL.Path, key, n)
+	logf := func(format string, args ...any) {
+		if s.log != nil {
+			c := planDemoCall{Method: r.Method, Path: r.URL.Path, Key: key, Call: n, Answer: fmt.Sprintf(format, args...)}
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.log(c)
+		}
+	}
 	switch {
 	case r.Method == http.MethodGet && r.URL.Path == "/doc.txt" && n == 1:
-		s.logf("%sstalled until the client goes away", line)
+		logf("stalled until the client goes away")
 		s.once.Do(func() { s.stalled <- key })
 		<-r.Context().Done()
 	case r.Method == http.MethodGet && r.URL.Path == "/doc.txt":
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, planDemoDoc)
-		s.logf("%s200, %d bytes", line, len(planDemoDoc))
+		logf("200, %d bytes", len(planDemoDoc))
 	case r.Method == http.MethodPost && r.URL.Path == "/count" && n == 1:
 		s.mu.Lock()
 		s.counts = append(s.counts, string(body))
 		s.mu.Unlock()
 		io.WriteString(w, "recorded\n")
-		s.logf("%s200, recorded %q", line, body)
+		logf("200, recorded %q", body)
 	case r.Method == http.MethodPost && r.URL.Path == "/count":
 		io.WriteString(w, "recorded\n")
-		s.logf("%s200, already recorded for this key: not recorded again", line)
+		logf("200, already recorded for this key: not recorded again")
 	default:
 		http.NotFound(w, r)
-		s.logf("%s404", line)
+		logf("404")
 	}
-}
-
-func (s *planDemoService) logf(format string, args ...any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	fmt.Fprintf(s.log, format+"\n", args...)
 }
 
 // recorded returns the bodies POST /count recorded.
@@ -118,18 +133,32 @@ func (s *planDemoService) callsOf(method, path, key string) int {
 }
 
 // servePlanDemo serves the walkthrough's service on addr until ctx ends
-// (`amduat demo --plan-service ADDR`), logging to a's standard output.
+// (`amduat demo --plan-service ADDR`), logging every call on a's standard
+// output: a line of text each, or under --json one JSON object each,
+// after a first {"url": URL}.
 func servePlanDemo(ctx context.Context, a *app, addr string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fail(exitIO, addr, err)
 	}
-	srv := &http.Server{Handler: newPlanDemoService(a.stdout), ReadHeaderTimeout: 10 * time.Second}
+	log := func(c planDemoCall) { a.printf("%s\n", c.text()) }
+	if a.jsonOut {
+		log = func(c planDemoCall) { _ = a.printJSON(c) }
+	}
+	srv := &http.Server{Handler: newPlanDemoService(log), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		srv.Close()
 	}()
-	a.printf("plan service on http://%s: GET /doc.txt, POST /count\n", ln.Addr())
+	url := "http://" + ln.Addr().String()
+	if a.jsonOut {
+		if err := a.printJSON(struct {
+			URL string `json:"url"`
+		}{url}); err != nil {
+			return err
+		}
+	}
+	a.printf("plan service on %s: GET /doc.txt, POST /count\n", url)
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fail(exitIO, addr, err)
 	}
@@ -171,7 +200,7 @@ func demoPlan(ctx context.Context, e *demoEnv) (out []string, err error) {
 		return nil, failAuto("wordcount program", err)
 	}
 
-	svc := newPlanDemoService(io.Discard)
+	svc := newPlanDemoService(nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fail(exitIO, "127.0.0.1:0", err)
