@@ -49,7 +49,7 @@ const planDemoDoc = "The quick brown fox jumps over the lazy dog.\n"
 // Idempotency-Key does. Every call is logged, one line each.
 type planDemoService struct {
 	log     func(planDemoCall) // nil: no log
-	stalled chan string // receives the key of the first stalled request
+	stalled chan string        // receives the key of the first stalled request
 	mu      sync.Mutex
 	calls   map[string]int // per method, path and key
 	counts  []string       // the bodies POST /count recorded, in order
