@@ -309,6 +309,7 @@ func Create(ctx context.Context, bucket, prefix string, o Options) (*Store, erro
 	body, _ := json.Marshal(config{Format: Format, Version: Version, Hash: uint16(o.Hash)})
 	key := s.prefix + "config"
 	po := minio.PutObjectOptions{ContentType: "application/json"}
+	withChecksum(&po, body, "")
 	po.SetMatchETagExcept("*")
 	_, err = s.core.Client.PutObject(ctx, bucket, key, bytes.NewReader(body), int64(len(body)), po)
 	if err != nil && !alreadyExists(err) {
@@ -401,6 +402,7 @@ func (s *Store) readConfig(ctx context.Context) error {
 func (s *Store) upgrade(ctx context.Context, key, etag string) error {
 	body, _ := json.Marshal(config{Format: Format, Version: Version, Hash: uint16(s.hash)})
 	po := minio.PutObjectOptions{ContentType: "application/json"}
+	withChecksum(&po, body, "")
 	po.SetMatchETag(etag)
 	_, err := s.core.Client.PutObject(ctx, s.bucket, key, bytes.NewReader(body), int64(len(body)), po)
 	if err != nil && !alreadyExists(err) { // 412: another process upgraded it first
