@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/s3store/miniotest"
@@ -22,12 +23,15 @@ import (
 // files, a part file), reads the artifact back through the store, puts the
 // byte back, and counts each outcome per kind (issue 20, "Keep the figures
 // honest"): the same bytes (harmless), ERR_INTEGRITY (detected), not found
-// (lost), other bytes (wrong) or any other error (wrong class). Lost and
-// wrong must be 0; a wrong class is a failure too, since the user could not
-// tell bitrot from a network fault. AMDUAT_FLIPS=N runs N flips spread over
-// the kinds; the default is 1 per kind (10 with AMDUAT_LONG=1): a damaged
-// object costs about 4 s, the wait that tells MinIO's "unreadable" from
-// its shedding of load (retry.go, unreadableFor).
+// (lost), other bytes (wrong) or any other error (wrong class); healed
+// counts the flips MinIO undid in its file itself during the read. Lost
+// and wrong must be 0; a wrong class is a failure too, since the user
+// could not tell bitrot from a network fault. AMDUAT_FLIPS=N runs N flips
+// spread over the kinds (as asl/pebblestore's flip tests); the default is
+// 1 per kind (10 with AMDUAT_LONG=1): a damaged xl.meta is reported at
+// once, damaged data (MinIO's SlowDownRead) after about 3 s, the wait that
+// tells it from a drive briefly unable to serve (retry.go, unreadableFor;
+// SPECS.md §6.7, "Retries").
 func TestBitrotFlips(t *testing.T) {
 	m := miniotest.Start(t)
 	st := create(t, m, "flips", options(m))
@@ -83,7 +87,10 @@ func TestBitrotFlips(t *testing.T) {
 			t.Fatalf("AMDUAT_FLIPS=%q: want a positive number", v)
 		}
 	}
-	type counts struct{ flips, harmless, detected, lost, wrong, wrongClass int }
+	type counts struct {
+		flips, harmless, detected, healed, lost, wrong, wrongClass int
+		detectTime, slowest                                        time.Duration
+	}
 	table := map[string]*counts{}
 	rng := uint64(0x9e3779b97f4a7c15)
 	next := func() uint64 { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng }
@@ -98,13 +105,19 @@ func TestBitrotFlips(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		orig := bytes.Clone(b)
 		at := int(next() % uint64(len(b)))
 		bit := byte(1) << (next() % 8)
 		b[at] ^= bit
 		if err := os.WriteFile(o.file, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		began := time.Now()
 		got, err := asl.Get(ctx, st, o.ref, 0)
+		took := time.Since(began)
+		if now, rerr := os.ReadFile(o.file); rerr == nil && bytes.Equal(now, orig) {
+			c.healed++
+		}
 		c.flips++
 		switch {
 		case err == nil && bytes.Equal(got.Bytes, o.art.Bytes):
@@ -114,6 +127,8 @@ func TestBitrotFlips(t *testing.T) {
 			t.Errorf("%s offset %d bit %#x: wrong bytes", o.kind, at, bit)
 		case errors.Is(err, asl.ErrIntegrity):
 			c.detected++
+			c.detectTime += took
+			c.slowest = max(c.slowest, took)
 		case errors.Is(err, asl.ErrNotFound):
 			c.lost++
 			t.Errorf("%s offset %d bit %#x: reads as missing: %v", o.kind, at, bit, err)
@@ -132,10 +147,14 @@ func TestBitrotFlips(t *testing.T) {
 	}
 	sort.Strings(names)
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "%-16s %6s %9s %9s %5s %6s %12s\n", "kind", "flips", "harmless", "detected", "lost", "wrong", "wrong class")
+	fmt.Fprintf(&sb, "%-16s %6s %9s %9s %7s %5s %6s %12s %12s %9s\n", "kind", "flips", "harmless", "detected", "healed", "lost", "wrong", "wrong class", "mean detect", "slowest")
 	for _, k := range names {
 		c := table[k]
-		fmt.Fprintf(&sb, "%-16s %6d %9d %9d %5d %6d %12d\n", k, c.flips, c.harmless, c.detected, c.lost, c.wrong, c.wrongClass)
+		var mean time.Duration
+		if c.detected > 0 {
+			mean = c.detectTime / time.Duration(c.detected)
+		}
+		fmt.Fprintf(&sb, "%-16s %6d %9d %9d %7d %5d %6d %12d %12v %9v\n", k, c.flips, c.harmless, c.detected, c.healed, c.lost, c.wrong, c.wrongClass, mean.Round(time.Millisecond), c.slowest.Round(time.Millisecond))
 	}
 	t.Logf("MinIO flips:\n%s", sb.String())
 }

@@ -104,6 +104,109 @@ func TestPutChecksums(t *testing.T) {
 	}
 }
 
+// checksumOf reads the checksum MinIO keeps with the object at key and
+// compares it with the one of kind ("sha256" or "crc32c") computed here
+// over the object's bytes.
+func checksumOf(t *testing.T, st *s3store.Store, key, kind string) {
+	t.Helper()
+	b := objectBytes(t, st, key)
+	info, err := st.Client().StatObject(t.Context(), st.Bucket(), key, minio.StatObjectOptions{Checksum: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want string
+	switch kind {
+	case "sha256":
+		sum := sha256.Sum256(b)
+		got, want = info.ChecksumSHA256, base64.StdEncoding.EncodeToString(sum[:])
+	case "crc32c":
+		var c [4]byte
+		binary.BigEndian.PutUint32(c[:], crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
+		got, want = info.ChecksumCRC32C, base64.StdEncoding.EncodeToString(c[:])
+	}
+	if got != want {
+		t.Errorf("%s: checksum %s %q, want %q (SHA-256 %q, CRC-32C %q)", key, kind, got, want, info.ChecksumSHA256, info.ChecksumCRC32C)
+	}
+}
+
+// TestPutChecksumsOtherObjects: the objects a put of an artifact does not
+// write carry their checksum too (SPECS.md §6.7, "Checksums"): the config
+// object, a pin and its change record, the collection's state and claims
+// (CRC-32C), and an artifact object rewritten by a put that found it
+// stored (gc.go's refresh: SHA-256 for a SHA-256 Reference, CRC-32C for a
+// BLAKE3 one), here after it was written again behind the store's back
+// without a checksum.
+func TestPutChecksumsOtherObjects(t *testing.T) {
+	t.Parallel()
+	m := sharedServer(t)
+	o := options(m)
+	o.TouchAge = -1 // every put of a stored artifact rewrites it
+	st := create(t, m, "checksums", o)
+	ctx := t.Context()
+	sha := asl.Untagged(gen(11, 3000))
+	blake := asl.Tagged(9, gen(12, 3000))
+	var refs []asl.Reference
+	for _, c := range []struct {
+		id asl.HashID
+		a  asl.Artifact
+	}{{asl.HashSHA256, sha}, {asl.HashBLAKE3, blake}} {
+		ref, err := asl.PutArtifact(ctx, st, c.id, c.a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Behind the store's back: the same bytes, no checksum (plain
+		// HTTP: the client library adds none of its own).
+		b := objectBytes(t, st, st.ArtifactKey(ref))
+		if _, err := st.Client().PutObject(ctx, st.Bucket(), st.ArtifactKey(ref), bytes.NewReader(b), int64(len(b)), minio.PutObjectOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		info, err := st.Client().StatObject(ctx, st.Bucket(), st.ArtifactKey(ref), minio.StatObjectOptions{Checksum: true})
+		if err != nil || info.ChecksumSHA256 != "" || info.ChecksumCRC32C != "" {
+			t.Fatalf("object written without a checksum has SHA-256 %q, CRC-32C %q (%v)", info.ChecksumSHA256, info.ChecksumCRC32C, err)
+		}
+		if _, err := asl.PutArtifact(ctx, st, c.id, c.a); err != nil {
+			t.Fatal(err)
+		}
+		refs = append(refs, ref)
+	}
+	for i, name := range []string{"root", "blake"} {
+		if err := st.Pin(ctx, name, refs[i], asl.PinOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An unpinned artifact and no grace: the collection claims its shard
+	// to sweep it.
+	if _, err := asl.PutArtifact(ctx, st, asl.HashSHA256, asl.Untagged([]byte("junk"))); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := st.GC(ctx, s3store.GCOptions{Grace: -1}); err != nil || rep.Deleted != 1 {
+		t.Fatalf("GC = %+v, %v; want 1 deleted", rep, err)
+	}
+	cases := []struct{ name, key, kind string }{
+		{"config", st.Prefix() + "config", "crc32c"},
+		{"pin", st.PinKey("root"), "crc32c"},
+		{"pin change", st.Prefix() + "pins/log/root/00000000000000000001", "crc32c"},
+		{"gc state", st.Prefix() + "gc/state", "crc32c"},
+		{"refreshed SHA-256 artifact", st.ArtifactKey(refs[0]), "sha256"},
+		{"refreshed BLAKE3 artifact", st.ArtifactKey(refs[1]), "crc32c"},
+	}
+	claims := 0
+	for obj := range st.Client().ListObjects(ctx, st.Bucket(), minio.ListObjectsOptions{Prefix: st.Prefix() + "gc/claims/", Recursive: true}) {
+		if obj.Err != nil {
+			t.Fatal(obj.Err)
+		}
+		if claims++; claims <= 3 {
+			cases = append(cases, struct{ name, key, kind string }{"gc claim", obj.Key, "crc32c"})
+		}
+	}
+	if claims == 0 {
+		t.Fatal("the collection wrote no claim")
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { checksumOf(t, st, c.key, c.kind) })
+	}
+}
+
 // damager flips one byte of the body of the PUT requests whose path holds
 // key, on the way to MinIO: bytes damaged in transit.
 type damager struct {

@@ -219,6 +219,7 @@ func (s *Store) refresh(ctx context.Context, ref asl.Reference, key string, b []
 	}
 	write := func() error {
 		po := minio.PutObjectOptions{ContentType: "application/octet-stream", DisableContentSha256: sha != "", DisableMultipart: true}
+		withChecksum(&po, b, sha)
 		if _, err := s.core.PutObject(ctx, s.bucket, key, bytes.NewReader(b), int64(len(b)), "", sha, po); err != nil {
 			return s.errorf("put (refresh)", key, ref, err)
 		}

@@ -136,6 +136,7 @@ func (s *Store) readSmall(ctx context.Context, key string, max int64) (b []byte,
 // reported as errPrecondition.
 func (s *Store) putSmall(ctx context.Context, key string, b []byte, etag string, ifNoneMatch bool) error {
 	po := minio.PutObjectOptions{ContentType: "application/json"}
+	withChecksum(&po, b, "")
 	switch {
 	case ifNoneMatch:
 		po.SetMatchETagExcept("*")

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -50,13 +51,25 @@ func transientStatus(status int) bool {
 // test can shorten it.)
 var transientFor = time.Minute
 
-// unreadableFor bounds the retries of SlowDownRead, MinIO's answer both to
-// a read it must shed for a moment and to an object it cannot read because
-// its copy is damaged ("Resource requested is unreadable": too few intact
-// shards, which on one drive means a damaged one). A few seconds tell the
-// two apart; a damaged object is then reported as damaged (errorf,
-// unreadableCode) without keeping its reader waiting a minute.
+// unreadableFor bounds the retries of SlowDownRead, MinIO's answer when it
+// cannot gather enough readable copies of an object (cmd/api-errors.go:
+// errErasureReadQuorum; "Resource requested is unreadable"): a drive
+// offline or timing out under load, which passes, or a copy that fails
+// its bitrot checks, which does not (on one drive, one damaged copy). The
+// code and message are the same for both, so only persistence tells them
+// apart: a SlowDownRead still answered after unreadableFor is reported as
+// damage (errorf, unreadableCode) without keeping its reader waiting a
+// minute.
 var unreadableFor = 3 * time.Second
+
+// damagedCode is the error code this transport gives an answer that says
+// the object store's stored copy is damaged (see damageAnswer): an
+// InternalError whose cause names a checksum or decoding failure, or a
+// SlowDownRead that persisted for unreadableFor. The client library
+// retries InternalError and SlowDownRead, and 500 and 503, whatever their
+// cause, with pauses of up to a second, MaxRetries times: for an answer
+// that stays the same, that is seconds spent before reporting damage.
+const damagedCode = "XAmduatStoredCopyDamaged"
 
 const (
 	// transientFirst and transientCap: the backoff starts at
@@ -136,6 +149,11 @@ func (rt *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		head, rerr := io.ReadAll(io.LimitReader(resp.Body, errorBodyMax))
 		isTransient, code := transient(resp, head)
+		if rerr == nil && !isTransient && code == "InternalError" {
+			// transient refused it as damage (damagedMessage).
+			resp.Body.Close()
+			return damageAnswer(resp, head), nil
+		}
 		if rerr != nil || !isTransient {
 			resp.Body = struct {
 				io.Reader
@@ -151,14 +169,21 @@ func (rt *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			bound = unreadableFor
 		}
 		if attempt > 0 && time.Since(start) >= bound {
-			rt.giveUp(key)
 			resp.Body.Close()
 			resp.Body = io.NopCloser(bytes.NewReader(head))
+			if code == "SlowDownRead" {
+				return damageAnswer(resp, head), nil
+			}
+			rt.giveUp(key)
 			return resp, nil
 		}
 		resp.Body.Close()
 		wait := min(transientFirst<<min(attempt, 16), transientCap)
 		wait = wait/2 + rand.N(wait/2+1)
+		if left := bound - time.Since(start); left < wait {
+			// The last attempt at the bound, not up to a pause past it.
+			wait = max(left, 0)
+		}
 		t := time.NewTimer(wait)
 		select {
 		case <-req.Context().Done():
@@ -180,7 +205,39 @@ func mayBeTransient(status int) bool {
 // is no body) is one of transientCodes, or it has none and its status is
 // transient.
 func transient(resp *http.Response, body []byte) (bool, string) {
-	code, msg := resp.Header.Get("x-minio-error-code"), resp.Header.Get("x-minio-error-desc")
+	code, msg := answerCode(resp, body)
+	if code == "InternalError" && damagedMessage(msg) {
+		return false, code // damage stays damage however often it is read
+	}
+	if code != "" {
+		return transientCodes[code], code
+	}
+	return transientStatus(resp.StatusCode), code
+}
+
+// damageAnswer rewrites an error answer that reports the object store's
+// copy of an object damaged into one the client library does not retry
+// (status 422, code damagedCode in the x-minio-error-code header, which
+// the library prefers to the document's), keeping the original code and
+// message in x-minio-error-desc ("CODE: MESSAGE") for errorf to name.
+// head is the answer's body, read already.
+func damageAnswer(resp *http.Response, head []byte) *http.Response {
+	code, msg := answerCode(resp, head)
+	r := *resp
+	r.StatusCode = http.StatusUnprocessableEntity
+	r.Status = "422 " + http.StatusText(http.StatusUnprocessableEntity)
+	r.Header = resp.Header.Clone()
+	r.Header.Set("x-minio-error-code", damagedCode)
+	r.Header.Set("x-minio-error-desc", code+": "+msg)
+	r.Body = io.NopCloser(bytes.NewReader(head))
+	return &r
+}
+
+// answerCode is the error code and message of an error answer: the XML
+// document's, else MinIO's x-minio-error-code and x-minio-error-desc
+// headers (a HEAD's answer has no body).
+func answerCode(resp *http.Response, body []byte) (code, msg string) {
+	code, msg = resp.Header.Get("x-minio-error-code"), strings.Trim(resp.Header.Get("x-minio-error-desc"), `"`)
 	if len(bytes.TrimSpace(body)) > 0 {
 		var doc struct {
 			Code    string `xml:"Code"`
@@ -190,11 +247,5 @@ func transient(resp *http.Response, body []byte) (bool, string) {
 			code, msg = doc.Code, doc.Message
 		}
 	}
-	if code == "InternalError" && damagedMessage(msg) {
-		return false, code // damage stays damage however often it is read
-	}
-	if code != "" {
-		return transientCodes[code], code
-	}
-	return transientStatus(resp.StatusCode), code
+	return code, msg
 }

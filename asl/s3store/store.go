@@ -309,6 +309,7 @@ func Create(ctx context.Context, bucket, prefix string, o Options) (*Store, erro
 	body, _ := json.Marshal(config{Format: Format, Version: Version, Hash: uint16(o.Hash)})
 	key := s.prefix + "config"
 	po := minio.PutObjectOptions{ContentType: "application/json"}
+	withChecksum(&po, body, "")
 	po.SetMatchETagExcept("*")
 	_, err = s.core.Client.PutObject(ctx, bucket, key, bytes.NewReader(body), int64(len(body)), po)
 	if err != nil && !alreadyExists(err) {
@@ -401,6 +402,7 @@ func (s *Store) readConfig(ctx context.Context) error {
 func (s *Store) upgrade(ctx context.Context, key, etag string) error {
 	body, _ := json.Marshal(config{Format: Format, Version: Version, Hash: uint16(s.hash)})
 	po := minio.PutObjectOptions{ContentType: "application/json"}
+	withChecksum(&po, body, "")
 	po.SetMatchETag(etag)
 	_, err := s.core.Client.PutObject(ctx, s.bucket, key, bytes.NewReader(body), int64(len(body)), po)
 	if err != nil && !alreadyExists(err) { // 412: another process upgraded it first
@@ -509,6 +511,8 @@ func (s *Store) errorf(op, key string, ref asl.Reference, err error) error {
 	switch c := code(err); {
 	case c == "NoSuchKey":
 		return fmt.Errorf("s3store: %s %s: %w", op, where, asl.ErrNotFound)
+	case c == damagedCode:
+		return fmt.Errorf("s3store: %s %s: the object store found its copy of the object damaged (%s): %w", op, where, minio.ToErrorResponse(err).Message, asl.ErrIntegrity)
 	case unreadableCode(c):
 		return fmt.Errorf("s3store: %s %s: the object store cannot read the object's data (%s: its copy is damaged, bitrot): %w: %w", op, where, c, err, asl.ErrIntegrity)
 	case c == "InternalError" && damagedMessage(minio.ToErrorResponse(err).Message):
@@ -521,9 +525,9 @@ func (s *Store) errorf(op, key string, ref asl.Reference, err error) error {
 // found the object's own data damaged (SPECS.md §6.7, "Damage"): MinIO
 // answers a read of an object whose data files fail its bitrot checks
 // with SlowDownRead (503, "Resource requested is unreadable": too few
-// intact shards, which on one drive means a damaged one; its client
-// retried it already) or XMinioObjectTampered, and an S3 server whose
-// stored checksum does not match with BadDigest/XAmzContentChecksumMismatch.
+// intact shards, which on one drive means a damaged one; retry.go
+// retries it for unreadableFor and then rewrites it to damagedCode) or
+// XMinioObjectTampered.
 func unreadableCode(c string) bool {
 	switch c {
 	case "SlowDownRead", "XMinioObjectTampered", "XMinioErasureReadQuorum":
