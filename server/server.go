@@ -258,12 +258,12 @@ func (s *Server) InFlight() int64 { return s.inFlight.Load() }
 type scope uint8
 
 const (
-	scopeNone  scope = iota // open: health, metadata
-	scopeRead               // reads
-	scopeWrite              // puts
-	scopeRun                // runs and replays
-	scopeAdmin              // pins, rm, gc (admin.go)
-	scopeApprove            // approve or reject a plan's gated step (plans_ui.go)
+	scopeNone    scope = iota // open: health, metadata
+	scopeRead                 // reads
+	scopeWrite                // puts
+	scopeRun                  // runs and replays
+	scopeAdmin                // pins, rm, gc (admin.go)
+	scopeApprove              // approve or reject a plan's gated step (plans_ui.go)
 )
 
 func (sc scope) String() string {

@@ -34,7 +34,7 @@ const (
 // Layout of a plan's graph, in SVG user units; the boxes and edges use the
 // program DAG's classes and template (dag.go).
 const (
-	planBoxH  = 64
+	planBoxH    = 64
 	planIDRunes = 24
 )
 
@@ -380,7 +380,7 @@ func (h *handler) planDAG(x *plan.Execution, rows []stepRow) *dagView {
 	y0 := func(i int) int { return dagMargin + rowOf[i]*(planBoxH+dagRowGap) }
 	dv := &dagView{Width: 2*dagMargin + cols*dagBoxW + max(cols-1, 0)*dagColGap,
 		Height: 2*dagMargin + maxRows*planBoxH + max(maxRows-1, 0)*dagRowGap,
-		Label: fmt.Sprintf("plan of %s", plural(n, "step"))}
+		Label:  fmt.Sprintf("plan of %s", plural(n, "step"))}
 	for i := 0; i < n; i++ {
 		for _, d := range x.Deps(i) {
 			var p strings.Builder
