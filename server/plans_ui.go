@@ -111,13 +111,22 @@ func (s *Server) planDecision(w http.ResponseWriter, r *http.Request) error {
 		return &httpError{http.StatusBadRequest, httpstore.CodeBadReference, fmt.Sprintf("execution %q: %v", r.PathValue("exec"), err)}
 	}
 	step := r.PostForm.Get("step")
-	switch d := r.PostForm.Get("decision"); d {
+	d := r.PostForm.Get("decision")
+	if d != "approve" && d != "reject" {
+		return badRequest("decision %q: want approve or reject", d)
+	}
+	x, err := s.plans.Status(r.Context(), id)
+	if err != nil {
+		return fmt.Errorf("execution %s: %w", id, err)
+	}
+	if _, ok := x.Step(step); !ok {
+		return &httpError{http.StatusNotFound, httpstore.CodeNotFound, fmt.Sprintf("execution %s has no step %q", id, step)}
+	}
+	switch d {
 	case "approve":
 		_, err = s.plans.Approve(r.Context(), id, step, actor)
 	case "reject":
 		_, err = s.plans.Reject(r.Context(), id, step, actor, r.PostForm.Get("reason"))
-	default:
-		return badRequest("decision %q: want approve or reject", d)
 	}
 	if errors.Is(err, plan.ErrNotWaiting) {
 		return &httpError{http.StatusConflict, codeNotWaiting, oneLine(err.Error())}

@@ -260,6 +260,8 @@ func TestPlanDecisionRoute(t *testing.T) {
 		{"bad bearer", formCall(f.decideURL(), approve, map[string]string{"Authorization": "Bearer amduat_nope"}), 401, "unauthorized"},
 		{"bad decision", formCall(f.decideURL(), url.Values{"step": {"send"}, "decision": {"maybe"}, "csrf": {aliceCSRF}}, map[string]string{"Cookie": aliceC.String()}), 400, "bad_request"},
 		{"bad execution", formCall("/ui/plans/00zz/decide", with(approve, aliceCSRF), map[string]string{"Cookie": aliceC.String()}), 400, "bad_reference"},
+		{"unknown step", formCall(f.decideURL(), url.Values{"step": {"nope"}, "decision": {"approve"}, "csrf": {aliceCSRF}}, map[string]string{"Cookie": aliceC.String()}), 404, "ERR_NOT_FOUND"},
+		{"unknown execution", formCall("/ui/plans/"+helloRef.String()+"/decide", with(approve, aliceCSRF), map[string]string{"Cookie": aliceC.String()}), 404, "ERR_NOT_FOUND"},
 		{"not waiting", formCall(f.decideURL(), url.Values{"step": {"doc"}, "decision": {"approve"}, "csrf": {aliceCSRF}}, map[string]string{"Cookie": aliceC.String()}), 409, codeNotWaiting},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

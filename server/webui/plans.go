@@ -156,6 +156,10 @@ func (h *handler) servePlans(w http.ResponseWriter, r *http.Request, rest string
 	if h.planForm != nil {
 		p.CSRF = h.planForm(w, r)
 	}
+	if p.CSRF != "" {
+		// A page with a form token is the caller's own.
+		w.Header().Set("Cache-Control", "no-store")
+	}
 	index := make(map[string]int, len(x.Steps))
 	for i, s := range x.Steps {
 		index[s.ID] = i
