@@ -41,7 +41,7 @@ const (
 type planRow struct {
 	ID      refView
 	Href    string
-	Plan    refView
+	Plan    *refView
 	Mode    string
 	Status  string
 	Class   string
@@ -303,20 +303,26 @@ func execClass(s plan.ExecStatus) string {
 	return "st-skipped"
 }
 
-// servePlanList renders the executions of the store, in the order
-// plan.Runner.List gives (their ids, ascending).
+// servePlanList renders the executions of the store in the order the
+// ledger lists them (their ids, ascending): only the first MaxPlanRows are
+// folded, and one whose ledger does not fold is listed with the error.
 func (h *handler) servePlanList(w http.ResponseWriter, r *http.Request) {
 	p := plansPage{page: h.page("Plans", "")}
-	xs, err := h.plans.List(r.Context())
+	ids, err := h.plans.Ledger().Executions(r.Context())
 	if err != nil {
 		p.Note = "The executions could not be listed: " + errText(err)
 	}
-	if len(xs) > MaxPlanRows {
-		p.Omitted = len(xs) - MaxPlanRows
-		xs = xs[:MaxPlanRows]
+	if len(ids) > MaxPlanRows {
+		p.Omitted = len(ids) - MaxPlanRows
+		ids = ids[:MaxPlanRows]
 	}
-	for _, x := range xs {
-		row := planRow{ID: h.refView(x.ID), Href: h.plansURL(x.ID), Plan: h.refView(x.Submission.Plan),
+	for _, id := range ids {
+		x, err := h.plans.Status(r.Context(), id)
+		if err != nil {
+			p.Rows = append(p.Rows, planRow{ID: h.refView(id), Href: h.plansURL(id), Status: "unreadable", Class: "st-failed", Blocked: errText(err)})
+			continue
+		}
+		row := planRow{ID: h.refView(x.ID), Href: h.plansURL(x.ID), Plan: h.refPtr(x.Submission.Plan),
 			Mode: x.Submission.Mode.String(), Status: x.Status.String(), Class: execClass(x.Status)}
 		var counts [16]int
 		for _, s := range x.Steps {

@@ -115,6 +115,18 @@ func TestPlanPages(t *testing.T) {
 			t.Error("a rejected step has decision forms")
 		}
 	})
+	t.Run("unreadable ledger", func(t *testing.T) {
+		// An execution whose first event is not an event: listed with the
+		// error, the others still listed; its page is a 500 page.
+		bogus := put(t, f.s, asl.Untagged([]byte("not a submission")))
+		if err := f.s.Pin(ctx, plan.EventPinName(bogus, 1), bogus, asl.PinOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		expect(t, h, prefix+"plans/", http.StatusOK,
+			`title="`+bogus.String()+`"`, `<span class="badge st-failed">unreadable</span>`,
+			`<span class="badge st-wait">waiting</span>`)
+		expect(t, h, prefix+"plans/"+bogus.String(), http.StatusInternalServerError)
+	})
 	t.Run("errors", func(t *testing.T) {
 		expect(t, h, prefix+"plans/0001zz", http.StatusBadRequest, "malformed reference")
 		expect(t, h, prefix+"plans/"+f.plan.String(), http.StatusNotFound, "execution not found")
