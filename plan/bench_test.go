@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/pel"
 	"github.com/amduat/amduat/plan/effect"
+	"github.com/amduat/amduat/surf"
 )
 
 // BenchmarkLedgerAppend: events appended per second to one execution's
@@ -80,4 +84,58 @@ func BenchmarkResume10000(b *testing.B) {
 			b.Fatalf("status %s seq %d", x.Status, x.Seq)
 		}
 	}
+}
+
+// BenchmarkPELStepOverhead: the cost of a PEL step inside a plan against
+// the same run through the surface alone (what `amduat pel run` does), on
+// the embedded store, measured alternately in the same loop so both see
+// the same machine. Each iteration runs seed concat on two small inputs
+// once directly and once as the only step of a new execution (Submit with
+// a fresh label, then Run to completion: the submission, and the
+// submitted, step_ready, step_succeeded and completed events, each an
+// artifact and a durable pin). The action cache is off on both sides, so
+// both evaluate the program. Metrics: pel-us and plan-us per run, their
+// difference overhead-us and their ratio.
+func BenchmarkPELStepOverhead(b *testing.B) {
+	st := newPebble(b, b.TempDir())
+	defer st.Close()
+	ps := prefixPebble{st}
+	ctx := context.Background()
+	prog := putSeed(b, st, pel.SeedConcat)
+	in0, in1 := putBytes(b, st, "hello, "), putBytes(b, st, "world")
+	so := surf.Options{Hash: asl.HashSHA256, NoCache: true}
+	sf := surf.New(st, so)
+	req := surf.Request{ProgramRef: prog, InputRefs: []asl.Reference{in0, in1}}
+	pref := putPlan(b, st, &Plan{Steps: []Step{{ID: "concat", Kind: PELStep, Program: prog,
+		Inputs: []Binding{{Name: "0", Ref: in0}, {Name: "1", Ref: in1}}}}})
+	r, err := NewRunner(ps, Options{Surface: so})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var direct, planned time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		run, err := sf.Run(ctx, req)
+		if err != nil || run.Result.Value.Status != pel.StatusOK {
+			b.Fatalf("pel run: %v", err)
+		}
+		t1 := time.Now()
+		id, _, err := r.Submit(ctx, Submission{Plan: pref, Mode: Auto, Label: fmt.Sprint(i)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		x, err := r.Run(ctx, id)
+		if err != nil || x.Status != ExecCompleted {
+			b.Fatalf("plan run: %v", err)
+		}
+		t2 := time.Now()
+		direct += t1.Sub(t0)
+		planned += t2.Sub(t1)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(direct.Microseconds())/n, "pel-us")
+	b.ReportMetric(float64(planned.Microseconds())/n, "plan-us")
+	b.ReportMetric(float64((planned-direct).Microseconds())/n, "overhead-us")
+	b.ReportMetric(float64(planned)/float64(direct), "ratio")
 }

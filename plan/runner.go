@@ -71,6 +71,12 @@ type Options struct {
 	Writer string
 	// CallTimeout bounds one effect call; zero means 5 minutes.
 	CallTimeout time.Duration
+	// PolicyDigest is the digest of the policy in force (SPECS.md §23.1,
+	// policy.Digest), the one Executors were made from. Every
+	// step_started event records it (reason "POLICY <digest>", §24.3) and
+	// Verify names a policy that changed since (§24.9); empty records
+	// nothing and checks nothing.
+	PolicyDigest string
 }
 
 // Runner drives executions of plans (SPECS.md §24). Every decision is
@@ -90,6 +96,7 @@ type Runner struct {
 	writer  string
 	hash    asl.HashID
 	timeout time.Duration
+	policy  string // the digest of the policy in force, or ""
 }
 
 // NewRunner returns a Runner over st.
@@ -98,7 +105,7 @@ func NewRunner(st Store, opts Options) (*Runner, error) {
 		opts.Hash = asl.HashSHA256
 	}
 	r := &Runner{st: st, ledger: NewLedger(st, opts.Hash), clock: opts.Clock,
-		writer: opts.Writer, hash: opts.Hash, timeout: opts.CallTimeout, execs: map[string]effect.Executor{}}
+		writer: opts.Writer, hash: opts.Hash, timeout: opts.CallTimeout, policy: opts.PolicyDigest, execs: map[string]effect.Executor{}}
 	so := opts.Surface
 	so.Hash = opts.Hash
 	r.surf = surf.New(st, so)
@@ -549,7 +556,7 @@ func (r *Runner) readyEffect(ctx context.Context, x *Execution, i int) (decision
 	}
 	// The started event carries the runner's name: two runners never
 	// write the same bytes, so never both win one sequence number.
-	started := r.event(Event{Type: EventStepStarted, Execution: x.ID, Seq: x.Seq + 1, Parent: x.Head, Step: s.ID, Attempt: s.Attempts + 1, Actor: "runner " + r.writer})
+	started := r.startedEvent(x, s)
 	ref, err := r.ledger.putEvent(ctx, started)
 	if err != nil {
 		return acted, err
@@ -578,6 +585,23 @@ func (r *Runner) readyEffect(ctx context.Context, x *Execution, i int) (decision
 		return acted, err
 	}
 	return acted, r.call(ctx, x, attempt{i: i, started: started, startedRef: ref, key: key, ins: ins})
+}
+
+// ReasonPolicy starts the reason of a step_started event: "POLICY" and
+// the lowercase hex digest of the policy in force (SPECS.md §24.3).
+const ReasonPolicy = "POLICY"
+
+// startedEvent is the step_started event of the next attempt of step s,
+// after x's head. It carries the runner's name, so two runners never write
+// the same bytes and never both win one sequence number, and the digest
+// of the policy in force (SPECS.md §24.3), so a replay names a changed
+// policy (§24.9).
+func (r *Runner) startedEvent(x *Execution, s *StepStatus) Event {
+	ev := Event{Type: EventStepStarted, Execution: x.ID, Seq: x.Seq + 1, Parent: x.Head, Step: s.ID, Attempt: s.Attempts + 1, Actor: "runner " + r.writer}
+	if r.policy != "" {
+		ev.Reason = ReasonPolicy + " " + r.policy
+	}
+	return r.event(ev)
 }
 
 // claimedBy reports whether the claim pin names a step_started event of
@@ -639,7 +663,7 @@ func (r *Runner) resumeRunning(ctx context.Context, x *Execution, i int) error {
 	}
 	exe, ok := r.execs[st.Effect]
 	if ok && (honoursKeys(exe) || st.Class == effect.ReadOnly) {
-		started := r.event(Event{Type: EventStepStarted, Execution: x.ID, Seq: x.Seq + 1, Parent: x.Head, Step: s.ID, Attempt: s.Attempts + 1, Actor: "runner " + r.writer})
+		started := r.startedEvent(x, s)
 		ref, err := r.ledger.Append(ctx, started)
 		if err != nil {
 			return err
@@ -720,6 +744,14 @@ func (r *Runner) call(ctx context.Context, x *Execution, a attempt) error {
 		}
 		ev.Type, ev.Outputs = EventStepSucceeded, obs.Outputs
 	case errors.As(callErr, &ee):
+		// What the executor stored of a failed attempt (an HTTP answer's
+		// status, headers and body, a command's exit, stdout and stderr,
+		// an executor's error frame) is the receipt's evidence of why it
+		// failed (SPECS.md §22.7).
+		rc.Outputs = obs.Outputs
+		if !obs.Start.IsZero() && !obs.End.IsZero() {
+			rc.Start, rc.End = obs.Start.UnixNano(), obs.End.UnixNano()
+		}
 		fail(ee.Class, ee.Msg, ee.RetryAfter)
 	case honoursKeys(exe) || st.Class == effect.ReadOnly:
 		// The outcome is unknown but calling again with the same key is

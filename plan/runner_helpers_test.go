@@ -106,10 +106,12 @@ func (s *service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		secs, _ := strings.CutPrefix(act, "429:")
 		w.Header().Set("Retry-After", secs)
 		w.WriteHeader(http.StatusTooManyRequests)
+		fmt.Fprintf(w, "scripted %s", act)
 		return
 	case act != "ok":
 		code, _ := strconv.Atoi(act)
 		w.WriteHeader(code)
+		fmt.Fprintf(w, "scripted %s", act)
 		return
 	}
 	if dedupe && seen {
@@ -184,22 +186,25 @@ func (e *testExec) Call(ctx context.Context, st effect.Store, req effect.Request
 	if err != nil {
 		return effect.Observation{}, fmt.Errorf("reading the answer: %v: %w", err, effect.ErrUnknownOutcome)
 	}
-	switch {
-	case resp.StatusCode == http.StatusTooManyRequests:
-		secs, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-		return effect.Observation{}, &effect.Error{Class: effect.RateLimited, RetryAfter: time.Duration(secs) * time.Second, Msg: resp.Status}
-	case resp.StatusCode >= 500:
-		return effect.Observation{}, &effect.Error{Class: effect.ProviderUnavailable, Msg: resp.Status}
-	case resp.StatusCode == 401 || resp.StatusCode == 403:
-		return effect.Observation{}, &effect.Error{Class: effect.AuthForbidden, Msg: resp.Status}
-	case resp.StatusCode >= 400:
-		return effect.Observation{}, &effect.Error{Class: effect.InvalidInput, Msg: resp.Status}
-	}
 	ref, err := asl.PutArtifact(ctx, st, asl.HashSHA256, asl.Untagged(b))
 	if err != nil {
 		return effect.Observation{}, err
 	}
-	return effect.Observation{Outputs: []effect.Output{{Name: "body", Ref: ref}}}, nil
+	// A failed attempt's observation holds the answer's body too, as the
+	// built-in executors' do (SPECS.md §23.2): the receipt names it.
+	obs := effect.Observation{Outputs: []effect.Output{{Name: "body", Ref: ref}}}
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests:
+		secs, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+		return obs, &effect.Error{Class: effect.RateLimited, RetryAfter: time.Duration(secs) * time.Second, Msg: resp.Status}
+	case resp.StatusCode >= 500:
+		return obs, &effect.Error{Class: effect.ProviderUnavailable, Msg: resp.Status}
+	case resp.StatusCode == 401 || resp.StatusCode == 403:
+		return obs, &effect.Error{Class: effect.AuthForbidden, Msg: resp.Status}
+	case resp.StatusCode >= 400:
+		return obs, &effect.Error{Class: effect.InvalidInput, Msg: resp.Status}
+	}
+	return obs, nil
 }
 
 func (e *testExec) n() int { e.mu.Lock(); defer e.mu.Unlock(); return e.calls }

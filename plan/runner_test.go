@@ -305,6 +305,24 @@ func TestRetryByClass(t *testing.T) {
 			if len(s.Receipts) != tc.calls {
 				t.Fatalf("%d receipts for %d attempts", len(s.Receipts), tc.calls)
 			}
+			// A failed attempt's receipt names the answer's body
+			// (SPECS.md §22.7): why it failed is in the store.
+			for k, ref := range s.Receipts {
+				rc, err := f.r.Ledger().Receipt(f.ctx, ref)
+				if err != nil {
+					t.Fatal(err)
+				}
+				act := tc.script[k]
+				if rc.Outcome == Succeeded || act == "hang" {
+					continue
+				}
+				if len(rc.Outputs) != 1 || rc.Outputs[0].Name != "body" {
+					t.Fatalf("attempt %d (%s): receipt outputs %+v, want the body", k+1, act, rc.Outputs)
+				}
+				if a, err := asl.Get(f.ctx, f.st, rc.Outputs[0].Ref, 1<<10); err != nil || string(a.Bytes) != "scripted "+act {
+					t.Fatalf("attempt %d: stored body %q, %v; want %q", k+1, a.Bytes, err, "scripted "+act)
+				}
+			}
 			if tc.name == "403-final" {
 				// A person's retry starts the budget again.
 				if _, err := f.r.Retry(f.ctx, id, "fetch", "carol", false); err != nil {
@@ -432,6 +450,60 @@ func TestVerifyDrift(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("report %+v names no drift", rep)
+	}
+}
+
+// TestVerifyPolicyChanged: every step_started event records the digest of
+// the policy in force, and a replay under another policy names it
+// (SPECS.md §24.9); under the same policy it verifies.
+func TestVerifyPolicyChanged(t *testing.T) {
+	f := newFixture(t, newMemPinned(), false)
+	const was, now = "1111111111111111111111111111111111111111111111111111111111111111", "2222222222222222222222222222222222222222222222222222222222222222"
+	verifier := func(digest string) *Runner {
+		r, err := NewRunner(f.st, Options{Executors: []effect.Executor{failingExec{t, "svc", "1.0"}}, Clock: f.clock, PolicyDigest: digest})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	var err error
+	if f.r, err = NewRunner(f.st, Options{Executors: []effect.Executor{f.exe}, Clock: f.clock, CallTimeout: 200 * time.Millisecond, PolicyDigest: was}); err != nil {
+		t.Fatal(err)
+	}
+	id := f.submit(demoPlan(t, f.st, GateNone), Auto, "doc")
+	x := f.run(id, ExecCompleted)
+	started := 0
+	for _, ev := range x.Events {
+		if ev.Type == EventStepStarted {
+			started++
+			if ev.Reason != ReasonPolicy+" "+was {
+				t.Fatalf("step_started %q reason %q, want the policy digest", ev.Step, ev.Reason)
+			}
+		}
+	}
+	if started == 0 {
+		t.Fatal("no step_started event")
+	}
+	for _, tc := range []struct {
+		digest  string
+		ok      bool
+		problem string
+	}{
+		{was, true, ""},
+		{"", true, ""},
+		{now, false, "policy changed: digest " + now + " now, " + was + " when attempt 1 started (event "},
+	} {
+		rep, err := verifier(tc.digest).Verify(f.ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := tc.problem == ""
+		for _, s := range rep.Steps {
+			found = found || strings.Contains(s.Problem, tc.problem)
+		}
+		if rep.OK != tc.ok || !found {
+			t.Fatalf("verify under policy %q: ok %t, report %+v; want ok %t naming %q", tc.digest, rep.OK, rep, tc.ok, tc.problem)
+		}
 	}
 }
 

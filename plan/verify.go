@@ -33,8 +33,10 @@ type VerifyReport struct {
 // the surface without its action cache and compares the result
 // references (so every output, result and trace byte), reads every
 // receipt, checks that every recorded output is stored, and compares each
-// receipt's executor version with the current executor's. A difference
-// names the drifted program, executor or output.
+// receipt's executor version with the current executor's, and the policy
+// digest each attempt recorded with the digest of the policy in force
+// (Options.PolicyDigest). A difference names the drifted program,
+// executor, output or policy.
 func (r *Runner) Verify(ctx context.Context, id asl.Reference) (*VerifyReport, error) {
 	x, err := r.Status(ctx, id)
 	if err != nil {
@@ -129,6 +131,9 @@ func (r *Runner) verifyEffect(ctx context.Context, x *Execution, i int, vs *Veri
 			}
 		}
 	}
+	if vs.OK {
+		r.verifyPolicy(x, s.ID, vs)
+	}
 	if s.State == StateSucceeded {
 		for _, o := range s.Outputs {
 			if ok, err := asl.Has(ctx, r.st, o.Ref); err != nil || !ok {
@@ -136,5 +141,26 @@ func (r *Runner) verifyEffect(ctx context.Context, x *Execution, i int, vs *Veri
 				return
 			}
 		}
+	}
+}
+
+// verifyPolicy compares the policy digest recorded in each step_started
+// event of step with the runner's (SPECS.md §24.9): the first attempt made
+// under another policy is named. Events without a digest (written by a
+// runner given none) and a runner without one check nothing.
+func (r *Runner) verifyPolicy(x *Execution, step string, vs *VerifyStep) {
+	if r.policy == "" {
+		return
+	}
+	for _, ev := range x.Events {
+		if ev.Type != EventStepStarted || ev.Step != step {
+			continue
+		}
+		code, digest := splitReason(ev.Reason)
+		if code != ReasonPolicy || digest == r.policy {
+			continue
+		}
+		vs.OK, vs.Problem = false, fmt.Sprintf("policy changed: digest %s now, %s when attempt %d started (event %d)", r.policy, digest, ev.Attempt, ev.Seq)
+		return
 	}
 }

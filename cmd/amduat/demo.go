@@ -90,20 +90,33 @@ type demoResult struct {
 }
 
 func newDemoCmd(a *app) *cobra.Command {
-	var dir string
+	var dir, planService string
 	c := &cobra.Command{
-		Use:   "demo [--dir DIR]",
+		Use:   "demo [--dir DIR] | demo --plan-service ADDR",
 		Short: "Run the main job end to end on a fresh embedded store",
 		Long: `Create a store, put files through the batch and the streaming paths, put a
 tagged artifact, put again (idempotent), get everything back and compare, stat,
-ask has, and verify the store — printing each step.
+ask has, run a program and a WebAssembly operation, run the README's plan
+walkthrough (fetch over HTTP, count words, post the count behind an approval
+gate; the runner killed mid-call and resumed; a replay), and verify the
+store — printing each step.
 
 Without --dir everything happens in a temporary directory that is removed at
 the end. With --dir DIR the store (DIR/store) and the input files (DIR/inputs)
 are kept, so you can go on with, e.g., amduat --store DIR/store stat REF.
-The demo ignores --store.`,
+The demo ignores --store.
+
+With --plan-service ADDR it runs no step: it serves the loopback service of
+the README's plan walkthrough on ADDR until it is stopped, logging one line
+per call: GET /doc.txt answers a 9-word document, except that the first
+request of each Idempotency-Key stalls until its client goes away (so the
+walkthrough can kill its runner mid-call); POST /count records its body,
+once per key.`,
 		Args: rangeArgs(0, 0),
 		RunE: func(c *cobra.Command, _ []string) error {
+			if planService != "" {
+				return servePlanDemo(c.Context(), a, planService)
+			}
 			kept := dir != ""
 			if !kept {
 				tmp, err := os.MkdirTemp("", "amduat-demo-*")
@@ -178,6 +191,7 @@ The demo ignores --store.`,
 		},
 	}
 	c.Flags().StringVar(&dir, "dir", "", "keep the store and inputs in DIR (default: a temporary directory)")
+	c.Flags().StringVar(&planService, "plan-service", "", "serve the plan walkthrough's loopback service on ADDR (host:port) and run no step")
 	return c
 }
 

@@ -31,18 +31,21 @@ var planFactories []func(*app) *cobra.Command
 func addPlanCommand(f func(*app) *cobra.Command) { planFactories = append(planFactories, f) }
 
 // planExecutors returns the executors of effect steps (SPECS.md §23): http,
-// exec and every external executor the policy file at policyPath names.
-// Without --policy the empty policy applies, which allows nothing, so an
-// effect step fails with policy_denied instead of calling the world.
-func planExecutors(policyPath string) ([]effect.Executor, error) {
+// exec and every external executor the policy file at policyPath names,
+// and the policy's digest (§23.1), which the runner records in every
+// step_started event and verify compares (§24.9). Without --policy the
+// empty policy applies, which allows nothing, so an effect step fails with
+// policy_denied instead of calling the world.
+func planExecutors(policyPath string) ([]effect.Executor, string, error) {
 	pol := policy.Empty()
 	if policyPath != "" {
 		var err error
 		if pol, err = policy.Load(policyPath); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
-	return registry.Executors(pol)
+	execs, err := registry.Executors(pol)
+	return execs, pol.Digest(), err
 }
 
 // planBuild reads a plan in its JSON form, checks it and returns its
@@ -159,7 +162,7 @@ func (a *app) planRunner(ctx context.Context, s backend, policyPath string) (r *
 	default:
 		return nil, nil, fail(exitUnsupported, a.storeDir, fmt.Errorf("plans need a store that keeps pins: %w", asl.ErrUnsupported))
 	}
-	execs, err := planExecutors(policyPath)
+	execs, digest, err := planExecutors(policyPath)
 	if err != nil {
 		return nil, nil, fail(exitUsage, policyPath, err)
 	}
@@ -171,7 +174,7 @@ func (a *app) planRunner(ctx context.Context, s backend, policyPath string) (r *
 		registry.Close(execs)
 		regDone()
 	}
-	r, err = plan.NewRunner(st, plan.Options{Hash: s.DefaultHash(), Surface: surf.Options{Registry: reg}, Executors: execs})
+	r, err = plan.NewRunner(st, plan.Options{Hash: s.DefaultHash(), Surface: surf.Options{Registry: reg}, Executors: execs, PolicyDigest: digest})
 	if err != nil {
 		done()
 		return nil, nil, fail(exitUsage, policyPath, err)

@@ -461,12 +461,13 @@ func newPlanVerifyCmd(a *app) *cobra.Command {
 a legal transition), re-run every PEL step through the surface without the
 action cache and compare its result reference (so every output, result and
 trace byte) with the recorded one, read every receipt and check that every
-output is stored, and compare each receipt's executor version with the
-executor --policy configures now. No effect is called. Prints one line per
-step:
+output is stored, compare each receipt's executor version with the
+executor --policy configures now, and compare the policy digest every
+attempt recorded with the digest of --policy (without it, the empty
+policy's). No effect is called. Prints one line per step:
 
   ok STEP KIND STATE [REF]
-  DIFF STEP KIND STATE PROBLEM       names the drifted program or executor
+  DIFF STEP KIND STATE PROBLEM       names the drifted program or executor, or the changed policy
 
 --json prints {"exec","status","events","ok","steps":[{"step_id","kind",
 "state","recorded","recomputed","ok","problem"}]}. Exit 1 when a step

@@ -58,103 +58,38 @@ func (p *putter) putTree(ctx context.Context, root string, x *excluder) (it tree
 		return it, false, p.add(ctx, root)
 	}
 	it.Source = root
-	root = filepath.Clean(root)
-	var dirs []*dirNode
-	pending := map[string]entryLoc{}
-	var links []asl.Artifact
-	var linkLocs []entryLoc
+	w := treeWalk{p: p, x: x, it: &it}
 	emit := p.emit
 	p.emit = func(pi putItem) error {
-		if loc, ok := pending[pi.Source]; ok {
+		// The putter emits one item per file in the order the files were
+		// added (putter's invariant), so the head of w.pending is this
+		// item's entry.
+		if len(w.pending) > 0 {
+			loc := w.pending[0]
+			w.pending = w.pending[1:]
 			e := &loc.dir.entries[loc.index]
 			e.Ref, e.Size = pi.Ref, pi.Size
-			delete(pending, pi.Source)
 		}
 		return emit(pi)
 	}
 	defer func() { p.emit = emit }()
-	byPath := map[string]*dirNode{}
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return fail(exitIO, path, unwrapPathError(err))
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if path == root {
-			n := &dirNode{}
-			dirs = append(dirs, n)
-			byPath[path] = n
-			return nil
-		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil {
-			return fail(exitIO, path, err)
-		}
-		rel = filepath.ToSlash(rel)
-		parent := byPath[filepath.Dir(path)]
-		if parent == nil {
-			return fail(exitInternal, path, errors.New("walk met a file before its directory"))
-		}
-		name := d.Name()
-		typ := d.Type()
-		if x.excluded(rel, typ.IsDir()) {
-			it.Excluded++
-			if typ.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !typ.IsDir() && !typ.IsRegular() && typ&fs.ModeSymlink == 0 {
-			it.Skipped++ // FIFO, socket, device: no content to store
-			return nil
-		}
-		if err := tree.CheckName(name); err != nil {
-			return fail(exitIO, path, fmt.Errorf("cannot be named in a tree: %w", err))
-		}
-		loc := entryLoc{dir: parent, index: len(parent.entries)}
-		switch {
-		case typ.IsDir():
-			parent.entries = append(parent.entries, tree.Entry{Name: name, Kind: tree.Dir})
-			n := &dirNode{parent: parent, index: loc.index}
-			dirs = append(dirs, n)
-			byPath[path] = n
-			it.Dirs++
-		case typ&fs.ModeSymlink != 0:
-			target, err := os.Readlink(path)
-			if err != nil {
-				return fail(exitIO, path, unwrapPathError(err))
-			}
-			if len(target) == 0 || len(target) > tree.MaxSymlink {
-				return fail(exitIO, path, fmt.Errorf("symbolic link target of %d bytes (a tree holds 1 to %d)", len(target), tree.MaxSymlink))
-			}
-			parent.entries = append(parent.entries, tree.Entry{Name: name, Kind: tree.Symlink, Size: uint64(len(target))})
-			links = append(links, asl.Untagged([]byte(target)))
-			linkLocs = append(linkLocs, loc)
-			it.Symlinks++
-		default:
-			parent.entries = append(parent.entries, tree.Entry{Name: name, Kind: tree.File})
-			pending[path] = loc
-			it.Files++
-			mode, err := p.addFile(ctx, path)
-			parent.entries[loc.index].Executable = mode&0o100 != 0
-			return err
-		}
-		return nil
-	})
-	if err != nil {
+	root = filepath.Clean(root)
+	w.dirs = append(w.dirs, &dirNode{})
+	if err := w.walk(ctx, root, "", w.dirs[0]); err != nil {
 		return it, false, err
 	}
+	dirs, links, linkLocs := w.dirs, w.links, w.linkLocs
 	if err := p.flush(ctx); err != nil {
 		return it, false, err
 	}
-	if len(pending) != 0 {
-		return it, false, fail(exitInternal, root, fmt.Errorf("%d files were stored without a reference", len(pending)))
+	if len(w.pending) != 0 {
+		return it, false, fail(exitInternal, root, fmt.Errorf("%d files were stored without a reference", len(w.pending)))
 	}
 	// Symlink targets and trees: references computed here, stored in
 	// batches. A tree's entries need its children's references, so
 	// directories are encoded in reverse walk order (children first).
 	var arts []asl.Artifact
+	var refs []asl.Reference // refs[i] is arts[i]'s reference
 	for i, a := range links {
 		r, err := asl.Derive(p.hash, a)
 		if err != nil {
@@ -162,7 +97,7 @@ func (p *putter) putTree(ctx context.Context, root string, x *excluder) (it tree
 		}
 		l := linkLocs[i]
 		l.dir.entries[l.index].Ref = r
-		arts = append(arts, a)
+		arts, refs = append(arts, a), append(refs, r)
 	}
 	var rootRef asl.Reference
 	for i := len(dirs) - 1; i >= 0; i-- {
@@ -175,7 +110,7 @@ func (p *putter) putTree(ctx context.Context, root string, x *excluder) (it tree
 		if err != nil {
 			return it, false, failAuto(root, err)
 		}
-		arts = append(arts, a)
+		arts, refs = append(arts, a), append(refs, r)
 		if n.parent == nil {
 			rootRef = r
 			continue
@@ -190,18 +125,111 @@ func (p *putter) putTree(ctx context.Context, root string, x *excluder) (it tree
 			size += int64(len(arts[n].Bytes))
 			n++
 		}
-		refs, err := p.store.PutBatch(ctx, p.hash, arts[:n])
+		got, err := p.store.PutBatch(ctx, p.hash, arts[:n])
 		if err != nil {
 			return it, false, failAuto(root, err)
 		}
-		for i, r := range refs {
-			if want, _ := asl.Derive(p.hash, arts[i]); r != want {
-				return it, false, fail(exitIntegrity, root, fmt.Errorf("store returned %s for an artifact whose reference is %s: %w", r, want, asl.ErrIntegrity))
+		if len(got) != n {
+			return it, false, fail(exitIO, root, fmt.Errorf("store returned %d references for %d artifacts", len(got), n))
+		}
+		for i, r := range got {
+			if r != refs[i] {
+				return it, false, fail(exitIntegrity, root, fmt.Errorf("store returned %s for an artifact whose reference is %s: %w", r, refs[i], asl.ErrIntegrity))
 			}
 		}
 		p.batches++
-		arts = arts[n:]
+		arts, refs = arts[n:], refs[n:]
 	}
 	it.Ref = rootRef
 	return it, true, nil
+}
+
+// treeWalk is put -r's walk: depth first, each directory's entries in
+// byte order of their names (as filepath.WalkDir visits them), paths
+// joined once per entry rather than cleaned and made relative again.
+type treeWalk struct {
+	p        *putter
+	x        *excluder
+	it       *treeItem
+	dirs     []*dirNode // in walk order: a parent before its children
+	links    []asl.Artifact
+	linkLocs []entryLoc
+	pending  []entryLoc // files added and not yet emitted, in add order
+}
+
+// walk adds the entries of the directory at path (rel: its path from the
+// root with "/" separators, "" for the root) to n.
+func (w *treeWalk) walk(ctx context.Context, path, rel string, n *dirNode) error {
+	ents, err := os.ReadDir(path)
+	if err != nil {
+		return fail(exitIO, path, unwrapPathError(err))
+	}
+	for _, d := range ents {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		name := d.Name()
+		cpath, crel := joinPath(path, name), name
+		if rel != "" {
+			crel = rel + "/" + name
+		}
+		typ := d.Type()
+		if w.x.excluded(crel, typ.IsDir()) {
+			w.it.Excluded++
+			continue
+		}
+		if !typ.IsDir() && !typ.IsRegular() && typ&fs.ModeSymlink == 0 {
+			w.it.Skipped++ // FIFO, socket, device: no content to store
+			continue
+		}
+		if err := tree.CheckName(name); err != nil {
+			return fail(exitIO, cpath, fmt.Errorf("cannot be named in a tree: %w", err))
+		}
+		loc := entryLoc{dir: n, index: len(n.entries)}
+		switch {
+		case typ.IsDir():
+			n.entries = append(n.entries, tree.Entry{Name: name, Kind: tree.Dir})
+			c := &dirNode{parent: n, index: loc.index}
+			w.dirs = append(w.dirs, c)
+			w.it.Dirs++
+			if err := w.walk(ctx, cpath, crel, c); err != nil {
+				return err
+			}
+		case typ&fs.ModeSymlink != 0:
+			target, err := os.Readlink(cpath)
+			if err != nil {
+				return fail(exitIO, cpath, unwrapPathError(err))
+			}
+			if len(target) == 0 || len(target) > tree.MaxSymlink {
+				return fail(exitIO, cpath, fmt.Errorf("symbolic link target of %d bytes (a tree holds 1 to %d)", len(target), tree.MaxSymlink))
+			}
+			n.entries = append(n.entries, tree.Entry{Name: name, Kind: tree.Symlink, Size: uint64(len(target))})
+			w.links = append(w.links, asl.Untagged([]byte(target)))
+			w.linkLocs = append(w.linkLocs, loc)
+			w.it.Symlinks++
+		default:
+			n.entries = append(n.entries, tree.Entry{Name: name, Kind: tree.File})
+			w.pending = append(w.pending, loc)
+			w.it.Files++
+			mode, err := w.p.addFile(ctx, cpath)
+			n.entries[loc.index].Executable = mode&0o100 != 0
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// joinPath is filepath.Join(dir, name) for a clean dir and a single name:
+// "." is dropped as Join drops it, and a root ending in a separator is
+// not given a second one.
+func joinPath(dir, name string) string {
+	switch {
+	case dir == ".":
+		return name
+	case os.IsPathSeparator(dir[len(dir)-1]):
+		return dir + name
+	}
+	return dir + string(filepath.Separator) + name
 }

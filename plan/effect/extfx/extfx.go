@@ -363,6 +363,13 @@ func (x *Executor) Call(ctx context.Context, st effect.Store, req effect.Request
 			return obs, fmt.Errorf("%s: %w", msg, effect.ErrUnknownOutcome)
 		}
 		c, _ := ParseClass(f.Class)
+		// The error frame itself is the observation (SPECS.md §23.5): the
+		// receipt names it, so a person sees what the executor said.
+		if ref, err := fxutil.PutBytes(ctx, st, answer); err == nil {
+			obs.Outputs = []effect.Output{{Name: "error", Ref: ref}}
+		} else {
+			msg += fmt.Sprintf(" (storing the error frame: %v)", err)
+		}
 		return obs, &effect.Error{Class: c, Msg: msg, RetryAfter: time.Duration(f.RetryAfterMillis) * time.Millisecond}
 	}
 	sort.Slice(f.Outputs, func(i, j int) bool { return f.Outputs[i].Name < f.Outputs[j].Name })

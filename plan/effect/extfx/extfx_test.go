@@ -224,10 +224,17 @@ func TestErrorFrames(t *testing.T) {
 	defer x.Close()
 	st := memstore.New()
 	for _, c := range classes {
-		_, err := callBounded(t, x, st, effect.Request{Kind: "fake", Params: []byte(fmt.Sprintf(`{"class":%q}`, c))})
+		obs, err := callBounded(t, x, st, effect.Request{Kind: "fake", Params: []byte(fmt.Sprintf(`{"class":%q}`, c))})
 		var e *effect.Error
 		if !errors.As(err, &e) || e.Class != c || e.RetryAfter != 250*time.Millisecond || effect.IsUnknownOutcome(err) {
 			t.Fatalf("%v: err %v", c, err)
+		}
+		// The error frame is the observation a receipt names (SPECS.md §23.5).
+		if len(obs.Outputs) != 1 || obs.Outputs[0].Name != "error" {
+			t.Fatalf("%v: outputs %+v, want the error frame", c, obs.Outputs)
+		}
+		if got := read(t, st, obs)["error"]; !strings.Contains(got, `"message":"as asked"`) || !strings.Contains(got, c.String()) {
+			t.Fatalf("%v: stored error frame %q", c, got)
 		}
 	}
 	_, err := callBounded(t, x, st, effect.Request{Kind: "fake", Params: []byte(`{"class":"unknown_outcome"}`)})
