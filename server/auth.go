@@ -33,7 +33,7 @@ type TokenEntry struct {
 }
 
 // Scopes a token may hold.
-var scopeNames = []string{"read", "write", "run", "admin"}
+var scopeNames = []string{"read", "write", "run", "admin", "approve"}
 
 // scopeSet is a set of scopes.
 type scopeSet uint8

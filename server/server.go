@@ -35,6 +35,7 @@ import (
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/httpstore"
 	"github.com/amduat/amduat/opreg"
+	"github.com/amduat/amduat/plan"
 	"github.com/amduat/amduat/server/webui"
 )
 
@@ -166,6 +167,10 @@ type Config struct {
 	// parsed with (readable params); nil means opreg.Kernel(). cmd/amduat
 	// passes the kernel plus amduat.wasm.run (SPECS.md §20).
 	Ops *opreg.Registry
+	// Plans, when set, is the runner over Store whose executions the web
+	// view shows and whose gates its forms decide (plans_ui.go); nil
+	// serves no plan pages.
+	Plans *plan.Runner
 }
 
 // Server serves HTTP API v1. It is safe for concurrent use.
@@ -192,6 +197,11 @@ type Server struct {
 	// reaches them.
 	maint sync.RWMutex
 	evict *evictor // nil without Limits.MaxStoreBytes
+
+	// plans is Config.Plans; forms signs the CSRF tokens of the web view's
+	// plan forms (sessions when signing in is on, its own key otherwise).
+	plans *plan.Runner
+	forms *sessions
 }
 
 // New returns a server over cfg.Store.
@@ -223,6 +233,13 @@ func New(cfg Config) (*Server, error) {
 		s.sessions = newSessions(s.auth)
 		uiOpts.Session = s.sessions.webSession
 	}
+	if cfg.Plans != nil {
+		s.plans, s.forms = cfg.Plans, s.sessions
+		if s.forms == nil {
+			s.forms = newSessions(nil)
+		}
+		uiOpts.Plans, uiOpts.PlanForm = cfg.Plans, s.planForm
+	}
 	s.routes(reg, webui.New(cfg.Store, uiOpts))
 	s.handler = http.HandlerFunc(s.serve)
 	return s, nil
@@ -241,11 +258,12 @@ func (s *Server) InFlight() int64 { return s.inFlight.Load() }
 type scope uint8
 
 const (
-	scopeNone  scope = iota // open: health, metadata
-	scopeRead               // reads
-	scopeWrite              // puts
-	scopeRun                // runs and replays
-	scopeAdmin              // pins, rm, gc (admin.go)
+	scopeNone    scope = iota // open: health, metadata
+	scopeRead                 // reads
+	scopeWrite                // puts
+	scopeRun                  // runs and replays
+	scopeAdmin                // pins, rm, gc (admin.go)
+	scopeApprove              // approve or reject a plan's gated step (plans_ui.go)
 )
 
 func (sc scope) String() string {
@@ -258,6 +276,8 @@ func (sc scope) String() string {
 		return "run"
 	case scopeAdmin:
 		return "admin"
+	case scopeApprove:
+		return "approve"
 	}
 	return "none"
 }
@@ -317,6 +337,12 @@ func (s *Server) routes(reg *prometheus.Registry, ui http.Handler) {
 		} {
 			s.mux.Handle(rt.pattern, s.wrap(rt))
 		}
+	}
+	if s.plans != nil {
+		// The web view's approve and reject forms (plans_ui.go): the
+		// route checks its caller itself (a session or a token, the CSRF
+		// token, the approve scope).
+		s.mux.Handle("POST /ui/plans/{exec}/decide", s.wrap(route{"POST /ui/plans/{exec}/decide", scopeNone, s.planDecision}))
 	}
 	s.mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
 }

@@ -1,6 +1,7 @@
 // Package webui is a read-only web view of an artifact store: artifacts by
 // reference, PEL programs drawn as DAGs, results and traces with each node
-// coloured by its status, provenance edges, and previews of plain artifacts.
+// coloured by its status, provenance edges, previews of plain artifacts,
+// and the executions of plans with each step coloured by its state.
 //
 // Pages are rendered on the server with html/template from embedded
 // templates and one embedded CSS file; there is no client-side JavaScript
@@ -47,6 +48,7 @@ import (
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/tree"
 	"github.com/amduat/amduat/opreg"
+	"github.com/amduat/amduat/plan"
 )
 
 // Options configure the handler.
@@ -68,6 +70,14 @@ type Options struct {
 	// request carries ("" for none) and the CSRF token its sign-out form
 	// must send (SPECS.md §18.8, "Signing in").
 	Session func(*http.Request) (name, csrf string)
+	// Plans, when set, serves the plan pages (plans.go): the executions
+	// of the store, read through the runner's Status and List only.
+	Plans *plan.Runner
+	// PlanForm, when set, returns the CSRF token the approve and reject
+	// forms of an execution page must carry (it may set the cookie the
+	// token is bound to); nil, or an empty token, renders no forms
+	// (SPECS.md §18.7, "The pages").
+	PlanForm func(http.ResponseWriter, *http.Request) string
 }
 
 const (
@@ -132,6 +142,8 @@ type handler struct {
 	maxPreview int
 	reg        *opreg.Registry
 	session    func(*http.Request) (string, string)
+	plans      *plan.Runner
+	planForm   func(http.ResponseWriter, *http.Request) string
 }
 
 // New returns the web view of s. It serves, under opts.Prefix:
@@ -140,6 +152,8 @@ type handler struct {
 //	                   opens an artifact, ?ref=NAME what the pin NAME names
 //	"a/REF"            the page of one artifact
 //	"t/TREE/PATH/"     a directory of a tree, by name
+//	"plans/"           the executions of plans (with Options.Plans)
+//	"plans/ID"         one execution: its steps, receipts and events
 //	"static/style.css" the style sheet
 //
 // Only GET and HEAD are allowed. A malformed reference is answered 400, a
@@ -162,7 +176,8 @@ func New(s asl.Store, opts Options) http.Handler {
 		reg = opreg.Kernel()
 	}
 	templates() // a broken template fails the server's start, not a request
-	return &handler{s: s, prefix: prefix, rawURL: opts.RawURL, maxPreview: mp, reg: reg, session: opts.Session}
+	return &handler{s: s, prefix: prefix, rawURL: opts.RawURL, maxPreview: mp, reg: reg, session: opts.Session,
+		plans: opts.Plans, planForm: opts.PlanForm}
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -196,6 +211,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveArtifact(w, r, rest[2:])
 	case strings.HasPrefix(rest, "t/"):
 		h.serveTree(w, r, rest[2:])
+	case rest == "plans":
+		http.Redirect(w, r, h.prefix+"plans/", http.StatusSeeOther)
+	case strings.HasPrefix(rest, "plans/") && !strings.Contains(rest[6:], "/"):
+		h.servePlans(w, r, rest[6:])
 	default:
 		h.errorPage(w, http.StatusNotFound, "not found", fmt.Sprintf("No page at %s.", r.URL.Path))
 	}
@@ -211,6 +230,7 @@ type page struct {
 	Prefix string
 	Title  string
 	Query  string // the text in the search box
+	Plans  string // the plans page, when the view serves plans
 }
 
 type errorPageData struct {
@@ -221,7 +241,11 @@ type errorPageData struct {
 }
 
 func (h *handler) page(title, query string) page {
-	return page{Prefix: h.prefix, Title: title, Query: query}
+	pg := page{Prefix: h.prefix, Title: title, Query: query}
+	if h.plans != nil {
+		pg.Plans = h.prefix + "plans/"
+	}
+	return pg
 }
 
 // artifactURL is the page of ref.
