@@ -75,3 +75,9 @@ func (c *reqCounter) stats() Stats {
 // before and after an operation and Sub the two to count the operation's
 // own (other goroutines' requests in between count too).
 func (s *Store) Stats() Stats { return s.reqs.stats() }
+
+// Add is the requests counted in s or in o.
+func (s Stats) Add(o Stats) Stats {
+	return Stats{GET: s.GET + o.GET, HEAD: s.HEAD + o.HEAD, PUT: s.PUT + o.PUT,
+		POST: s.POST + o.POST, DELETE: s.DELETE + o.DELETE, Other: s.Other + o.Other}
+}
