@@ -77,8 +77,9 @@ func runS3(ctx context.Context, e *Env) ([]Row, error) {
 		return nil, err
 	}
 	defer m.Stop()
-	st, err := s3store.Create(ctx, "bench", "s", s3store.Options{Endpoint: m.Endpoint, Insecure: true, PathStyle: true,
-		AccessKey: m.AccessKey, SecretKey: m.SecretKey, Parallel: s3Parallel})
+	opts := s3store.Options{Endpoint: m.Endpoint, Insecure: true, PathStyle: true,
+		AccessKey: m.AccessKey, SecretKey: m.SecretKey, Parallel: s3Parallel}
+	st, err := s3store.Create(ctx, "bench", "s", opts)
 	if err != nil {
 		return nil, err
 	}
@@ -101,6 +102,7 @@ func runS3(ctx context.Context, e *Env) ([]Row, error) {
 	e.logf("s3: PutBatch of %d x %d B", n, size)
 	t0 := time.Now()
 	var refs []asl.Reference
+	q0 := st.Stats()
 	phase(ctx, "s3-put-batch", func(ctx context.Context) {
 		for lo := 0; lo < n && err == nil; lo += s3Batch {
 			var r []asl.Reference
@@ -112,6 +114,7 @@ func runS3(ctx context.Context, e *Env) ([]Row, error) {
 		return nil, fmt.Errorf("s3/put-batch: %w", err)
 	}
 	dStore := time.Since(t0)
+	qPut := st.Stats().Sub(q0)
 	// Raw side: the same bytes as objects under other keys.
 	e.logf("s3: raw PutObject of %d x %d B", n, size)
 	raw, err := runPool(s3Parallel, n, func(_, j int) error {
@@ -130,13 +133,14 @@ func runS3(ctx context.Context, e *Env) ([]Row, error) {
 		Name:     "s3/put-batch",
 		Figure:   Quantity{perSec(n, dStore), "artifacts/s"},
 		Baseline: &Baseline{perSec(n, raw.d), "artifacts/s", fmt.Sprintf("raw minio-go PutObject of the same ArtifactBytes, %d goroutines", s3Parallel)},
-		Note: fmt.Sprintf("%d x %d B random artifacts, PutBatch of %d (one conditional PUT each, %d in flight); MinIO on loopback on this machine; store %s, raw %s (%s); the embedded store, same batches: %s artifacts/s",
-			n, size, s3Batch, s3Parallel, dStore.Round(time.Millisecond), raw.d.Round(time.Millisecond), raw.latText(), formatValue(perSec(n, embPut))),
+		Note: fmt.Sprintf("%s; %d x %d B random artifacts, PutBatch of %d (one conditional PUT each, %d in flight); MinIO on loopback on this machine; store %s, raw %s (%s); the embedded store, same batches: %s artifacts/s",
+			requestsText(qPut, n, "artifact"), n, size, s3Batch, s3Parallel, dStore.Round(time.Millisecond), raw.d.Round(time.Millisecond), raw.latText(), formatValue(perSec(n, embPut))),
 	})
 
 	order := rand.New(rand.NewPCG(s3Seed, 2)).Perm(n)
 	buf := make([]byte, 0, size+16)
 	e.logf("s3: Get of %d x %d B", n, size)
+	q0 = st.Stats()
 	got, err := runPool(1, n, func(_, j int) error {
 		_, err := asl.Get(ctx, st, refs[order[j]], 0)
 		return err
@@ -144,6 +148,7 @@ func runS3(ctx context.Context, e *Env) ([]Row, error) {
 	if err != nil {
 		return nil, fmt.Errorf("s3/get-random: %w", err)
 	}
+	qGet := st.Stats().Sub(q0)
 	rawGet, err := runPool(1, n, func(_, j int) error {
 		obj, err := cl.GetObject(ctx, "bench", fmt.Sprintf("raw/%d", order[j]), minio.GetObjectOptions{})
 		if err != nil {
@@ -161,8 +166,8 @@ func runS3(ctx context.Context, e *Env) ([]Row, error) {
 		Name:     "s3/get-random",
 		Figure:   Quantity{perSec(n, got.d), "artifacts/s"},
 		Baseline: &Baseline{perSec(n, rawGet.d), "artifacts/s", "raw minio-go GetObject of the same objects, read to EOF"},
-		Note: fmt.Sprintf("each of the %d once in a shuffled order, one client, verified; store %s, raw %s; the embedded store, same order: %s artifacts/s",
-			n, got.latText(), rawGet.latText(), formatValue(perSec(n, embGet))),
+		Note: fmt.Sprintf("%s; each of the %d once in a shuffled order, one client, verified; store %s, raw %s; the embedded store, same order: %s artifacts/s",
+			requestsText(qGet, n, "artifact"), n, got.latText(), rawGet.latText(), formatValue(perSec(n, embGet))),
 	})
 
 	// Large.
@@ -171,7 +176,7 @@ func runS3(ctx context.Context, e *Env) ([]Row, error) {
 		return nil, err
 	}
 	rows = append(rows, large...)
-	runs, err := s3Runs(ctx, e, st, dir)
+	runs, err := s3Runs(ctx, e, st, opts, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -246,11 +251,14 @@ func s3Large(ctx context.Context, e *Env, st *s3store.Store, minioPID int) ([]Ro
 	var dPut, dRawPut, dGet, dRawGet time.Duration
 	var rssPut, rssRawPut, rssGet, rssRawGet *int64
 	var ref asl.Reference
+	var qPut, qGet s3store.Stats
 	e.logf("s3: large put and get of %d MiB, %d times each, alternating with the raw client", lsize>>20, s3LargeReps)
 	for rep := range s3LargeReps {
 		err := best(&dPut, &rssPut, &cPut, func() error {
 			var err error
+			q0 := st.Stats()
 			ref, err = st.Put(ctx, asl.HashSHA256, hdr, newBlockReader(block, lsize, uint64(rep)))
+			qPut = qPut.Add(st.Stats().Sub(q0))
 			return err
 		})
 		if err != nil {
@@ -265,6 +273,8 @@ func s3Large(ctx context.Context, e *Env, st *s3store.Store, minioPID int) ([]Ro
 			return nil, fmt.Errorf("s3/large-put: raw: %w", err)
 		}
 		err = best(&dGet, &rssGet, &cGet, func() error {
+			q0 := st.Stats()
+			defer func() { qGet = qGet.Add(st.Stats().Sub(q0)) }()
 			rc, _, err := st.Fetch(ctx, ref)
 			if err != nil {
 				return err
@@ -305,16 +315,16 @@ func s3Large(ctx context.Context, e *Env, st *s3store.Store, minioPID int) ([]Ro
 			Figure:   Quantity{mibps(dPut), "MiB/s"},
 			Baseline: &Baseline{mibps(dRawPut), "MiB/s", "raw minio-go PutObject of the same bytes, same part size, streamed"},
 			PeakRSS:  rssPut,
-			Note: fmt.Sprintf("%d MiB streamed from a generator (no copy held), best of %d: %d MiB parts, each hashed and PUT (up to 3 in flight) under its digest, then the manifest; raw peak RSS %s; %s",
-				lsize>>20, s3LargeReps, s3store.DefaultPartSize>>20, rssText(rssRawPut), cpuText(cPut, cRawPut, lsize)),
+			Note: fmt.Sprintf("%s; %d MiB streamed from a generator (no copy held), best of %d: %d MiB parts, each hashed and PUT (up to 3 in flight) under its digest, then the manifest; raw peak RSS %s; %s",
+				requestsText(qPut, s3LargeReps, "put"), lsize>>20, s3LargeReps, s3store.DefaultPartSize>>20, rssText(rssRawPut), cpuText(cPut, cRawPut, lsize)),
 		},
 		{
 			Name:     "s3/large-get",
 			Figure:   Quantity{mibps(dGet), "MiB/s"},
 			Baseline: &Baseline{mibps(dRawGet), "MiB/s", "raw minio-go GetObject of the same bytes, read to EOF"},
 			PeakRSS:  rssGet,
-			Note: fmt.Sprintf("%d MiB, best of %d: the parts' GETs opened 3 ahead, received on one goroutine, every byte SHA-256 verified on the reading one; raw peak RSS %s; %s",
-				lsize>>20, s3LargeReps, rssText(rssRawGet), cpuText(cGet, cRawGet, lsize)),
+			Note: fmt.Sprintf("%s; %d MiB, best of %d: the parts' GETs opened 3 ahead, received on one goroutine, every byte SHA-256 verified on the reading one; raw peak RSS %s; %s",
+				requestsText(qGet, s3LargeReps, "get"), lsize>>20, s3LargeReps, rssText(rssRawGet), cpuText(cGet, cRawGet, lsize)),
 		},
 	}, nil
 }
@@ -354,8 +364,17 @@ func cpuText(store, raw s3CPU, n int64) string {
 }
 
 // s3Runs times fresh surface runs (NoCache) on the S3 store against the
-// same runs on an embedded store, interleaved.
-func s3Runs(ctx context.Context, e *Env, st *s3store.Store, dir string) ([]Row, error) {
+// same runs on an embedded store, interleaved. The S3 side is a second
+// handle on st's bucket and prefix with the memory cache `amduat serve`
+// has (s3store.DefaultMemCacheSize): its inputs are put through it before
+// each run, as a client puts them through a server before it runs.
+func s3Runs(ctx context.Context, e *Env, st *s3store.Store, opts s3store.Options, dir string) ([]Row, error) {
+	opts.MemCacheSize = s3store.DefaultMemCacheSize
+	st, err := s3store.Open(ctx, st.Bucket(), st.Prefix(), opts)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
 	emb, err := pebblestore.Create(filepath.Join(dir, "emb-runs"), nil)
 	if err != nil {
 		return nil, err
@@ -376,6 +395,7 @@ func s3Runs(ctx context.Context, e *Env, st *s3store.Store, dir string) ([]Row, 
 	e.logf("s3: %d fresh runs of a %d-node program on the S3 store and on an embedded one, interleaved", runs, len(SurfaceProgram().Nodes))
 	sides := []asl.Store{st, emb}
 	d := [2][]time.Duration{}
+	var q s3store.Stats
 	w := StartWindow()
 	for i := range runs {
 		ins := surfaceInputs(2_000_000 + i)
@@ -388,12 +408,16 @@ func s3Runs(ctx context.Context, e *Env, st *s3store.Store, dir string) ([]Row, 
 		var results [2]asl.Reference
 		for k := range 2 {
 			side := (i + k) % 2
+			q0 := st.Stats()
 			t := time.Now()
 			var run *surf.Run
 			phase(ctx, []string{"run-s3", "run-embedded"}[side], func(ctx context.Context) {
 				run, err = surf.New(sides[side], surf.Options{NoCache: true}).Run(ctx, surf.Request{ProgramRef: progRef, InputRefs: refs})
 			})
 			d[side] = append(d[side], time.Since(t))
+			if side == 0 {
+				q = q.Add(st.Stats().Sub(q0))
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -415,14 +439,14 @@ func s3Runs(ctx context.Context, e *Env, st *s3store.Store, dir string) ([]Row, 
 			Name: "s3/run-p50", Figure: Quantity{p(d[0], 50), "ms"},
 			Baseline: &Baseline{p(d[1], 50), "ms", "embedded surf.Surface.Run, p50"},
 			PeakRSS:  rss,
-			Note: fmt.Sprintf("%d runs (NoCache, fresh 1 KiB inputs each) of the surface group's %d-node program with surf.Surface.Run on the S3 store against the embedded store, alternating which goes first; results checked equal",
-				runs, len(SurfaceProgram().Nodes)),
+			Note: fmt.Sprintf("%s; %d runs (NoCache, fresh 1 KiB inputs each, put through the same store before the run) of the surface group's %d-node program with surf.Surface.Run on the S3 store (memory cache of %d MiB, as `amduat serve`) against the embedded store, alternating which goes first; results checked equal",
+				requestsText(q, runs, "run"), runs, len(SurfaceProgram().Nodes), s3store.DefaultMemCacheSize>>20),
 		},
 		{
 			Name: "s3/run-p99", Figure: Quantity{p(d[0], 99), "ms"},
 			Baseline: &Baseline{p(d[1], 99), "ms", "embedded surf.Surface.Run, p99"},
 			PeakRSS:  rss,
-			Note:     fmt.Sprintf("same runs; max %s ms on S3, %s ms embedded", formatValue(p(d[0], 100)), formatValue(p(d[1], 100))),
+			Note:     fmt.Sprintf("%s; same runs; max %s ms on S3, %s ms embedded", requestsText(q, runs, "run"), formatValue(p(d[0], 100)), formatValue(p(d[1], 100))),
 		},
 	}, nil
 }
@@ -483,6 +507,7 @@ func s3CacheHit(ctx context.Context, e *Env, m *miniotest.Server, dir string) (R
 	runs := e.Sizes.SurfaceRuns
 	e.logf("s3: %d runs through one `amduat serve --store s3://` and their action-cache hits through a second", runs)
 	var dHit, dEmb, dMiss []time.Duration
+	var last surf.Request
 	for i := range runs {
 		ins := surfaceInputs(3_000_000 + i)
 		refs, err := clients[0].PutBatch(ctx, asl.HashSHA256, ins)
@@ -509,6 +534,7 @@ func s3CacheHit(ctx context.Context, e *Env, m *miniotest.Server, dir string) (R
 			return row, err
 		}
 		sreq := surf.Request{ProgramRef: progRef, InputRefs: refs}
+		last = sreq
 		if r, err := cached.Run(ctx, sreq); err != nil || r.CacheHit {
 			return row, fmt.Errorf("embedded first run: %v", err)
 		}
@@ -518,6 +544,13 @@ func s3CacheHit(ctx context.Context, e *Env, m *miniotest.Server, dir string) (R
 		if err != nil || !r.CacheHit || r.ResultRef != first.ResultRef {
 			return row, fmt.Errorf("embedded cache hit: %v", err)
 		}
+	}
+	// The servers' requests are not visible from here: the same hit
+	// through a fresh in-process store on the bucket (a third server, as
+	// `amduat serve` opens it) is counted instead.
+	q, err := s3HitRequests(ctx, m, last)
+	if err != nil {
+		return row, err
 	}
 	var peak *int64
 	stopped = true
@@ -532,8 +565,8 @@ func s3CacheHit(ctx context.Context, e *Env, m *miniotest.Server, dir string) (R
 	row.Figure.Value = p(dHit, 50)
 	row.Baseline = &Baseline{p(dEmb, 50), "ms", "action-cache hit of surf.Surface.Run on an embedded store, p50"}
 	row.PeakRSS = peak
-	row.Note = fmt.Sprintf("%d runs (fresh 1 KiB inputs) through POST /v1/pel/run of one `amduat serve --store s3://` process (a miss: p50 %s ms), then the same request through a second process on the same bucket: an action-cache hit every time, same result; hit p99 %s ms; peak RSS is the larger server's",
-		runs, formatValue(p(dMiss, 50)), formatValue(p(dHit, 99)))
+	row.Note = fmt.Sprintf("%s (the last request's hit through a fresh in-process store on the bucket, opened as `amduat serve` opens it); %d runs (fresh 1 KiB inputs) through POST /v1/pel/run of one `amduat serve --store s3://` process (a miss: p50 %s ms), then the same request through a second process on the same bucket: an action-cache hit every time, same result; hit p99 %s ms; peak RSS is the larger server's",
+		requestsText(q, 1, "hit"), runs, formatValue(p(dMiss, 50)), formatValue(p(dHit, 99)))
 	return row, nil
 }
 
@@ -565,4 +598,35 @@ func s3Embedded(ctx context.Context, dir string, arts []asl.Artifact) (put, get 
 		}
 	}
 	return put, time.Since(t0), nil
+}
+
+// requestsText is the object-store requests of n operations (s3store's
+// Stats, SPECS.md §6.7, "Requests per operation"): "requests: R per OP
+// (…)", R the mean, followed by the total by method.
+func requestsText(q s3store.Stats, n int, op string) string {
+	if n <= 0 {
+		return "requests: n.a."
+	}
+	return fmt.Sprintf("requests: %s per %s (%s in all)", formatValue(float64(q.Total())/float64(n)), op, q)
+}
+
+// s3HitRequests counts the object-store requests of req's action-cache hit
+// through a store opened afresh on the bench's server bucket, with the
+// options `amduat serve` gives it.
+func s3HitRequests(ctx context.Context, m *miniotest.Server, req surf.Request) (s3store.Stats, error) {
+	st, err := s3store.Open(ctx, "bench", "srv", s3store.Options{Endpoint: m.Endpoint, Insecure: true, PathStyle: true,
+		AccessKey: m.AccessKey, SecretKey: m.SecretKey, MemCacheSize: s3store.DefaultMemCacheSize})
+	if err != nil {
+		return s3store.Stats{}, err
+	}
+	defer st.Close()
+	q0 := st.Stats()
+	r, err := surf.New(st, surf.Options{}).Run(ctx, req)
+	if err != nil {
+		return s3store.Stats{}, err
+	}
+	if !r.CacheHit {
+		return s3store.Stats{}, fmt.Errorf("s3/cache-hit: the run through a fresh store was no action-cache hit")
+	}
+	return st.Stats().Sub(q0), nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/amduat/amduat/asl"
@@ -161,14 +162,23 @@ func (s *Surface) Run(ctx context.Context, req Request) (*Run, error) {
 	cached := indexed && !s.opts.NoCache
 	logged := indexed && !s.opts.NoLog
 	var key [32]byte
+	var salted sync.WaitGroup // a run the cache does not answer needs the key only to log
+	var saltErr error
 	if cached || logged {
-		salt, err := Salt(ctx, s.store)
-		if err != nil {
-			return nil, fmt.Errorf("surface run: reading the cache salt: %w", err)
-		}
-		key = RequestKey(req, s.opts.Hash, salt)
+		salted.Go(func() {
+			var salt []byte
+			if salt, saltErr = Salt(ctx, s.store); saltErr == nil {
+				key = RequestKey(req, s.opts.Hash, salt)
+			} else {
+				saltErr = fmt.Errorf("surface run: reading the cache salt: %w", saltErr)
+			}
+		})
 	}
 	if cached {
+		salted.Wait()
+		if saltErr != nil {
+			return nil, saltErr
+		}
 		hit, err := s.lookupCached(ctx, ix, key, req)
 		if err != nil {
 			return nil, fmt.Errorf("surface run: action cache: %w", err)
@@ -187,7 +197,17 @@ func (s *Surface) Run(ctx context.Context, req Request) (*Run, error) {
 			return hit, nil
 		}
 	}
+	// Without the cache, the salt is read while the run computes (one
+	// round trip less on a bucket, SPECS.md §6.7, "Requests per
+	// operation").
 	c, err := s.compute(ctx, req)
+	salted.Wait()
+	if saltErr != nil {
+		if err == nil {
+			c.close()
+		}
+		return nil, saltErr
+	}
 	if err != nil {
 		return nil, err
 	}

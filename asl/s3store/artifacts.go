@@ -12,6 +12,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 
@@ -67,6 +68,9 @@ func (s *Store) Fetch(ctx context.Context, ref asl.Reference) (io.ReadCloser, as
 	}
 	if err := s.check(); err != nil {
 		return nil, asl.Header{}, err
+	}
+	if s.mem != nil {
+		return s.memFetch(ctx, ref)
 	}
 	if s.cache != nil {
 		return s.cachedFetch(ctx, ref)
@@ -394,7 +398,11 @@ func (s *Store) Put(ctx context.Context, id asl.HashID, hdr asl.Header, r io.Rea
 		if err != nil {
 			return asl.Reference{}, err
 		}
-		return ref, s.putObject(ctx, ref, buf)
+		if err := s.putObject(ctx, ref, buf); err != nil {
+			return ref, err
+		}
+		s.remember(ref, hdr, payload)
+		return ref, nil
 	}
 	return s.putLarge(ctx, h, hdr, r)
 }
@@ -438,27 +446,31 @@ func bodySHA256(ref asl.Reference) string {
 
 // differs says whether the object at key is known not to hold b: its
 // length differs, or its ETag is a plain MD5 (a single-part PUT's, 32 hex
-// digits) other than b's. One HEAD; an object gone meanwhile differs.
-func (s *Store) differs(ctx context.Context, key string, b []byte) (bool, error) {
+// digits) other than b's. One HEAD; an object gone meanwhile differs. mod
+// is the object's modification time (zero when it differs).
+func (s *Store) differs(ctx context.Context, key string, b []byte) (differs bool, mod time.Time, err error) {
 	info, err := s.core.Client.StatObject(ctx, s.bucket, key, minio.StatObjectOptions{})
 	if err != nil {
 		if code(err) == "NoSuchKey" {
-			return true, nil
+			return true, time.Time{}, nil
 		}
-		return false, err
+		return false, time.Time{}, err
 	}
 	if info.Size != int64(len(b)) {
-		return true, nil
+		return true, time.Time{}, nil
 	}
 	etag := strings.Trim(info.ETag, "\"")
 	if len(etag) != 32 {
-		return false, nil
+		return false, info.LastModified, nil
 	}
 	if _, err := hex.DecodeString(etag); err != nil {
-		return false, nil
+		return false, info.LastModified, nil
 	}
 	sum := md5.Sum(b)
-	return etag != hex.EncodeToString(sum[:]), nil
+	if etag != hex.EncodeToString(sum[:]) {
+		return true, time.Time{}, nil
+	}
+	return false, info.LastModified, nil
 }
 
 // putObject writes the ArtifactBytes b of ref under its key, unless an
@@ -478,9 +490,15 @@ func (s *Store) putObject(ctx context.Context, ref asl.Reference, b []byte) erro
 			return nil
 		}
 		if alreadyExists(err) {
-			differs, err := s.differs(ctx, key, b)
+			differs, mod, err := s.differs(ctx, key, b)
 			if err != nil {
 				return s.errorf("put (stat existing)", key, ref, err)
+			}
+			if !differs && time.Since(mod) < s.touchAge() {
+				// Stored and younger than the touch age: nothing to
+				// rewrite (the HEAD that found it gave its age, so
+				// refresh need not ask again).
+				return nil
 			}
 			if !differs {
 				// Stored: its grace starts again, safe from a
@@ -541,7 +559,9 @@ func (s *Store) PutBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact
 		}
 		a := arts[i]
 		if uint64(len(a.Bytes)) <= s.opts.PartSize {
-			errs[i] = s.putObject(ctx, refs[i], asl.EncodeArtifact(a))
+			if errs[i] = s.putObject(ctx, refs[i], asl.EncodeArtifact(a)); errs[i] == nil {
+				s.remember(refs[i], a.Header(), a.Bytes)
+			}
 		} else {
 			_, errs[i] = s.putLarge(ctx, mustHasher(id, a.Header()), a.Header(), bytes.NewReader(a.Bytes))
 		}

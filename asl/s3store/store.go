@@ -101,6 +101,12 @@ type Options struct {
 	// per directory.
 	CacheDir  string
 	CacheSize int64
+	// MemCacheSize, when above 0, keeps the payloads of small artifacts
+	// (up to 256 KiB) this store put or read, verified, in memory, at
+	// most MemCacheSize bytes, and answers Fetch from them without a
+	// request (SPECS.md §6.7, "Requests per operation"); `amduat serve`
+	// uses DefaultMemCacheSize. Off by default.
+	MemCacheSize int64
 	// TouchAge: a put of an artifact already stored whose object is older
 	// rewrites it, so that its grace starts again (default
 	// DefaultTouchAge; negative: always). GC refuses a grace shorter
@@ -122,6 +128,8 @@ type Store struct {
 	cache  *diskCache // nil without Options.CacheDir
 
 	children ChildrenFunc // SetChildren
+	reqs     *reqCounter  // Stats
+	mem      *memCache    // nil without Options.MemCacheSize
 
 	mu     sync.RWMutex
 	closed bool
@@ -246,12 +254,13 @@ func newStore(bucket, prefix string, o Options) (*Store, error) {
 		}
 		next = tr
 	}
+	reqs := &reqCounter{next: next}
 	mo := &minio.Options{
 		Creds:        creds,
 		Secure:       !o.Insecure,
 		Region:       o.Region,
 		BucketLookup: lookup,
-		Transport:    &retryTransport{next: next},
+		Transport:    &retryTransport{next: reqs},
 	}
 	if o.MaxRetries > 0 {
 		mo.MaxRetries = o.MaxRetries
@@ -263,7 +272,10 @@ func newStore(bucket, prefix string, o Options) (*Store, error) {
 	if prefix = strings.Trim(prefix, "/"); prefix != "" {
 		prefix += "/"
 	}
-	s := &Store{core: core, bucket: bucket, prefix: prefix, opts: o}
+	s := &Store{core: core, bucket: bucket, prefix: prefix, opts: o, reqs: reqs}
+	if o.MemCacheSize > 0 {
+		s.mem = newMemCache(o.MemCacheSize)
+	}
 	if o.CacheDir != "" {
 		if o.CacheSize <= 0 {
 			o.CacheSize = DefaultCacheSize
@@ -346,6 +358,7 @@ func OpenURL(ctx context.Context, u string, create bool, o Options) (*Store, err
 	uo.AccessKey, uo.SecretKey, uo.Hash = o.AccessKey, o.SecretKey, o.Hash
 	uo.PartSize, uo.Parallel, uo.MaxRetries, uo.Transport = o.PartSize, o.Parallel, o.MaxRetries, o.Transport
 	uo.CacheDir, uo.CacheSize = o.CacheDir, o.CacheSize
+	uo.MemCacheSize = o.MemCacheSize
 	uo.TouchAge, uo.Lease = o.TouchAge, o.Lease
 	if create {
 		return Create(ctx, bucket, prefix, uo)

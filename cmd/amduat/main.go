@@ -52,7 +52,8 @@ type app struct {
 	// early is a store opened to resolve abbreviated references (refs.go),
 	// handed to the command's openStore, closed by run if never taken.
 	early backend
-	// s3Cache carries serve's --cache-dir and --cache-size to openS3.
+	// s3Cache carries serve's --cache-dir, --cache-size and memory cache to
+	// openS3.
 	s3Cache s3store.Options
 }
 
@@ -330,7 +331,7 @@ func (a *app) openS3(create bool, hash asl.HashID) (*s3store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := s3store.OpenURL(a.context(), a.storeDir, create, s3store.Options{Hash: hash, CacheDir: a.s3Cache.CacheDir, CacheSize: a.s3Cache.CacheSize, TouchAge: touch})
+	s, err := s3store.OpenURL(a.context(), a.storeDir, create, s3store.Options{Hash: hash, CacheDir: a.s3Cache.CacheDir, CacheSize: a.s3Cache.CacheSize, MemCacheSize: a.s3Cache.MemCacheSize, TouchAge: touch})
 	if errors.Is(err, s3store.ErrNoStore) {
 		return nil, fail(exitStore, a.storeDir, fmt.Errorf("no store here (create one with `amduat init --store %s`): %w", a.storeDir, err))
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/net/netutil"
 
+	"github.com/amduat/amduat/asl/s3store"
 	"github.com/amduat/amduat/server"
 )
 
@@ -115,6 +116,9 @@ DIR.`,
 				a.s3Cache.CacheSize = int64(n)
 			}
 			a.s3Cache.CacheDir = cacheDir
+			// A server answers repeated reads of small artifacts from
+			// memory (SPECS.md §6.7, "Requests per operation").
+			a.s3Cache.MemCacheSize = s3store.DefaultMemCacheSize
 			var logger *slog.Logger
 			switch logFormat {
 			case "text":
