@@ -180,7 +180,7 @@ func TestGroupsTiny(t *testing.T) {
 		"lazy":         {"double-concat-rss", "double-concat-memo-rss", "1gib-run-rss"},
 		"server": {"put-batch", "put-c1", "put-c16", "put-c64", "get-c1", "get-c16", "get-c64", "get-batch", "run-p50", "run-p99",
 			"load-rate", "load-errors", "load-wrong", "large-put", "large-get",
-			"large-put-rss-server", "large-put-rss-client", "large-get-rss-server", "large-get-rss-client"},
+			"large-put-rss-server", "large-put-rss-client", "large-get-rss-server", "large-get-rss-client", "write-rss"},
 		"s3":       s3RowNames,
 		"wasm":     {"call-overhead", "go-call-overhead", "wordcount", "wordcount-wat", "first-call/wordcount", "first-call/jsonfield", "first-call/thumbnail", "first-call-disk-cache/wordcount"},
 		"parallel": {"wide-hash", "narrow-hash"},

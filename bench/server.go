@@ -251,7 +251,12 @@ func runServer(ctx context.Context, e *Env) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(rows, large...), nil
+	rows = append(rows, large...)
+	wr, err := serverWriteRSS(ctx, e, dir)
+	if err != nil {
+		return nil, err
+	}
+	return append(rows, wr), nil
 }
 
 // serverInProcess measures the rows of the in-process server: small

@@ -238,6 +238,15 @@ func (s *Server) putBatch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	weight := r.ContentLength
+	if weight < 0 {
+		weight = limit
+	}
+	held, err := s.writes.acquire(r.Context(), weight)
+	if err != nil {
+		return err
+	}
+	defer s.writes.release(held)
 	// Frames are small: read them through a buffer, not one body read
 	// (and deadline update) per frame.
 	arts, err := httpstore.ReadFrames(bufio.NewReaderSize(s.body(w, r, limit), 64<<10), s.limits.MaxBatchCount, s.limits.MaxBatchBytes)
