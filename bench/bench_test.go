@@ -179,7 +179,7 @@ func TestGroupsTiny(t *testing.T) {
 		"surface":      {"run-p50", "run-p99", "cache-hit-p50"},
 		"lazy":         {"double-concat-rss", "double-concat-memo-rss", "1gib-run-rss"},
 		"server": {"put-batch", "put-c1", "put-c16", "put-c64", "get-c1", "get-c16", "get-c64", "get-batch", "run-p50", "run-p99",
-			"load-rate", "load-errors", "load-wrong", "large-put", "large-get",
+			"load-rate", "load-errors", "load-wrong", "large-put", "large-get", "get-vs-files-c1", "get-vs-files-c16", "large-get-vs-files",
 			"large-put-rss-server", "large-put-rss-client", "large-get-rss-server", "large-get-rss-client", "write-rss"},
 		"s3":       s3RowNames,
 		"wasm":     {"call-overhead", "go-call-overhead", "wordcount", "wordcount-wat", "first-call/wordcount", "first-call/jsonfield", "first-call/thumbnail", "first-call-disk-cache/wordcount"},
