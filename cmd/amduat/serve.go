@@ -87,6 +87,11 @@ expires 503, both with Retry-After, which amduat clients honour until
 their deadline (SPECS.md §18.6). /metrics shows the queue's length and
 waits.
 
+Memory (SPECS.md §18.8): batch-put bodies held at once total at most
+--write-buffer (more batch puts wait their turn; none is refused); the
+store keeps at most two memtables of --memtable-size and a block cache of
+--block-cache.
+
 With --store s3://… (SPECS.md §6.7), --cache-dir DIR keeps a copy of each
 artifact the server fetches from the bucket in DIR, at most --cache-size
 bytes (default 1G; least recently used out first; artifacts above a
