@@ -251,7 +251,12 @@ func runServer(ctx context.Context, e *Env) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(rows, large...), nil
+	rows = append(rows, large...)
+	wr, err := serverWriteRSS(ctx, e, dir)
+	if err != nil {
+		return nil, err
+	}
+	return append(rows, wr), nil
 }
 
 // serverInProcess measures the rows of the in-process server: small
@@ -297,11 +302,16 @@ func serverInProcess(ctx context.Context, e *Env, dir string) ([]Row, error) {
 		return nil, err
 	}
 	rows = append(rows, load...)
-	large, err := serverLargeInProcess(ctx, e, emb, clients[0].(*httpstore.Client))
+	large, largeRef, err := serverLargeInProcess(ctx, e, emb, clients[0].(*httpstore.Client))
 	if err != nil {
 		return nil, err
 	}
-	return append(rows, large...), nil
+	rows = append(rows, large...)
+	files, err := serverVsFiles(ctx, e, dir, rig.url, largeRef)
+	if err != nil {
+		return nil, err
+	}
+	return append(rows, files...), nil
 }
 
 // serverSmall measures PutBatch and Fetch of 1 KiB artifacts with 1, 16
@@ -1085,7 +1095,7 @@ func runChild(cmd *exec.Cmd, keep bool) (procRun, error) {
 // the in-process server (httpstore.Client.Put of the generated stream,
 // Fetch read to EOF) and on the embedded store, in the order embedded put,
 // server put, server get, embedded get.
-func serverLargeInProcess(ctx context.Context, e *Env, emb *pebblestore.Store, c *httpstore.Client) ([]Row, error) {
+func serverLargeInProcess(ctx context.Context, e *Env, emb *pebblestore.Store, c *httpstore.Client) ([]Row, asl.Reference, error) {
 	size := e.Sizes.LargeBytes
 	label := sizeText(size) + " random"
 	type step struct {
@@ -1132,10 +1142,10 @@ func serverLargeInProcess(ctx context.Context, e *Env, emb *pebblestore.Store, c
 	for _, f := range []func() error{func() error { return put(0) }, func() error { return put(1) },
 		func() error { return get(1) }, func() error { return get(0) }, func() error { return get(1) }, func() error { return get(0) }} {
 		if err := f(); err != nil {
-			return nil, err
+			return nil, asl.Reference{}, err
 		}
 		if ref[1] != (asl.Reference{}) && ref[1] != ref[0] {
-			return nil, fmt.Errorf("large put: the server acknowledged %s, the embedded store %s", ref[1], ref[0])
+			return nil, asl.Reference{}, fmt.Errorf("large put: the server acknowledged %s, the embedded store %s", ref[1], ref[0])
 		}
 	}
 	return []Row{
@@ -1156,7 +1166,7 @@ func serverLargeInProcess(ctx context.Context, e *Env, emb *pebblestore.Store, c
 			Note: fmt.Sprintf("httpstore.Client.Fetch read to EOF of %s through the in-process server (the server verifies as it reads, the client re-hashes every byte), against the embedded store's Fetch of it, alternating, twice each, the faster of each: server %s / %s, embedded %s / %s",
 				label, getAll[1][0].Round(time.Millisecond), getAll[1][1].Round(time.Millisecond), getAll[0][0].Round(time.Millisecond), getAll[0][1].Round(time.Millisecond)),
 		},
-	}, nil
+	}, ref[0], nil
 }
 
 // serverLargeProcesses puts and gets one large random artifact with the

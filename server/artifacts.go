@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/amduat/amduat/asl"
@@ -238,6 +239,15 @@ func (s *Server) putBatch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	weight := r.ContentLength
+	if weight < 0 {
+		weight = limit
+	}
+	held, err := s.writes.acquire(r.Context(), weight)
+	if err != nil {
+		return err
+	}
+	defer s.writes.release(held)
 	// Frames are small: read them through a buffer, not one body read
 	// (and deadline update) per frame.
 	arts, err := httpstore.ReadFrames(bufio.NewReaderSize(s.body(w, r, limit), 64<<10), s.limits.MaxBatchCount, s.limits.MaxBatchBytes)
@@ -395,7 +405,8 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.evict.touch(ref)
 	h := w.Header()
-	etag := `"` + ref.String() + `"`
+	refText := ref.String()
+	etag := `"` + refText + `"`
 	if format == "info" || r.Method == http.MethodHead {
 		in, err := s.store.Stat(r.Context(), ref)
 		if err != nil {
@@ -404,7 +415,7 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) error {
 		if format == "info" {
 			return writeJSON(w, httpstore.NewInfoJSON(in))
 		}
-		setArtifactHeaders(h, ref, in.Header, etag, format)
+		setArtifactHeaders(h, refText, in.Header, etag, format)
 		size := in.Size
 		if format == "artifact" {
 			size += uint64(len(in.Header.AppendHeader(nil)))
@@ -428,7 +439,7 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer rc.Close()
-	setArtifactHeaders(h, ref, hdr, etag, format)
+	setArtifactHeaders(h, refText, hdr, etag, format)
 	out := s.writer(w)
 	if format == "artifact" {
 		head := hdr.AppendHeader(nil)
@@ -458,12 +469,17 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) error {
 	return s.copyOut(out, rc, n, start+n == int64(hdr.Size))
 }
 
+// copyBufs holds copyOut's buffers (256 KiB: one write per chunk of the
+// store), so that a GET allocates none.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+
 // copyOut streams exactly n verified bytes of rc to w; toEnd says they are
 // the last bytes of the artifact, whose digest is then checked before the
 // response counts as complete.
 func (s *Server) copyOut(w io.Writer, rc io.Reader, n int64, toEnd bool) error {
-	buf := make([]byte, max(1, min(n, 256<<10)))
-	m, err := io.CopyBuffer(w, io.LimitReader(rc, n), buf)
+	bp := copyBufs.Get().(*[]byte)
+	m, err := io.CopyBuffer(w, io.LimitReader(rc, n), *bp)
+	copyBufs.Put(bp)
 	s.metrics.gets.Add(1)
 	s.metrics.getBytes.Add(float64(m))
 	if err == nil && m < n {
@@ -476,10 +492,10 @@ func (s *Server) copyOut(w io.Writer, rc io.Reader, n int64, toEnd bool) error {
 	return err
 }
 
-func setArtifactHeaders(h http.Header, ref asl.Reference, hdr asl.Header, etag, format string) {
+func setArtifactHeaders(h http.Header, refText string, hdr asl.Header, etag, format string) {
 	h.Set("ETag", etag)
 	h.Set("Cache-Control", "public, max-age=31536000, immutable")
-	h.Set(httpstore.HeaderRef, ref.String())
+	h.Set(httpstore.HeaderRef, refText)
 	if t := httpstore.FormatTypeTag(hdr); t != "" {
 		h.Set(httpstore.HeaderTypeTag, t)
 	}

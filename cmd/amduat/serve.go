@@ -15,8 +15,18 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/net/netutil"
 
+	"github.com/amduat/amduat/asl/pebblestore"
 	"github.com/amduat/amduat/asl/s3store"
 	"github.com/amduat/amduat/server"
+)
+
+// The store's memory of `amduat serve` (SPECS.md §18.1): Pebble's block
+// cache and memtables, the flags' defaults. With them and the default
+// --write-buffer, the server's peak RSS while clients write 1 KiB
+// artifacts stays near 64 MiB, most of it the executable's own pages.
+const (
+	serveMemTable   = 4 << 20
+	serveBlockCache = 16 << 20
 )
 
 func init() { addCommand(newServeCmd) }
@@ -38,6 +48,7 @@ func newServeCmd(a *app) *cobra.Command {
 		maxConns                                               int
 		headerTimeout, shutdownTimeout                         time.Duration
 		cacheDir, cacheSize                                    string
+		memTable, blockCache, writeBuffer                      uint64
 	)
 	c := &cobra.Command{
 		Use:   "serve [--listen ADDR | --unix PATH] [--auth-file FILE] [--cache-dir DIR [--cache-size N]]",
@@ -76,6 +87,11 @@ queue of at most --run-queue runs (-1: no queue) for at most
 expires 503, both with Retry-After, which amduat clients honour until
 their deadline (SPECS.md §18.6). /metrics shows the queue's length and
 waits.
+
+Memory (SPECS.md §18.8): batch-put bodies held at once total at most
+--write-buffer (more batch puts wait their turn; none is refused); the
+store keeps at most two memtables of --memtable-size and a block cache of
+--block-cache.
 
 With --store s3://… (SPECS.md §6.7), --cache-dir DIR keeps a copy of each
 artifact the server fetches from the bucket in DIR, at most --cache-size
@@ -141,7 +157,11 @@ DIR.`,
 			if auth == nil && !insecure && network == "tcp" && !loopbackAddr(addr) {
 				return usagef("--listen %s is not a loopback address: give --auth-file FILE (see amduat token), or --insecure-no-auth to serve without tokens", addr)
 			}
-			s, err := a.openStore()
+			if memTable > 1<<30 || blockCache > 1<<40 || writeBuffer == 0 || writeBuffer > 1<<40 {
+				return usagef("--memtable-size %s, --block-cache %s, --write-buffer %s: want at most 1G, 1T and 1T, and a positive --write-buffer", formatSize(memTable), formatSize(blockCache), formatSize(writeBuffer))
+			}
+			limits.WriteBuffer = int64(writeBuffer)
+			s, err := a.open(&pebblestore.Options{MemTableSize: max(memTable, 1<<20), CacheSize: int64(blockCache)})
 			if err != nil {
 				return err
 			}
@@ -258,6 +278,11 @@ DIR.`,
 	f.Var(sizeValue{&limits.RunWorkBudget}, "max-run-work", "bytes all node outputs of one run may total (K, M, G, T suffixes; 0: none); above it the run fails with 500 and stores nothing (SPECS §12.8)")
 	f.IntVar(&limits.RunWorkers, "run-jobs", 0, "goroutines running independent nodes' operations within one run (0: GOMAXPROCS; 1: sequential); changes no byte (SPECS §12.10)")
 	f.Var(sizeValue{&limits.MaxStoreBytes}, "max-size", "bound the stored bytes of the store's artifacts (K, M, G, T suffixes; 0: none): past it the least recently used artifacts no pin reaches are evicted (SPECS §18.11)")
+	writeBuffer = uint64(d.WriteBuffer)
+	f.Var(sizeValue{&writeBuffer}, "write-buffer", "bytes of batch-put bodies held in memory at once; more batch puts wait for room (a larger batch passes alone)")
+	memTable, blockCache = serveMemTable, serveBlockCache
+	f.Var(sizeValue{&memTable}, "memtable-size", "size of each of the store's (at most two) Pebble memtables, the writes not yet flushed to its tables (at least 1M)")
+	f.Var(sizeValue{&blockCache}, "block-cache", "bytes of the store's Pebble block cache (index records read from its tables)")
 	f.DurationVar(&limits.RunTimeout, "run-timeout", d.RunTimeout, "wall-time bound of one run or replay (504 beyond)")
 	f.DurationVar(&limits.IdleTimeout, "idle-timeout", d.IdleTimeout, "longest a request body or response may make no progress")
 	f.DurationVar(&headerTimeout, "read-header-timeout", 10*time.Second, "longest a client may take to send request headers")

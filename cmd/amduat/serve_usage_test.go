@@ -13,6 +13,9 @@ func TestServeUsage(t *testing.T) {
 		{"--tls-cert", "c.pem"},
 		{"--cache-size", "1G"},
 		{"--listen", "0.0.0.0:0"},
+		{"--write-buffer", "0"},
+		{"--memtable-size", "2G"},
+		{"--block-cache", "2T"},
 	} {
 		t.Run(args[0], func(t *testing.T) {
 			oneErrorLine(t, c.must(exitUsage, append([]string{"serve"}, args...)...), "serve")
