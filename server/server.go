@@ -166,6 +166,9 @@ type Config struct {
 	// parsed with (readable params); nil means opreg.Kernel(). cmd/amduat
 	// passes the kernel plus amduat.wasm.run (SPECS.md §20).
 	Ops *opreg.Registry
+	// Plans, when set, serves the plan routes and runs executions in the
+	// background (SPECS.md §18.12); nil answers them 501.
+	Plans *PlanConfig
 }
 
 // Server serves HTTP API v1. It is safe for concurrent use.
@@ -192,6 +195,7 @@ type Server struct {
 	// reaches them.
 	maint sync.RWMutex
 	evict *evictor // nil without Limits.MaxStoreBytes
+	plans *planPool // nil without Config.Plans
 }
 
 // New returns a server over cfg.Store.
@@ -218,6 +222,9 @@ func New(cfg Config) (*Server, error) {
 	if s.evict, err = newEvictor(s, int64(lim.MaxStoreBytes), reg); err != nil {
 		return nil, err
 	}
+	if cfg.Plans != nil && cfg.Plans.Runner != nil {
+		s.plans = newPlanPool(*cfg.Plans, log, m)
+	}
 	uiOpts := webui.Options{Prefix: "/ui/", Ops: cfg.Ops, RawURL: func(r asl.Reference) string { return httpstore.PathArtifact + r.String() }}
 	if s.auth != nil {
 		s.sessions = newSessions(s.auth)
@@ -225,7 +232,19 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.routes(reg, webui.New(cfg.Store, uiOpts))
 	s.handler = http.HandlerFunc(s.serve)
+	if s.plans != nil {
+		s.plans.start()
+	}
 	return s, nil
+}
+
+// Close stops the background plan workers (their runs in progress are
+// cut off as by a crash and resumed by the next runner); the handler
+// keeps serving. Call it once, after the HTTP server stopped.
+func (s *Server) Close() {
+	if s.plans != nil {
+		s.plans.Close()
+	}
 }
 
 // Handler returns the server's root handler.
@@ -246,6 +265,8 @@ const (
 	scopeWrite              // puts
 	scopeRun                // runs and replays
 	scopeAdmin              // pins, rm, gc (admin.go)
+	scopePlan               // submit, cancel and retry plans: calls the world (plans.go)
+	scopeApprove            // approve and reject a plan's gates (plans.go)
 )
 
 func (sc scope) String() string {
@@ -258,6 +279,10 @@ func (sc scope) String() string {
 		return "run"
 	case scopeAdmin:
 		return "admin"
+	case scopePlan:
+		return "plan"
+	case scopeApprove:
+		return "approve"
 	}
 	return "none"
 }
@@ -295,6 +320,7 @@ func (s *Server) routes(reg *prometheus.Registry, ui http.Handler) {
 		{"POST " + httpstore.PathDelete, scopeAdmin, s.deleteArtifacts},
 		{"POST " + httpstore.PathGC, scopeAdmin, s.gc},
 	}
+	rs = append(rs, s.planRoutes()...)
 	for _, rt := range rs {
 		s.mux.Handle(rt.pattern, s.wrap(rt))
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/pebblestore"
+	"github.com/amduat/amduat/opreg"
 	"github.com/amduat/amduat/plan"
 	"github.com/amduat/amduat/plan/effect"
 	"github.com/amduat/amduat/plan/effect/policy"
@@ -149,6 +150,22 @@ func (p pebblePlanStore) PinsWithPrefix(ctx context.Context, prefix string) ([]a
 // planRunner returns a runner over s with the executors policyPath allows
 // and the operations pel run has; call done when finished.
 func (a *app) planRunner(ctx context.Context, s backend, policyPath string) (r *plan.Runner, done func(), err error) {
+	reg, regDone, err := a.opRegistry(ctx, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, execDone, err := a.planRunnerWith(s, policyPath, reg)
+	if err != nil {
+		regDone()
+		return nil, nil, err
+	}
+	return r, func() { execDone(); regDone() }, nil
+}
+
+// planRunnerWith returns a runner over s whose PEL steps use reg and whose
+// effects are the executors the policy file at policyPath allows ("" for
+// none); call done when finished.
+func (a *app) planRunnerWith(s backend, policyPath string, reg *opreg.Registry) (r *plan.Runner, done func(), err error) {
 	var st plan.Store
 	switch v := s.(type) {
 	case *pebblestore.Store:
@@ -162,14 +179,7 @@ func (a *app) planRunner(ctx context.Context, s backend, policyPath string) (r *
 	if err != nil {
 		return nil, nil, fail(exitUsage, policyPath, err)
 	}
-	reg, regDone, err := a.opRegistry(ctx, false)
-	if err != nil {
-		return nil, nil, err
-	}
-	done = func() {
-		registry.Close(execs)
-		regDone()
-	}
+	done = func() { registry.Close(execs) }
 	r, err = plan.NewRunner(st, plan.Options{Hash: s.DefaultHash(), Surface: surf.Options{Registry: reg}, Executors: execs})
 	if err != nil {
 		done()
