@@ -194,7 +194,7 @@ type Server struct {
 	// after the run read them and before the run stored the result that
 	// reaches them.
 	maint sync.RWMutex
-	evict *evictor // nil without Limits.MaxStoreBytes
+	evict *evictor  // nil without Limits.MaxStoreBytes
 	plans *planPool // nil without Config.Plans
 }
 
@@ -260,13 +260,13 @@ func (s *Server) InFlight() int64 { return s.inFlight.Load() }
 type scope uint8
 
 const (
-	scopeNone  scope = iota // open: health, metadata
-	scopeRead               // reads
-	scopeWrite              // puts
-	scopeRun                // runs and replays
-	scopeAdmin              // pins, rm, gc (admin.go)
-	scopePlan               // submit, cancel and retry plans: calls the world (plans.go)
-	scopeApprove            // approve and reject a plan's gates (plans.go)
+	scopeNone    scope = iota // open: health, metadata
+	scopeRead                 // reads
+	scopeWrite                // puts
+	scopeRun                  // runs and replays
+	scopeAdmin                // pins, rm, gc (admin.go)
+	scopePlan                 // submit, cancel and retry plans: calls the world (plans.go)
+	scopeApprove              // approve and reject a plan's gates (plans.go)
 )
 
 func (sc scope) String() string {
