@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -195,5 +196,18 @@ func TestLeaseRun(t *testing.T) {
 	// nothing.
 	if got := leaseTerms(t, st, id2); len(got) != 2 || got[1] != fmt.Sprintf("%012d %q", 2, "another runner's lease r") {
 		t.Fatalf("lease pins = %v, want terms 1 and the other runner's 2", got)
+	}
+}
+
+// TestLeaseRecordBytes: the worked example of SPECS.md §24.7, "Leases".
+func TestLeaseRecordBytes(t *testing.T) {
+	if got := hex.EncodeToString(LeaseRecord("").Bytes); got != "616d647561742d706c616e2d6c656173652f312072656c65617365640a" {
+		t.Fatalf("released record = %s", got)
+	}
+	if got := string(LeaseRecord("h-1-abc 0123456789ab").Bytes); got != "amduat-plan-lease/1 held h-1-abc 0123456789ab\n" {
+		t.Fatalf("held record = %q", got)
+	}
+	if LeaseRecord("").HasTag {
+		t.Fatal("a lease record has no type tag")
 	}
 }
