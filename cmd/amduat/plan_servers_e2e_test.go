@@ -146,3 +146,85 @@ func mustRef(t *testing.T, text string) asl.Reference {
 	}
 	return ref
 }
+
+// TestPlanServerTakeover: a server killed (SIGKILL) while its worker holds
+// an execution's lease and a call is in flight is taken over by another
+// server on the same bucket once the lease time has passed since it last
+// saw the lease renewed (SPECS.md §24.7, "Leases"): the step cut off
+// mid-call is resumed with the same idempotency key (the http effect
+// honours keys) and the execution completes.
+func TestPlanServerTakeover(t *testing.T) {
+	t.Parallel()
+	c, _ := bucketCLI(t, fmt.Sprintf("plantakeover/p%d", planServersRun.Add(1)))
+	var (
+		mu      sync.Mutex
+		calls   = map[string]int{}
+		arrived = make(chan struct{})
+	)
+	loop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		calls[r.Header.Get("Idempotency-Key")]++
+		first := len(calls) == 1 && calls[r.Header.Get("Idempotency-Key")] == 1
+		mu.Unlock()
+		if first {
+			close(arrived)
+			<-r.Context().Done() // the caller dies first
+			return
+		}
+		w.Write([]byte("posted\n"))
+	}))
+	t.Cleanup(loop.Close)
+	pol := c.write("policy.json", fmt.Appendf(nil, `{"version":1,"http":{"hosts":[{"host":%q,"schemes":["http"]}]}}`, strings.TrimPrefix(loop.URL, "http://")))
+	doc := strings.TrimSpace(c.must(0, "put", c.write("doc", []byte("the document"))).stdout)
+	planJSON := fmt.Sprintf(`{"steps":[{"id":"post","inputs":{"body":%q},
+  "effect":{"kind":"http","params":{"method":"POST","url":"%s/post","body":"body"},"class":"external_send","gate":"none",
+            "retry":{"max_attempts":3,"base_ms":100,"cap_ms":1000},"cache":"none"}}]}`, doc, loop.URL)
+	pref := strings.TrimSpace(c.must(0, "plan", "build", c.write("plan.json", []byte(planJSON))).stdout)
+	a := launchServeArgs(t, c.store, filepath.Join(c.cwd, "a.log"), "--plan-policy", pol, "--plan-workers", "1", "--plan-lease", "4s", "--plan-rescan", "-1s")
+	var x report.PlanStatus
+	planPost(t, a.url+"/v1/plans/executions", report.PlanSubmitRequest{PlanRef: mustRef(t, pref), Mode: "auto"}, &x)
+	<-arrived
+	a.kill9(t)
+	b := launchServeArgs(t, c.store, filepath.Join(c.cwd, "b.log"), "--plan-policy", pol, "--plan-workers", "1", "--plan-lease", "4s", "--plan-rescan", "1s")
+	var lg report.PlanLog
+	for seen := 0; lg.Status != "completed"; seen += len(lg.Events) {
+		resp, err := http.Get(fmt.Sprintf("%s/v1/plans/executions/%s/log?after=%d&wait=30", b.url, x.Exec, seen))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lg = report.PlanLog{}
+		err = json.NewDecoder(resp.Body).Decode(&lg)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lg.Status != "running" && lg.Status != "completed" {
+			t.Fatalf("execution %s: %s (logs %s, %s)", x.Exec, lg.Status, a.log, b.log)
+		}
+	}
+	resp, err := http.Get(fmt.Sprintf("%s/v1/plans/executions/%s/log", b.url, x.Exec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&lg); err != nil {
+		t.Fatal(err)
+	}
+	var actors []string
+	for _, ev := range lg.Events {
+		if ev.Type == "step_started" {
+			actors = append(actors, ev.Actor)
+		}
+	}
+	if len(actors) != 2 || actors[0] == actors[1] {
+		t.Fatalf("step_started actors %q, want two runners", actors)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(calls) != 1 {
+		t.Fatalf("calls %v, want one key", calls)
+	}
+	t.Logf("killed holder taken over: started by %q then %q; the key called %v (the provider deduplicates by it)", actors[0], actors[1], calls)
+	b.stop(t)
+}
