@@ -116,6 +116,11 @@ Modes (--mode on submit): gated (default: every external_send waits for
 approval), auto (only the plan's own gates), draft-only (no external_send
 is called), dry-run (PEL steps run, effects are listed, none is called).
 
+With --store http://… these commands run the plan in this process over the
+server's admin routes (an admin token), not through the server's plan
+routes: to have the server run a plan with its own policy and workers, use
+the routes of SPECS.md §18.12 (amduat serve --help).
+
 ` + planExitCodeHelp,
 		Example: `  plan=$(amduat plan build fetch-count-post.json)
   id=$(amduat plan submit "$plan" --input 0=$doc)
