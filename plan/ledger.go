@@ -101,6 +101,37 @@ var ErrConflict = errors.New("ledger: another writer appended first")
 type Ledger struct {
 	st   Store
 	hash asl.HashID
+	// observe, when set, is told every event this Ledger appended.
+	observe func(Event)
+}
+
+// Observe makes f be called with every event this Ledger appends, after
+// its pin was created (a server's metrics); set it before the first
+// append. f must not block.
+func (l *Ledger) Observe(f func(Event)) { l.observe = f }
+
+// StepStateAfter returns the state a step event leads its step to
+// (SPECS.md §24.2), and false for the plan-level events (submitted,
+// partial, completed, cancelled, resumed), which name no step.
+func StepStateAfter(ev Event) (StepState, bool) {
+	for _, t := range Transitions {
+		if t.By != ev.Type || ev.Step == "" {
+			continue
+		}
+		if ev.Type == EventStepSkipped {
+			code, _, _ := strings.Cut(ev.Reason, " ")
+			if code == ReasonDryRun || code == ReasonDraftOnly {
+				return StateBlocked, true
+			}
+			return StateSkipped, true
+		}
+		if ev.Type == EventRetryRequested || ev.Type == EventCancelled {
+			// Several targets; a retried step becomes ready.
+			return StateReady, ev.Type == EventRetryRequested
+		}
+		return t.To, true
+	}
+	return 0, false
 }
 
 // NewLedger returns the ledger kept in st; records are hashed with hash.
@@ -246,6 +277,9 @@ func (l *Ledger) pinEvent(ctx context.Context, ev Event, ref asl.Reference) erro
 	}
 	if err != nil {
 		return fmt.Errorf("event %d of %s: %w", ev.Seq, ev.Execution, err)
+	}
+	if l.observe != nil {
+		l.observe(ev)
 	}
 	return nil
 }

@@ -234,7 +234,7 @@ func TestAdminUnsupported(t *testing.T) {
 	// Without a token file every request has every scope.
 	r := do(t, ts, call{method: "GET", path: "/v1/meta"})
 	var m httpstore.Meta
-	if json.Unmarshal(r.body, &m) != nil || strings.Join(m.Scopes, ",") != "read,write,run,admin,approve" {
+	if json.Unmarshal(r.body, &m) != nil || strings.Join(m.Scopes, ",") != "read,write,run,admin,plan,approve" {
 		t.Fatalf("meta without auth: %s", r.body)
 	}
 }

@@ -33,7 +33,10 @@ type TokenEntry struct {
 }
 
 // Scopes a token may hold.
-var scopeNames = []string{"read", "write", "run", "admin", "approve"}
+// The index of a name, plus 1, is its scope constant (server.go): plan and
+// approve are separate from run, so a token that may run programs may not
+// thereby call the world (SPECS.md §18.7).
+var scopeNames = []string{"read", "write", "run", "admin", "plan", "approve"}
 
 // scopeSet is a set of scopes.
 type scopeSet uint8
@@ -55,7 +58,7 @@ func parseScopes(names []string) (scopeSet, error) {
 	for _, n := range names {
 		i := slices.Index(scopeNames, n)
 		if i < 0 {
-			return 0, fmt.Errorf("scope %q: want read, write, run or admin", n)
+			return 0, fmt.Errorf("scope %q: want read, write, run, admin, plan or approve", n)
 		}
 		s |= 1 << scope(i+1)
 	}
@@ -254,7 +257,7 @@ func AddToken(path, name string, scopes []string) (string, error) {
 		return "", err
 	}
 	if len(scopes) == 0 {
-		return "", errors.New("a token needs at least one scope: read, write, run or admin")
+		return "", errors.New("a token needs at least one scope: read, write, run, admin, plan or approve")
 	}
 	f, err := readTokenFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

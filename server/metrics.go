@@ -7,6 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/amduat/amduat/plan"
 )
 
 // metrics are the server's Prometheus series (SPECS.md §18.8).
@@ -26,6 +28,13 @@ type metrics struct {
 	// reason: full (429) or timeout (503).
 	queueWait    prometheus.Histogram
 	queueRefused *prometheus.CounterVec
+	// The plan workers' series (SPECS.md §18.12): events this server
+	// appended by type, the step states they led to, the error classes of
+	// failed attempts, and background runs by how they ended.
+	planEvents   *prometheus.CounterVec // type
+	planSteps    *prometheus.CounterVec // state
+	planFailures *prometheus.CounterVec // class
+	planRuns     *prometheus.CounterVec // outcome
 }
 
 func newMetrics(reg *prometheus.Registry, q *runQueue) (*metrics, error) {
@@ -50,12 +59,20 @@ func newMetrics(reg *prometheus.Registry, q *runQueue) (*metrics, error) {
 			Help: "Time admitted runs and replays waited for a run slot (0: a slot was free).", Buckets: prometheus.ExponentialBuckets(0.001, 4, 9)}),
 		queueRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "amduat_run_queue_refused_total",
 			Help: "Runs and replays refused: full (the run queue was full, 429) or timeout (no slot within the queue wait, 503)."}, []string{"reason"}),
+		planEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "amduat_plan_events_total",
+			Help: "Plan ledger events this server appended, by event type."}, []string{"type"}),
+		planSteps: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "amduat_plan_step_transitions_total",
+			Help: "Step transitions this server recorded, by the state the step entered."}, []string{"state"}),
+		planFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "amduat_plan_step_failures_total",
+			Help: "Failed effect attempts and steps this server recorded, by error class."}, []string{"class"}),
+		planRuns: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "amduat_plan_runs_total",
+			Help: "Background runs of executions by how they ended: the execution's status, lease_held (another runner drives it), lease_lost or error."}, []string{"outcome"}),
 	}
 	active := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "amduat_runs_active", Help: "Runs and replays in progress."}, func() float64 { return float64(q.running()) })
 	queued := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "amduat_run_queue_length", Help: "Runs and replays waiting for a run slot."}, func() float64 { return float64(q.queued()) })
 	capacity := prometheus.NewGauge(prometheus.GaugeOpts{Name: "amduat_run_queue_capacity", Help: "Most runs and replays that may wait for a slot (serve --run-queue)."})
 	capacity.Set(float64(q.depth))
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.bytesIn, m.bytesOut, m.puts, m.putBytes, m.gets, m.getBytes, m.runs, m.cache, active, m.queueWait, m.queueRefused, queued, capacity} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.bytesIn, m.bytesOut, m.puts, m.putBytes, m.gets, m.getBytes, m.runs, m.cache, active, m.queueWait, m.queueRefused, queued, capacity, m.planEvents, m.planSteps, m.planFailures, m.planRuns} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -77,6 +94,17 @@ func (m *metrics) observe(route, method, code string, d time.Duration, in, out i
 	m.latency.WithLabelValues(route, code).Observe(d.Seconds())
 	m.bytesIn.WithLabelValues(route).Add(float64(in))
 	m.bytesOut.WithLabelValues(route).Add(float64(out))
+}
+
+// planEvent counts an event this server's runner appended.
+func (m *metrics) planEvent(ev plan.Event) {
+	m.planEvents.WithLabelValues(ev.Type.String()).Inc()
+	if st, ok := plan.StepStateAfter(ev); ok {
+		m.planSteps.WithLabelValues(st.String()).Inc()
+	}
+	if ev.ErrorClass != 0 {
+		m.planFailures.WithLabelValues(ev.ErrorClass.String()).Inc()
+	}
 }
 
 func promHandler(reg *prometheus.Registry) http.Handler {

@@ -115,7 +115,7 @@ func (s *Server) planDecision(w http.ResponseWriter, r *http.Request) error {
 	if d != "approve" && d != "reject" {
 		return badRequest("decision %q: want approve or reject", d)
 	}
-	x, err := s.plans.Status(r.Context(), id)
+	x, err := s.plans.runner.Status(r.Context(), id)
 	if err != nil {
 		return fmt.Errorf("execution %s: %w", id, err)
 	}
@@ -124,9 +124,9 @@ func (s *Server) planDecision(w http.ResponseWriter, r *http.Request) error {
 	}
 	switch d {
 	case "approve":
-		_, err = s.plans.Approve(r.Context(), id, step, actor)
+		x, err = s.plans.runner.Approve(r.Context(), id, step, actor)
 	case "reject":
-		_, err = s.plans.Reject(r.Context(), id, step, actor, r.PostForm.Get("reason"))
+		x, err = s.plans.runner.Reject(r.Context(), id, step, actor, r.PostForm.Get("reason"))
 	}
 	if errors.Is(err, plan.ErrNotWaiting) {
 		return &httpError{http.StatusConflict, codeNotWaiting, oneLine(err.Error())}
@@ -134,6 +134,7 @@ func (s *Server) planDecision(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("execution %s step %q: %w", id, step, err)
 	}
+	s.plans.kick(x) // an approved step is run by the background workers
 	http.Redirect(w, r, "/ui/plans/"+id.String(), http.StatusSeeOther)
 	return nil
 }

@@ -91,7 +91,7 @@ func newPlanUIFixture(t testing.TB, withAuth bool) *planUIFixture {
 	if f.runner, err = plan.NewRunner(st, plan.Options{Executors: []effect.Executor{httpfx.New(pol)}, Writer: "planui-test"}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Store: st, Plans: f.runner}
+	cfg := Config{Store: st, Plans: &PlanConfig{Runner: f.runner}}
 	if withAuth {
 		if f.alice, err = AddToken(f.tokens, "alice", []string{"read", "approve"}); err != nil {
 			t.Fatal(err)

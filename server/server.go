@@ -35,7 +35,6 @@ import (
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/httpstore"
 	"github.com/amduat/amduat/opreg"
-	"github.com/amduat/amduat/plan"
 	"github.com/amduat/amduat/server/webui"
 )
 
@@ -179,10 +178,9 @@ type Config struct {
 	// parsed with (readable params); nil means opreg.Kernel(). cmd/amduat
 	// passes the kernel plus amduat.wasm.run (SPECS.md §20).
 	Ops *opreg.Registry
-	// Plans, when set, is the runner over Store whose executions the web
-	// view shows and whose gates its forms decide (plans_ui.go); nil
-	// serves no plan pages.
-	Plans *plan.Runner
+	// Plans, when set, serves the plan routes and runs executions in the
+	// background (SPECS.md §18.12); nil answers them 501.
+	Plans *PlanConfig
 }
 
 // Server serves HTTP API v1. It is safe for concurrent use.
@@ -209,11 +207,11 @@ type Server struct {
 	// after the run read them and before the run stored the result that
 	// reaches them.
 	maint sync.RWMutex
-	evict *evictor // nil without Limits.MaxStoreBytes
+	evict *evictor  // nil without Limits.MaxStoreBytes
+	plans *planPool // nil without Config.Plans
 
-	// plans is Config.Plans; forms signs the CSRF tokens of the web view's
-	// plan forms (sessions when signing in is on, its own key otherwise).
-	plans *plan.Runner
+	// forms signs the CSRF tokens of the web view's plan forms (sessions
+	// when signing in is on, its own key otherwise).
 	forms *sessions
 }
 
@@ -241,21 +239,36 @@ func New(cfg Config) (*Server, error) {
 	if s.evict, err = newEvictor(s, int64(lim.MaxStoreBytes), reg); err != nil {
 		return nil, err
 	}
+	if cfg.Plans != nil && cfg.Plans.Runner != nil {
+		s.plans = newPlanPool(*cfg.Plans, log, m)
+	}
 	uiOpts := webui.Options{Prefix: "/ui/", Ops: cfg.Ops, RawURL: func(r asl.Reference) string { return httpstore.PathArtifact + r.String() }}
 	if s.auth != nil {
 		s.sessions = newSessions(s.auth)
 		uiOpts.Session = s.sessions.webSession
 	}
-	if cfg.Plans != nil {
-		s.plans, s.forms = cfg.Plans, s.sessions
+	if s.plans != nil {
+		s.forms = s.sessions
 		if s.forms == nil {
 			s.forms = newSessions(nil)
 		}
-		uiOpts.Plans, uiOpts.PlanForm = cfg.Plans, s.planForm
+		uiOpts.Plans, uiOpts.PlanForm = s.plans.runner, s.planForm
 	}
 	s.routes(reg, webui.New(cfg.Store, uiOpts))
 	s.handler = http.HandlerFunc(s.serve)
+	if s.plans != nil {
+		s.plans.start()
+	}
 	return s, nil
+}
+
+// Close stops the background plan workers (their runs in progress are
+// cut off as by a crash and resumed by the next runner); the handler
+// keeps serving. Call it once, after the HTTP server stopped.
+func (s *Server) Close() {
+	if s.plans != nil {
+		s.plans.Close()
+	}
 }
 
 // Handler returns the server's root handler.
@@ -276,7 +289,8 @@ const (
 	scopeWrite                // puts
 	scopeRun                  // runs and replays
 	scopeAdmin                // pins, rm, gc (admin.go)
-	scopeApprove              // approve or reject a plan's gated step (plans_ui.go)
+	scopePlan                 // submit, cancel and retry plans: calls the world (plans.go)
+	scopeApprove              // approve and reject a plan's gates (plans.go)
 )
 
 func (sc scope) String() string {
@@ -289,6 +303,8 @@ func (sc scope) String() string {
 		return "run"
 	case scopeAdmin:
 		return "admin"
+	case scopePlan:
+		return "plan"
 	case scopeApprove:
 		return "approve"
 	}
@@ -328,6 +344,7 @@ func (s *Server) routes(reg *prometheus.Registry, ui http.Handler) {
 		{"POST " + httpstore.PathDelete, scopeAdmin, s.deleteArtifacts},
 		{"POST " + httpstore.PathGC, scopeAdmin, s.gc},
 	}
+	rs = append(rs, s.planRoutes()...)
 	for _, rt := range rs {
 		s.mux.Handle(rt.pattern, s.wrap(rt))
 	}

@@ -135,6 +135,47 @@ func TestPins(t *testing.T) {
 	}
 }
 
+// TestPinsWithPrefix: a prefix listing returns exactly the live pins whose
+// names begin with the prefix, in name order, escaped bytes and unpinned
+// names included in the cases.
+func TestPinsWithPrefix(t *testing.T) {
+	m := miniotest.Start(t)
+	ctx := t.Context()
+	st := create(t, m, "pinprefix", options(m))
+	a := put(t, st, asl.Artifact{Bytes: []byte("a")})
+	names := []string{"plan/e/000000000002", "plan/e/000000000001", "plan/e2/000000000001", "plan/claim/x y/1", "plan-other", "plan/gone"}
+	for _, n := range names {
+		if err := st.Pin(ctx, n, a, asl.PinOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.Unpin(ctx, "plan/gone"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		prefix string
+		want   []string
+	}{
+		{"plan/e/", []string{"plan/e/000000000001", "plan/e/000000000002"}},
+		{"plan/", []string{"plan/claim/x y/1", "plan/e/000000000001", "plan/e/000000000002", "plan/e2/000000000001"}},
+		{"plan/claim/x ", []string{"plan/claim/x y/1"}},
+		{"plan/gone", nil},
+		{"zzz", nil},
+	} {
+		pins, err := st.PinsWithPrefix(ctx, c.prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, p := range pins {
+			got = append(got, p.Name)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("PinsWithPrefix(%q) = %q, want %q", c.prefix, got, c.want)
+		}
+	}
+}
+
 // TestPinRace: servers re-pointing one name at once, each without Force
 // once and with Force after: exactly one first pin wins, and the log has
 // every change, numbered 1..n with no gap, each Old the previous New.

@@ -292,10 +292,19 @@ func (s *Store) Unpin(ctx context.Context, name string) (bool, error) {
 // pin object, in ascending name order. A damaged pin object is
 // asl.ErrIntegrity naming it.
 func (s *Store) Pins(ctx context.Context) ([]asl.Pin, error) {
+	return s.PinsWithPrefix(ctx, "")
+}
+
+// PinsWithPrefix returns the pins whose names begin with prefix, in
+// ascending name order: one listing of the pin objects under
+// PinKey(prefix) and one GET per pin object listed, so its cost is what
+// it returns, not every pin of the bucket (SPECS.md §24.3; the escaping
+// of PinKey maps a prefix of a name to a prefix of its key).
+func (s *Store) PinsWithPrefix(ctx context.Context, namePrefix string) ([]asl.Pin, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	prefix := s.prefix + "pins/n/"
+	prefix := s.PinKey(namePrefix)
 	var keys []string
 	lo := minio.ListObjectsOptions{Prefix: prefix, Recursive: true}
 	for obj := range s.core.Client.ListObjects(ctx, s.bucket, lo) {
@@ -326,7 +335,7 @@ func (s *Store) Pins(ctx context.Context) ([]asl.Pin, error) {
 		if errs[i] != nil {
 			return nil, errs[i]
 		}
-		if !recs[i].New.IsZero() {
+		if !recs[i].New.IsZero() && strings.HasPrefix(recs[i].Name, namePrefix) {
 			out = append(out, asl.Pin{Name: recs[i].Name, Ref: recs[i].New})
 		}
 	}

@@ -4,17 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/pebblestore"
+	"github.com/amduat/amduat/opreg"
 	"github.com/amduat/amduat/plan"
 	"github.com/amduat/amduat/plan/effect"
 	"github.com/amduat/amduat/plan/effect/policy"
 	"github.com/amduat/amduat/plan/effect/registry"
+	"github.com/amduat/amduat/report"
 	"github.com/amduat/amduat/surf"
 )
 
@@ -119,6 +119,11 @@ Modes (--mode on submit): gated (default: every external_send waits for
 approval), auto (only the plan's own gates), draft-only (no external_send
 is called), dry-run (PEL steps run, effects are listed, none is called).
 
+With --store http://… these commands run the plan in this process over the
+server's admin routes (an admin token), not through the server's plan
+routes: to have the server run a plan with its own policy and workers, use
+the routes of SPECS.md §18.12 (amduat serve --help).
+
 ` + planExitCodeHelp,
 		Example: `  plan=$(amduat plan build fetch-count-post.json)
   id=$(amduat plan submit "$plan" --input 0=$doc)
@@ -153,6 +158,22 @@ func (p pebblePlanStore) PinsWithPrefix(ctx context.Context, prefix string) ([]a
 // planRunner returns a runner over s with the executors policyPath allows
 // and the operations pel run has; call done when finished.
 func (a *app) planRunner(ctx context.Context, s backend, policyPath string) (r *plan.Runner, done func(), err error) {
+	reg, regDone, err := a.opRegistry(ctx, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, execDone, err := a.planRunnerWith(s, policyPath, reg)
+	if err != nil {
+		regDone()
+		return nil, nil, err
+	}
+	return r, func() { execDone(); regDone() }, nil
+}
+
+// planRunnerWith returns a runner over s whose PEL steps use reg and whose
+// effects are the executors the policy file at policyPath allows ("" for
+// none); call done when finished.
+func (a *app) planRunnerWith(s backend, policyPath string, reg *opreg.Registry) (r *plan.Runner, done func(), err error) {
 	var st plan.Store
 	switch v := s.(type) {
 	case *pebblestore.Store:
@@ -166,14 +187,7 @@ func (a *app) planRunner(ctx context.Context, s backend, policyPath string) (r *
 	if err != nil {
 		return nil, nil, fail(exitUsage, policyPath, err)
 	}
-	reg, regDone, err := a.opRegistry(ctx, false)
-	if err != nil {
-		return nil, nil, err
-	}
-	done = func() {
-		registry.Close(execs)
-		regDone()
-	}
+	done = func() { registry.Close(execs) }
 	r, err = plan.NewRunner(st, plan.Options{Hash: s.DefaultHash(), Surface: surf.Options{Registry: reg}, Executors: execs, PolicyDigest: digest})
 	if err != nil {
 		done()
@@ -194,51 +208,6 @@ func planErr(subject string, err error) error {
 	return failAuto(subject, err)
 }
 
-// planStatusJSON is the --json form of an execution's fold.
-type planStatusJSON struct {
-	Exec      asl.Reference     `json:"exec"`
-	Plan      asl.Reference     `json:"plan"`
-	Mode      string            `json:"mode"`
-	Status    string            `json:"status"`
-	Events    uint64            `json:"events"`
-	Steps     []planStepJSON    `json:"steps"`
-	Outputs   []plan.StepOutput `json:"outputs"`
-	BlockedOn []plan.Blocker    `json:"blocked_on"`
-	Attached  *bool             `json:"attached,omitempty"`
-}
-
-type planStepJSON struct {
-	ID       string          `json:"step_id"`
-	State    string          `json:"state"`
-	Attempts uint32          `json:"attempts"`
-	Class    string          `json:"error_class,omitempty"`
-	Reason   string          `json:"reason,omitempty"`
-	Receipts []asl.Reference `json:"receipts"`
-	Decision string          `json:"decided_by,omitempty"`
-}
-
-func newPlanStatusJSON(x *plan.Execution) planStatusJSON {
-	j := planStatusJSON{Exec: x.ID, Plan: x.Submission.Plan, Mode: x.Submission.Mode.String(), Status: x.Status.String(),
-		Events: x.Seq, Outputs: x.Outputs(), BlockedOn: x.BlockedOn}
-	if j.Outputs == nil {
-		j.Outputs = []plan.StepOutput{}
-	}
-	if j.BlockedOn == nil {
-		j.BlockedOn = []plan.Blocker{}
-	}
-	for _, s := range x.Steps {
-		sj := planStepJSON{ID: s.ID, State: s.State.String(), Attempts: s.Attempts, Reason: s.Reason, Receipts: s.Receipts, Decision: s.Decision}
-		if s.Class != 0 {
-			sj.Class = s.Class.String()
-		}
-		if sj.Receipts == nil {
-			sj.Receipts = []asl.Reference{}
-		}
-		j.Steps = append(j.Steps, sj)
-	}
-	return j
-}
-
 // printPlanStatus prints an execution's fold:
 //
 //	exec ID
@@ -248,7 +217,7 @@ func newPlanStatusJSON(x *plan.Execution) planStatusJSON {
 //	blocked_on STEP REASON_CODE [DETAIL]
 func (a *app) printPlanStatus(x *plan.Execution, attached *bool) error {
 	if a.jsonOut {
-		j := newPlanStatusJSON(x)
+		j := report.NewPlanStatus(x)
 		j.Attached = attached
 		return a.printJSON(j)
 	}
@@ -276,54 +245,6 @@ func (a *app) printPlanStatus(x *plan.Execution, attached *bool) error {
 	return nil
 }
 
-// planEventJSON is one event as log prints it.
-type planEventJSON struct {
-	Seq     uint64          `json:"seq"`
-	Ref     asl.Reference   `json:"ref"`
-	Type    string          `json:"type"`
-	Step    string          `json:"step_id,omitempty"`
-	Attempt uint32          `json:"attempt,omitempty"`
-	Receipt *asl.Reference  `json:"receipt,omitempty"`
-	Outputs []effect.Output `json:"outputs,omitempty"`
-	Class   string          `json:"error_class,omitempty"`
-	Reason  string          `json:"reason,omitempty"`
-	Actor   string          `json:"actor,omitempty"`
-	Time    string          `json:"time"`
-}
-
-func newPlanEventJSON(ev plan.Event, ref asl.Reference) planEventJSON {
-	j := planEventJSON{Seq: ev.Seq, Ref: ref, Type: ev.Type.String(), Step: ev.Step, Attempt: ev.Attempt, Outputs: ev.Outputs,
-		Reason: ev.Reason, Actor: ev.Actor, Time: time.Unix(0, ev.Time).UTC().Format(time.RFC3339Nano)}
-	if !ev.Receipt.IsZero() {
-		r := ev.Receipt
-		j.Receipt = &r
-	}
-	if ev.ErrorClass != 0 {
-		j.Class = ev.ErrorClass.String()
-	}
-	return j
-}
-
-// text is the log line: SEQ TIME TYPE [STEP] [attempt N] [class C] [by ACTOR] [receipt REF] [REASON].
-func (j planEventJSON) text() string {
-	parts := []string{fmt.Sprint(j.Seq), j.Time, j.Type}
-	if j.Step != "" {
-		parts = append(parts, j.Step)
-	}
-	if j.Attempt != 0 {
-		parts = append(parts, fmt.Sprintf("attempt %d", j.Attempt))
-	}
-	if j.Class != "" {
-		parts = append(parts, "class "+j.Class)
-	}
-	if j.Actor != "" {
-		parts = append(parts, "by "+j.Actor)
-	}
-	if j.Receipt != nil {
-		parts = append(parts, "receipt "+j.Receipt.String())
-	}
-	if j.Reason != "" {
-		parts = append(parts, printableText([]byte(j.Reason)))
-	}
-	return strings.Join(parts, " ")
-}
+// printableString is printableText of a string: free texts of a plan's
+// events, safe for a terminal.
+func printableString(s string) string { return printableText([]byte(s)) }

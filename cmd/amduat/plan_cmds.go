@@ -11,6 +11,7 @@ import (
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/plan"
 	"github.com/amduat/amduat/plan/effect"
+	"github.com/amduat/amduat/report"
 )
 
 func init() {
@@ -287,29 +288,29 @@ prints one event object per line.
 						return fail(exitNotFound, args[0], fmt.Errorf("no such execution: %w", asl.ErrNotFound))
 					}
 					if !follow {
-						out := make([]planEventJSON, len(evs))
+						out := make([]report.PlanEvent, len(evs))
 						for i := range evs {
-							out[i] = newPlanEventJSON(evs[i], refs[i])
+							out[i] = report.NewPlanEvent(evs[i], refs[i])
 						}
 						if a.jsonOut {
 							return a.printJSON(struct {
-								Events []planEventJSON `json:"events"`
+								Events []report.PlanEvent `json:"events"`
 							}{out})
 						}
 						for _, e := range out {
-							a.printf("%s\n", e.text())
+							a.printf("%s\n", e.Text(printableString))
 						}
 						return nil
 					}
 					end := false
 					for i := seen; i < len(evs); i++ {
-						e := newPlanEventJSON(evs[i], refs[i])
+						e := report.NewPlanEvent(evs[i], refs[i])
 						if a.jsonOut {
 							if err := a.printJSON(e); err != nil {
 								return err
 							}
 						} else {
-							a.printf("%s\n", e.text())
+							a.printf("%s\n", e.Text(printableString))
 						}
 						end = end || evs[i].Type == plan.EventCompleted || evs[i].Type == plan.EventCancelled
 					}
@@ -535,12 +536,12 @@ func newPlanLsCmd(a *app) *cobra.Command {
 					return failAuto("", err)
 				}
 				if a.jsonOut {
-					out := make([]planStatusJSON, len(xs))
+					out := make([]report.PlanStatus, len(xs))
 					for i, x := range xs {
-						out[i] = newPlanStatusJSON(x)
+						out[i] = report.NewPlanStatus(x)
 					}
 					return a.printJSON(struct {
-						Executions []planStatusJSON `json:"executions"`
+						Executions []report.PlanStatus `json:"executions"`
 					}{out})
 				}
 				for _, x := range xs {

@@ -15,8 +15,10 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/net/netutil"
 
+	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/pebblestore"
 	"github.com/amduat/amduat/asl/s3store"
+	"github.com/amduat/amduat/plan"
 	"github.com/amduat/amduat/server"
 )
 
@@ -49,6 +51,9 @@ func newServeCmd(a *app) *cobra.Command {
 		headerTimeout, shutdownTimeout                         time.Duration
 		cacheDir, cacheSize                                    string
 		memTable, blockCache, writeBuffer                      uint64
+		planPolicy                                             string
+		planWorkers                                            int
+		planLease, planRescan                                  time.Duration
 	)
 	c := &cobra.Command{
 		Use:   "serve [--listen ADDR | --unix PATH] [--auth-file FILE] [--cache-dir DIR [--cache-size N]]",
@@ -63,7 +68,19 @@ AMDUAT_TOKEN).
 Without --auth-file the server has no authentication, so it listens only on
 a loopback address or a unix socket; another address needs --auth-file, or
 --insecure-no-auth to serve without tokens anyway. Tokens carry the scopes
-read, write, run and admin (amduat token --help).
+read, write, run, admin, plan and approve (amduat token --help).
+
+Plans (SPECS.md §18.12, §24): the routes under /v1/plans build, submit,
+approve, reject, cancel, retry, verify and list executions of plans, and
+--plan-workers N background workers (default 2; 0: none) run submitted
+executions and resume the unfinished ones of the store at start and every
+--plan-rescan. Which hosts, commands and executors effects may use is
+decided by --plan-policy FILE (SPECS.md §23.1), never by the plan; without
+it every effect step fails with policy_denied. A worker drives an
+execution holding its lease (SPECS.md §24.7), renewed every
+--plan-lease/3: servers on one bucket share the work, and a server that
+dies is taken over --plan-lease after its last renewal. Submitting needs
+the plan scope, approving the approve scope: run alone calls nothing.
 
 The server keeps its store while it serves: amduat pin, rm and gc with
 --store http://ADDR (a token with the admin scope) run on it and print what
@@ -185,10 +202,27 @@ DIR.`,
 				return err
 			}
 			defer done()
-			srv, err := server.New(server.Config{Store: store, Auth: auth, Logger: logger, Limits: limits, Version: moduleVersion(), Ops: ops})
+			if planWorkers < 0 {
+				return usagef("--plan-workers %d: want 0 (none) or more", planWorkers)
+			}
+			var plans *server.PlanConfig
+			if _, ok := s.(asl.Pinner); ok {
+				runner, planDone, err := a.planRunnerWith(s, planPolicy, ops)
+				if err != nil {
+					return err
+				}
+				defer planDone()
+				plans = &server.PlanConfig{Runner: runner, Workers: planWorkers, LeaseTTL: planLease, Rescan: planRescan}
+			} else if planPolicy != "" {
+				return usagef("--plan-policy: --store %s keeps no pins, so it runs no plans", a.storeDir)
+			}
+			srv, err := server.New(server.Config{Store: store, Auth: auth, Logger: logger, Limits: limits, Version: moduleVersion(), Ops: ops, Plans: plans})
 			if err != nil {
 				return fail(exitIO, a.storeDir, err)
 			}
+			// Stops the plan workers after the HTTP server, before the
+			// executors and the store close.
+			defer srv.Close()
 			if network == "unix" {
 				// A socket left by a server that died would refuse the bind.
 				if fi, serr := os.Lstat(addr); serr == nil && fi.Mode()&os.ModeSocket != 0 {
@@ -265,6 +299,10 @@ DIR.`,
 	f.StringVar(&tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	f.StringVar(&logFormat, "log-format", "text", "request log format on stderr: text or json")
 	f.StringVar(&cacheDir, "cache-dir", "", "with --store s3://…: keep verified copies of fetched artifacts in DIR (SPECS.md §6.7)")
+	f.StringVar(&planPolicy, "plan-policy", "", "policy file deciding the hosts, commands and executors plans' effects may use (SPECS.md §23.1; none: every effect denied)")
+	f.IntVar(&planWorkers, "plan-workers", 2, "executions of plans run at once in the background (0: none)")
+	f.DurationVar(&planLease, "plan-lease", plan.DefaultLeaseTTL, "lease time of an execution a worker drives: renewed every third of it, taken over by another server after it (SPECS.md §24.7)")
+	f.DurationVar(&planRescan, "plan-rescan", time.Minute, "how often the workers look for unfinished executions of the store (other servers' too)")
 	f.StringVar(&cacheSize, "cache-size", "", "bound of --cache-dir in bytes, K/M/G/T suffixes (default 1G)")
 	d := server.DefaultLimits
 	f.Int64Var(&limits.MaxArtifactBytes, "max-artifact-bytes", d.MaxArtifactBytes, "largest artifact one put may send (413 beyond)")

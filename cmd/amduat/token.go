@@ -17,9 +17,13 @@ func newTokenCmd(a *app) *cobra.Command {
 		Short: "Manage the bearer tokens of amduat serve (add, list, revoke)",
 		Long: `A token file (amduat serve --auth-file FILE; SPECS.md §18.7) holds one entry per
 token: its name, the SHA-256 of its text and its scopes: read (get, has,
-stat, list, show, provenance, metrics), write (put, build), run (pel run,
-pel verify) and admin (pin, rm and gc against the server; SPECS.md §18.10).
-Scopes are independent: give an admin token read too when it should read
+stat, list, show, provenance, metrics, plan status and log), write (put,
+build, plan build), run (pel run, pel verify, plan verify), admin (pin, rm
+and gc against the server; SPECS.md §18.10), plan (submit, cancel and retry
+plans, whose effects call the world through the server's policy) and
+approve (approve and reject a plan's gates; the token's name is recorded
+as who decided; SPECS.md §18.12). A token that may run programs may not
+thereby call the world: plan is separate from run. Scopes are independent: give an admin token read too when it should read
 (--scope read,admin). The text of a token is printed once, by add, and never stored.
 A running server reads the file again when it changes, so add and revoke
 take effect within a second. Clients send the token from AMDUAT_TOKEN.`,
@@ -33,7 +37,7 @@ take effect within a second. Clients send the token from AMDUAT_TOKEN.`,
 	}
 	var scopes string
 	add := &cobra.Command{
-		Use:   "add NAME --scope read,write,run,admin",
+		Use:   "add NAME --scope read,write,run,admin,plan,approve",
 		Short: "Create a token and print its text (once)",
 		Args:  rangeArgs(1, 1),
 		RunE: func(_ *cobra.Command, args []string) error {
@@ -55,7 +59,7 @@ take effect within a second. Clients send the token from AMDUAT_TOKEN.`,
 			return nil
 		},
 	}
-	add.Flags().StringVar(&scopes, "scope", "read", "comma-separated scopes: read, write, run, admin")
+	add.Flags().StringVar(&scopes, "scope", "read", "comma-separated scopes: read, write, run, admin, plan, approve")
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List token names and scopes",
