@@ -135,9 +135,12 @@ func TestWindowSeesAllocation(t *testing.T) {
 	}
 }
 
-// tinySizes make every group run in well under a second.
+// tinySizes make every group run in well under a second. The large
+// artifact still spans several Pebble chunks (DefaultChunkSize, 256 KiB)
+// and ends in a partial one; the small artifacts fill several batches and
+// a partial one in both passes.
 func tinySizes() Sizes {
-	return Sizes{LargeBytes: 3<<20 + 12345, SmallCount: 2500, SmallSize: 1 << 10, SmallBatch: 1000, SmallBigBatch: 2000,
+	return Sizes{LargeBytes: 1<<20 + 12345, SmallCount: 1200, SmallSize: 1 << 10, SmallBatch: 500, SmallBigBatch: 1000,
 		CLIFiles: 40, CLIFileSize: 1 << 10, ExecNodes: 2000, ExecReps: 2, SurfaceRuns: 6,
 		ParallelNodes: 8, ParallelSize: 128 << 10, HostileMemory: 64 << 20, HostileTime: 3}
 }
@@ -171,7 +174,7 @@ func TestGroupsTiny(t *testing.T) {
 	wantRows := map[string][]string{
 		"large-random": {"put", "get", "put-vs-disk", "put-rss", "get-rss"},
 		"large-text":   {"put", "get", "put-rss", "get-rss", "put-vs-zstd", "stored-size"},
-		"small":        {"put-batch", "put-batch-2000", "put-vs-fsync", "get-random"},
+		"small":        {"put-batch", "put-batch-1000", "put-vs-fsync", "get-random"},
 		"cli":          {"put-files", "put-files-vs-fsync-git"},
 		"startup":      {"version", "has-1k", "get-1k"},
 		"snapshot":     {"put-r", "restore"},

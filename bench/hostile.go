@@ -144,6 +144,10 @@ func childPeak(ps *os.ProcessState, parentHWM int64, sampled *int64) *int64 {
 	return sampled
 }
 
+// measuredWatch starts the watch of runMeasured's child; a test replaces
+// it to learn when the watch has seen the child's peak.
+var measuredWatch = watchHWM
+
 // runMeasured runs cmd to its end and returns its wall time, its own peak
 // RSS (shrinkForChild, then childPeak of a watched run; nil when unknown)
 // and the error of starting or waiting for it.
@@ -157,7 +161,7 @@ func runMeasured(cmd *exec.Cmd) (time.Duration, *int64, error) {
 	if !ok {
 		parentHWM = -1
 	}
-	w := watchHWM(cmd.Process.Pid)
+	w := measuredWatch(cmd.Process.Pid)
 	err := cmd.Wait()
 	d := time.Since(start)
 	return d, childPeak(cmd.ProcessState, parentHWM, w.stop(false)), err

@@ -76,7 +76,8 @@ func TestWatchHWMIsTheChilds(t *testing.T) {
 		for i := 0; i < len(b); i += 4096 {
 			b[i] = 1
 		}
-		time.Sleep(300 * time.Millisecond)
+		// Hold the memory until the parent has seen it: it closes stdin.
+		io.Copy(io.Discard, os.Stdin)
 		runtime.KeepAlive(b)
 		os.Exit(0)
 	}
@@ -95,8 +96,16 @@ func TestWatchHWMIsTheChilds(t *testing.T) {
 	for i := 0; i < len(big); i += 4096 {
 		big[i] = 1
 	}
-	realReset := resetPeak
-	defer func() { resetPeak = realReset }()
+	realReset, realWatch := resetPeak, measuredWatch
+	defer func() { resetPeak, measuredWatch = realReset, realWatch }()
+	// The child holds its 32 MiB until the watch of its peak has read
+	// them: the test waits on that reading, not on a time.
+	watches := make(chan *hwmWatch, 1)
+	measuredWatch = func(pid int) *hwmWatch {
+		w := realWatch(pid)
+		watches <- w
+		return w
+	}
 	for _, c := range []struct {
 		name  string
 		reset func() bool
@@ -105,6 +114,24 @@ func TestWatchHWMIsTheChilds(t *testing.T) {
 			resetPeak = c.reset
 			cmd := exec.Command(os.Args[0], "-test.run=^TestWatchHWMIsTheChilds$")
 			cmd.Env = append(os.Environ(), "AMDUAT_BENCH_HWM_CHILD="+strconv.Itoa(32<<20))
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() {
+				defer stdin.Close()
+				w := <-watches
+				hang := time.After(time.Minute) // a hang, not a timing
+				for w.peak.Load() < 32<<20 {
+					select {
+					case <-hang:
+						return
+					case <-w.done:
+						return
+					case <-time.After(time.Millisecond):
+					}
+				}
+			}()
 			r, err := runChild(cmd, false)
 			runtime.KeepAlive(big)
 			if err != nil {

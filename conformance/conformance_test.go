@@ -19,6 +19,7 @@ import (
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/conformance"
+	"github.com/amduat/amduat/internal/longtest"
 	"github.com/amduat/amduat/vectors"
 	"github.com/zeebo/blake3"
 )
@@ -68,48 +69,76 @@ func TestEmbeddedVectorsMatchDirectory(t *testing.T) {
 // either the implementation's bytes changed (a spec change: regenerate
 // deliberately with `amduat conformance generate vectors` and review) or the
 // case tables changed without regenerating.
+//
+// Every category is generated once, through Generate into a directory
+// (which writes GenerateFile's bytes), and the files written are compared
+// with the frozen ones: generating is as costly as running the vectors, so
+// the two are not done twice. The files written are loadable and pass:
+// when they equal the frozen files, TestVectors runs those very bytes;
+// when they differ they are run here too.
 func TestGeneratorsReproduceFrozenFiles(t *testing.T) {
 	cats := conformance.Categories()
 	if len(cats) == 0 {
 		t.Fatal("no generators registered")
 	}
-	for _, c := range cats {
-		got, err := conformance.GenerateFile(c)
+	dir := t.TempDir()
+	paths, err := conformance.Generate(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) != len(cats) {
+		t.Fatalf("wrote %d files for %d categories", len(paths), len(cats))
+	}
+	differ := false
+	for i, c := range cats {
+		if filepath.Base(paths[i]) != c+".json" {
+			t.Fatalf("file %d is %s, want %s.json", i, paths[i], c)
+		}
+		got, err := os.ReadFile(paths[i])
 		if err != nil {
 			t.Fatalf("%s: %v", c, err)
+		}
+		if _, err := conformance.ParseFile(got); err != nil {
+			t.Errorf("%s: generated file does not parse: %v", c, err)
 		}
 		want, err := os.ReadFile(filepath.Join(vectorDir, c+".json"))
 		if err != nil {
 			t.Fatalf("%s: %v", c, err)
 		}
 		if !bytes.Equal(got, want) {
+			differ = true
 			t.Errorf("%s: generated file differs from the frozen %s.json", c, c)
 		}
-	}
-}
-
-func TestGenerateWritesLoadableFiles(t *testing.T) {
-	dir := t.TempDir()
-	paths, err := conformance.Generate(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(paths) != len(conformance.Categories()) {
-		t.Fatalf("wrote %d files for %d categories", len(paths), len(conformance.Categories()))
-	}
-	sum, err := conformance.RunDir(context.Background(), dir, nil)
-	if err != nil || sum.Failed != 0 {
-		t.Fatalf("generated files: %s, %v", sum, err)
 	}
 	leftovers, _ := filepath.Glob(filepath.Join(dir, ".vectors-*"))
 	if len(leftovers) != 0 {
 		t.Fatalf("temporary files left: %v", leftovers)
 	}
+	if differ {
+		if sum, err := conformance.RunDir(context.Background(), dir, nil); err != nil || sum.Failed != 0 {
+			t.Fatalf("generated files: %s, %v", sum, err)
+		}
+	}
+}
 
+// Generate writes one category on request, GenerateFile's bytes, and
+// refuses an unknown category before writing anything.
+func TestGenerateWritesLoadableFiles(t *testing.T) {
 	one := t.TempDir()
-	paths, err = conformance.Generate(one, "asl.text")
+	paths, err := conformance.Generate(one, "asl.text")
 	if err != nil || len(paths) != 1 || filepath.Base(paths[0]) != "asl.text.json" {
 		t.Fatalf("Generate(asl.text) = %v, %v", paths, err)
+	}
+	got, err := os.ReadFile(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := conformance.GenerateFile("asl.text")
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("Generate(asl.text) wrote other bytes than GenerateFile (%v)", err)
+	}
+	if sum, err := conformance.RunDir(context.Background(), one, nil); err != nil || sum.Failed != 0 || sum.Passed == 0 {
+		t.Fatalf("generated asl.text: %s, %v", sum, err)
 	}
 	none := filepath.Join(t.TempDir(), "none")
 	if _, err := conformance.Generate(none, "asl.text", "no.such"); !errors.Is(err, conformance.ErrUnknownCategory) {
@@ -285,14 +314,42 @@ func mutations(v any, skipField bool) []any {
 	return nil
 }
 
+// leafPaths lists the JSON paths of the leaves of v, in sorted order: the
+// shape of an expectation, array lengths included.
+func leafPaths(v any, prefix string, out []string) []string {
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			out = leafPaths(x[k], prefix+"."+k, out)
+		}
+	case []any:
+		for i, e := range x {
+			out = leafPaths(e, fmt.Sprintf("%s[%d]", prefix, i), out)
+		}
+	default:
+		out = append(out, prefix)
+	}
+	return out
+}
+
 // Changing any single expected value makes the vector fail: the checks
-// really compare every expectation.
+// really compare every expectation. The default run alters every leaf of
+// the first vector of each shape (kind and set of expected fields), so
+// every field each check compares is altered; AMDUAT_LONG=1 alters every
+// leaf of every vector (internal/longtest).
 func TestChecksRejectAlteredExpectations(t *testing.T) {
 	files, err := conformance.Load(os.DirFS(vectorDir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tried := 0
+	all := longtest.Enabled()
+	shapes := map[string]bool{}
+	tried, vectorsTried := 0, 0
 	for _, f := range files {
 		for _, v := range f.Vectors {
 			var exp any
@@ -301,6 +358,12 @@ func TestChecksRejectAlteredExpectations(t *testing.T) {
 			if err := d.Decode(&exp); err != nil {
 				t.Fatal(err)
 			}
+			shape := v.Kind + " " + strings.Join(leafPaths(exp, "", nil), " ")
+			if shapes[shape] && !all {
+				continue
+			}
+			shapes[shape] = true
+			vectorsTried++
 			for _, m := range mutations(exp, false) {
 				alt := v
 				alt.Expect, _ = json.Marshal(m)
@@ -317,6 +380,7 @@ func TestChecksRejectAlteredExpectations(t *testing.T) {
 			}
 		}
 	}
+	t.Logf("%d mutations of %d vectors (%d shapes; %s=1 alters every vector)", tried, vectorsTried, len(shapes), longtest.Env)
 	if tried < 100 {
 		t.Fatalf("only %d mutations tried", tried)
 	}
@@ -456,10 +520,16 @@ func TestHexJSON(t *testing.T) {
 	}
 }
 
+// FuzzParseFile: whatever parses re-marshals, loads and runs without
+// panicking. The seeds are the frozen vector files; for those the checks
+// are not run here, only loaded: TestVectors runs the very same files and
+// demands that every vector passes.
 func FuzzParseFile(f *testing.F) {
 	names, _ := filepath.Glob(filepath.Join(vectorDir, "*.json"))
+	frozen := map[string]bool{}
 	for _, n := range names {
 		data, _ := os.ReadFile(n)
+		frozen[string(data)] = true
 		f.Add(data)
 	}
 	f.Add([]byte(`{"format":"amduat-vectors/1","category":"c","vectors":[]}`))
@@ -474,7 +544,14 @@ func FuzzParseFile(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := conformance.Run(context.Background(), fstest.MapFS{"f.json": {Data: data2}}, nil); err != nil {
+		fsys := fstest.MapFS{"f.json": {Data: data2}}
+		if frozen[string(data)] {
+			if _, err := conformance.Load(fsys); err != nil {
+				t.Fatalf("parsed file does not load after re-marshal: %v", err)
+			}
+			return
+		}
+		if _, err := conformance.Run(context.Background(), fsys, nil); err != nil {
 			t.Fatalf("parsed file does not load after re-marshal: %v", err)
 		}
 	})

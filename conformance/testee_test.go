@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/amduat/amduat/conformance"
+	"github.com/amduat/amduat/internal/longtest"
 	"github.com/amduat/amduat/vectors"
 )
 
@@ -86,14 +87,16 @@ func selfTestee(t testing.TB, mode string) ([]string, string) {
 	return []string{"/usr/bin/env", testeeEnv + "=" + mode, exe}, ""
 }
 
-// TestTesteeGoVectors: every embedded vector and 3,000 generated cases pass
-// against the Go testee over the pipe, with no expected failures, and no
-// category is skipped.
+// TestTesteeGoVectors: every embedded vector and 300 generated cases
+// (3,000 with AMDUAT_LONG=1; .ci/run drives 20,000 through the command)
+// pass against the Go testee over the pipe, with no expected failures, and
+// no category is skipped.
 func TestTesteeGoVectors(t *testing.T) {
 	cmd, _ := selfTestee(t, "go")
+	generate := longtest.Logf(t, "generated cases", 300, 3000)
 	var fails []string
 	rep, err := conformance.Test(context.Background(), conformance.TestOptions{
-		Command: cmd, Vectors: vectors.FS(), Generate: 3000, Seed: 1, FailDir: t.TempDir(), Stderr: os.Stderr,
+		Command: cmd, Vectors: vectors.FS(), Generate: generate, Seed: 1, FailDir: t.TempDir(), Stderr: os.Stderr,
 		Report: func(r conformance.CaseResult) {
 			if r.Outcome != conformance.OutcomePass && len(fails) < 20 {
 				fails = append(fails, r.ID+": "+r.Outcome+": "+r.Reason)
@@ -277,7 +280,9 @@ func TestCanonicalJSON(t *testing.T) {
 }
 
 // TestTesteePython runs the runner against the Python testee
-// (conformance/testee-python) with its expected-failures file.
+// (conformance/testee-python) with its expected-failures file: every
+// embedded vector and 700 generated cases (2,000 with AMDUAT_LONG=1;
+// .ci/run drives 5,000 through the command).
 func TestTesteePython(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
@@ -291,10 +296,11 @@ func TestTesteePython(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	generate := longtest.Logf(t, "generated cases", 700, 2000)
 	var fails []string
 	rep, err := conformance.Test(context.Background(), conformance.TestOptions{
 		Command: []string{py, filepath.Join("testee-python", "testee.py")}, Vectors: vectors.FS(),
-		ExpectedFailures: xf, Generate: 2000, Seed: 3, Stderr: os.Stderr,
+		ExpectedFailures: xf, Generate: generate, Seed: 3, Stderr: os.Stderr,
 		Report: func(r conformance.CaseResult) {
 			if (r.Outcome == conformance.OutcomeFail || r.Outcome == conformance.OutcomeUnexpectedPass) && len(fails) < 20 {
 				fails = append(fails, r.ID+": "+r.Outcome+": "+r.Reason)

@@ -3,16 +3,21 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 
-	"github.com/amduat/amduat/asl/s3store/miniotest"
 	"github.com/amduat/amduat/wasmop/examples"
 )
+
+// walkthroughRun numbers the runs of the bucket walkthrough (-count), each
+// in a bucket of its own on the shared MinIO.
+var walkthroughRun atomic.Int32
 
 // readmeBlock returns the shell block of README.md after the marker
 // "<!-- walkthrough: NAME -->".
@@ -51,8 +56,15 @@ func TestReadmeBackupWalkthrough(t *testing.T) {
 			env := append(os.Environ(), "PATH="+filepath.Dir(amduatBin)+string(os.PathListSeparator)+os.Getenv("PATH"),
 				"TMPDIR="+t.TempDir(), "AMDUAT_STORE=", "GORACE=atexit_sleep_ms=20")
 			if where == "bucket" {
-				m := miniotest.Start(t)
+				// The shared MinIO, in a bucket of this run's own (the
+				// README's "backups", numbered for -count).
+				m := startMinio(t)
 				setup = strings.ReplaceAll(setup, "127.0.0.1:9000", m.Endpoint)
+				bucket := fmt.Sprintf("s3://backups-walkthrough-%d/", walkthroughRun.Add(1))
+				if !strings.Contains(setup, "s3://backups/") {
+					t.Fatalf("the README's bucket setup does not name s3://backups/:\n%s", setup)
+				}
+				setup = strings.ReplaceAll(setup, "s3://backups/", bucket)
 				env = append(env, "AWS_ACCESS_KEY_ID="+m.AccessKey, "AWS_SECRET_ACCESS_KEY="+m.SecretKey)
 			}
 			cmd := exec.Command(bash, "-eu", "-o", "pipefail", "-c", setup+"\n"+common)
