@@ -513,12 +513,13 @@ func TestReaderBesideBusyWriter(t *testing.T) {
 	want := map[asl.Reference][]byte{}
 	stop := make(chan struct{})
 	werr := make(chan error, 1)
-	// The writer puts batchesPerOpen batches (two memtable flushes) for
-	// every open of the reader, beside it: as busy as the reader can keep
-	// up with, so that what each open checks grows with the opens and not
-	// with how slow the machine is.
+	// The writer puts batchesPerOpen batches (two memtable flushes) beside
+	// every open of the reader, and the next open waits for them: what each
+	// open checks grows with the opens and not with how slow the machine
+	// is.
 	const batchesPerOpen = 16
-	credit := make(chan struct{}, 2*batchesPerOpen)
+	credit := make(chan struct{}, batchesPerOpen)
+	batchDone := make(chan struct{}, batchesPerOpen)
 	go func() {
 		defer close(werr)
 		for i := 0; ; i++ {
@@ -542,6 +543,7 @@ func TestReaderBesideBusyWriter(t *testing.T) {
 			}
 			acked = append(acked, refs...)
 			mu.Unlock()
+			batchDone <- struct{}{}
 		}
 	}()
 	// n opens that succeed beside the writer (two minutes bound a store
@@ -549,12 +551,16 @@ func TestReaderBesideBusyWriter(t *testing.T) {
 	n := longtest.Logf(t, "read-only opens", 10, 60)
 	start := time.Now()
 	opens, stale := 0, 0
-	for opens < n && time.Since(start) < 2*time.Minute {
-		for range batchesPerOpen {
+	for i := 0; opens < n && time.Since(start) < 2*time.Minute; i++ {
+		for range min(i, 1) * batchesPerOpen {
 			select {
-			case credit <- struct{}{}:
-			default:
+			case <-batchDone:
+			case err := <-werr:
+				t.Fatalf("writer: %v", err)
 			}
+		}
+		for range batchesPerOpen {
+			credit <- struct{}{}
 		}
 		mu.Lock()
 		seen := append([]asl.Reference(nil), acked...)
