@@ -2,9 +2,12 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
+	"net"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -239,20 +242,135 @@ func TestAdminUnsupported(t *testing.T) {
 	}
 }
 
-// TestGCOutlastsIdleTimeout: a collection that waits (here for the
-// maintenance lock) longer than the idle timeout after its body was read
-// still completes: the body's read deadline does not cancel it.
-func TestGCOutlastsIdleTimeout(t *testing.T) {
-	s, ts, _ := newTestServer(t, Config{Limits: Limits{IdleTimeout: 100 * time.Millisecond}})
-	s.maint.Lock()
-	done := make(chan reply, 1)
-	go func() { done <- do(t, ts, call{method: "POST", path: "/v1/gc", body: []byte(`{}`)}) }()
-	for s.InFlight() == 0 {
-		time.Sleep(time.Millisecond)
+// deadlineListener hands out its connections with their read deadlines
+// watched, each on accepted as well.
+type deadlineListener struct {
+	net.Listener
+	accepted chan *deadlineConn
+}
+
+func (l *deadlineListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
 	}
-	time.Sleep(500 * time.Millisecond) // five idle timeouts
+	dc := &deadlineConn{Conn: c, changed: make(chan struct{}, 1)}
+	select {
+	case l.accepted <- dc:
+	default:
+	}
+	return dc, nil
+}
+
+// deadlineConn records the read deadlines set on a connection (net/http's
+// and the server's) and whether a read ended at one: what the idle
+// timeout does to a request, observed where it happens. Every change is
+// signalled on changed.
+type deadlineConn struct {
+	net.Conn
+	mu       sync.Mutex
+	cur      time.Time // the read deadline now; zero: none
+	last     time.Time // the last one set that was not zero
+	timedOut bool      // a read ended at its deadline
+	changed  chan struct{}
+}
+
+func (c *deadlineConn) note(f func()) {
+	c.mu.Lock()
+	f()
+	c.mu.Unlock()
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (c *deadlineConn) SetReadDeadline(d time.Time) error {
+	c.note(func() {
+		c.cur = d
+		if !d.IsZero() {
+			c.last = d
+		}
+	})
+	return c.Conn.SetReadDeadline(d)
+}
+
+func (c *deadlineConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		c.note(func() { c.timedOut = true })
+	}
+	return n, err
+}
+
+// outlastIdleTimeout sends c on a fresh connection to s while the test
+// holds s.maint (which gc and runs wait for once their body is read), and
+// releases the lock only when the idle timeout has had its chance to cut
+// the request: the connection has no read deadline and the clock is past
+// the last one set, or a read ended at its deadline (then the request is
+// cut, as it should not be). It waits on those events, not on a guess of
+// how long they take on a loaded machine.
+func outlastIdleTimeout(t *testing.T, s *Server, c call) reply {
+	t.Helper()
+	l := &deadlineListener{accepted: make(chan *deadlineConn, 1)}
+	ts := httptest.NewUnstartedServer(s.Handler())
+	l.Listener = ts.Listener
+	ts.Listener = l
+	ts.Start()
+	defer ts.Close()
+	s.maint.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			s.maint.Unlock()
+		}
+	}()
+	done := make(chan reply, 1)
+	go func() { done <- do(t, ts, c) }()
+	conn := <-l.accepted
+	hang := time.After(time.Minute) // a bound on a hang, not a timing
+	for {
+		conn.mu.Lock()
+		cur, last, timedOut := conn.cur, conn.last, conn.timedOut
+		conn.mu.Unlock()
+		if timedOut || cur.IsZero() && !last.IsZero() && time.Now().After(last) {
+			break
+		}
+		next := last
+		if !cur.IsZero() {
+			next = cur
+		}
+		var expiry <-chan time.Time
+		if !next.IsZero() {
+			expiry = time.After(time.Until(next) + time.Millisecond)
+		}
+		select {
+		case <-conn.changed:
+		case <-expiry:
+		case r := <-done:
+			t.Fatalf("%s %s answered while the maintenance lock was held: %d %s", c.method, c.path, r.status, r.body)
+		case <-hang:
+			t.Fatalf("%s %s: after a minute its connection still has a read deadline (last %v)", c.method, c.path, last)
+		}
+	}
 	s.maint.Unlock()
-	if r := <-done; r.status != 200 {
+	locked = false
+	return <-done
+}
+
+// outlastIdle is the idle timeout of the outlast tests: long enough that
+// a loaded machine gets a handler from its body's end to the lift of the
+// read deadline (longRequest) within it.
+const outlastIdle = time.Second
+
+// TestGCOutlastsIdleTimeout: a collection that waits (here for the
+// maintenance lock) past the expiry of the read deadline its body read
+// set still completes: the deadline does not cancel it.
+func TestGCOutlastsIdleTimeout(t *testing.T) {
+	t.Parallel()
+	s, _, _ := newTestServer(t, Config{Limits: Limits{IdleTimeout: outlastIdle}})
+	if r := outlastIdleTimeout(t, s, call{method: "POST", path: "/v1/gc", body: []byte(`{}`)}); r.status != 200 {
 		t.Fatalf("gc after waiting: %d %s", r.status, r.body)
 	}
 }
@@ -260,20 +378,13 @@ func TestGCOutlastsIdleTimeout(t *testing.T) {
 // TestRunOutlastsIdleTimeout: the same for a run (which waits here for a
 // collection, holding the maintenance lock, to end).
 func TestRunOutlastsIdleTimeout(t *testing.T) {
-	s, ts, _ := newTestServer(t, Config{Limits: Limits{IdleTimeout: 100 * time.Millisecond}})
+	t.Parallel()
+	s, ts, _ := newTestServer(t, Config{Limits: Limits{IdleTimeout: outlastIdle}})
 	prog := putProgram(t, ts)
 	a := asl.MustDerive(asl.HashSHA256, asl.Untagged(hello))
 	do(t, ts, call{method: "POST", path: "/v1/artifacts", body: hello})
 	body, _ := json.Marshal(report.RunRequest{ProgramRef: prog, InputRefs: []asl.Reference{a, a}})
-	s.maint.Lock()
-	done := make(chan reply, 1)
-	go func() { done <- do(t, ts, call{method: "POST", path: "/v1/pel/run", body: body}) }()
-	for s.InFlight() == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(500 * time.Millisecond) // five idle timeouts
-	s.maint.Unlock()
-	if r := <-done; r.status != 200 || !strings.Contains(string(r.body), `"status":"OK"`) {
+	if r := outlastIdleTimeout(t, s, call{method: "POST", path: "/v1/pel/run", body: body}); r.status != 200 || !strings.Contains(string(r.body), `"status":"OK"`) {
 		t.Fatalf("run after waiting: %d %s", r.status, r.body)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/amduat/amduat/asl"
@@ -20,32 +21,24 @@ import (
 	"github.com/amduat/amduat/surf"
 )
 
-// referenceRuns runs deterministic random kernel programs over inputs of
-// up to 3 MiB (above and below the size at which the surface keeps an input
-// in memory), plus fixed programs whose outputs total more than 16 MiB (the
-// size above which outputs are streamed into the store), and renders every
-// run's references, one line each.
-func referenceRuns(t *testing.T, st asl.Store, memo bool) string {
-	ctx := context.Background()
+// referenceRun is one run of referenceRuns: its program, the artifacts of
+// its inputs and parameters, and its limits.
+type referenceRun struct {
+	name   string
+	prog   pel.Program
+	inputs []asl.Artifact
+	params *asl.Artifact
+	limits pel.Limits
+}
+
+// referenceRunList is the runs of referenceRuns, drawn once from a fixed
+// seed (about 70 MB of random input bytes) and shared by its passes over
+// the stores: deterministic random kernel programs over inputs of up to 3
+// MiB (above and below the size at which the surface keeps an input in
+// memory), plus fixed programs whose outputs total more than 16 MiB (the
+// size above which outputs are streamed into the store).
+var referenceRunList = sync.OnceValue(func() []referenceRun {
 	r := rand.New(rand.NewPCG(2026, 13))
-	var b strings.Builder
-	sf := surf.New(st, surf.Options{NoCache: true, NodeMemo: memo})
-	run := func(name string, p pel.Program, inputs []asl.Reference, params *asl.Reference, limits pel.Limits) {
-		prog, err := pel.ProgramArtifact(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req := surf.Request{ProgramRef: put(t, st, prog), InputRefs: inputs, Limits: limits}
-		if params != nil {
-			req.ParamsRef, req.HasParams = *params, true
-		}
-		res, err := sf.Run(ctx, req)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		fmt.Fprintf(&b, "%s %s code=%d result=%s trace=%s edge=%s outputs=%v\n", name, res.Result.Value.Status,
-			res.Result.Value.Summary.StatusCode, res.ResultRef, res.TraceRef, res.EdgeRef, res.OutputRefs)
-	}
 	artifact := func(size int, tagged bool) asl.Artifact {
 		x := make([]byte, size)
 		for i := range x {
@@ -56,34 +49,35 @@ func referenceRuns(t *testing.T, st asl.Store, memo bool) string {
 		}
 		return asl.Untagged(x)
 	}
+	var runs []referenceRun
 	for i := 0; i < 60; i++ {
 		shape := progtest.Shape{MaxNodes: 10, HasParams: r.IntN(3) == 0}
-		var inputs []asl.Reference
+		run := referenceRun{name: fmt.Sprintf("random-%02d", i)}
 		for k := r.IntN(4); k > 0; k-- {
 			size := r.IntN(2000)
 			if r.IntN(3) == 0 {
 				size = 1<<20 + r.IntN(2<<20)
 			}
-			inputs = append(inputs, put(t, st, artifact(size, r.IntN(4) == 0)))
+			tagged := r.IntN(4) == 0
+			run.inputs = append(run.inputs, artifact(size, tagged))
 			shape.InputSizes = append(shape.InputSizes, uint64(size))
 		}
-		var params *asl.Reference
 		if shape.HasParams {
 			size := r.IntN(100)
 			if r.IntN(4) == 0 {
 				size = 1<<20 + 1
 			}
-			ref := put(t, st, artifact(size, true))
-			params, shape.ParamsSize = &ref, uint64(size)
+			a := artifact(size, true)
+			run.params, shape.ParamsSize = &a, uint64(size)
 		}
-		var limits pel.Limits
 		if r.IntN(4) == 0 {
-			limits.MaxOutputBytes = r.Uint64N(4 << 20)
+			run.limits.MaxOutputBytes = r.Uint64N(4 << 20)
 		}
-		run(fmt.Sprintf("random-%02d", i), progtest.Random(r, shape), inputs, params, limits)
+		run.prog = progtest.Random(r, shape)
+		runs = append(runs, run)
 	}
 	// Large outputs: 6 x 3 MiB = 18 MiB, and slices of it.
-	x := put(t, st, artifact(3<<20, false))
+	x := artifact(3<<20, false)
 	ins := make([]pel.DagInput, 6)
 	for i := range ins {
 		ins[i] = pel.External(0)
@@ -95,8 +89,37 @@ func referenceRuns(t *testing.T, st asl.Store, memo bool) string {
 		{ID: 3, Op: opreg.OpHash, Inputs: []pel.DagInput{pel.FromNode(2, 0)}, Params: []byte{}},
 		{ID: 4, Op: opreg.OpConcat, Inputs: []pel.DagInput{pel.FromNode(2, 0), pel.FromNode(3, 0), pel.External(0)}, Params: []byte{}},
 	}, Roots: []pel.RootRef{{NodeID: 1}, {NodeID: 4}, {NodeID: 3}}}
-	run("large-outputs", big, []asl.Reference{x}, nil, pel.Limits{})
-	run("large-outputs-limit", big, []asl.Reference{x}, nil, pel.Limits{MaxOutputBytes: 30 << 20})
+	runs = append(runs,
+		referenceRun{name: "large-outputs", prog: big, inputs: []asl.Artifact{x}},
+		referenceRun{name: "large-outputs-limit", prog: big, inputs: []asl.Artifact{x}, limits: pel.Limits{MaxOutputBytes: 30 << 20}})
+	return runs
+})
+
+// referenceRuns puts the inputs of every run of referenceRunList into st,
+// runs it, and renders its references, one line each.
+func referenceRuns(t *testing.T, st asl.Store, memo bool) string {
+	ctx := context.Background()
+	var b strings.Builder
+	sf := surf.New(st, surf.Options{NoCache: true, NodeMemo: memo})
+	for _, run := range referenceRunList() {
+		prog, err := pel.ProgramArtifact(run.prog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := surf.Request{ProgramRef: put(t, st, prog), Limits: run.limits}
+		for _, a := range run.inputs {
+			req.InputRefs = append(req.InputRefs, put(t, st, a))
+		}
+		if run.params != nil {
+			req.ParamsRef, req.HasParams = put(t, st, *run.params), true
+		}
+		res, err := sf.Run(ctx, req)
+		if err != nil {
+			t.Fatalf("%s: %v", run.name, err)
+		}
+		fmt.Fprintf(&b, "%s %s code=%d result=%s trace=%s edge=%s outputs=%v\n", run.name, res.Result.Value.Status,
+			res.Result.Value.Summary.StatusCode, res.ResultRef, res.TraceRef, res.EdgeRef, res.OutputRefs)
+	}
 	return b.String()
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/internal/longtest"
 	"github.com/amduat/amduat/wasmop"
 )
 
@@ -17,9 +18,12 @@ import (
 // in under examples/NAME/NAME.wasm, whose entry is named NAME) under the
 // compiler and the interpreter on a few inputs and demands identical
 // outputs, results and traces. Without examples it is skipped. It runs
-// under -short too (about 10 s of CPU): with the conformance runner, which
-// runs every wasm.run vector on both engines, it is the equivalence proof
-// of SPECS.md §20.10.
+// under -short too: with the conformance runner, which runs every wasm.run
+// vector on both engines, it is the equivalence proof of SPECS.md §20.10.
+// The default run gives each example no input and its own inputs;
+// AMDUAT_LONG=1 (internal/longtest) gives it the other examples' inputs
+// as well (each interpreted run of a Go-built module costs seconds under
+// -race).
 func TestExampleModulesDeterminism(t *testing.T) {
 	files, _ := filepath.Glob("examples/*/*.wasm")
 	if len(files) == 0 {
@@ -33,12 +37,19 @@ func TestExampleModulesDeterminism(t *testing.T) {
 		}
 		name := filepath.Base(filepath.Dir(f))
 		p := wasmop.Params{Export: name, Outputs: 1, MaxMemoryPages: 2048, MaxOutputBytes: 1 << 20}
-		for _, inputs := range [][]asl.Artifact{
-			nil,
-			{asl.Untagged([]byte("one two  three\nfour"))},
-			{asl.Untagged([]byte(`{"a":[1,2.5,"x"]}`)), asl.Untagged([]byte("/a/1"))},
-			{asl.Untagged(gradientPNG(t)), asl.Untagged([]byte("7"))},
+		for _, in := range []struct {
+			example string // whose input it is; "" for every example's
+			inputs  []asl.Artifact
+		}{
+			{"", nil},
+			{"wordcount", []asl.Artifact{asl.Untagged([]byte("one two  three\nfour"))}},
+			{"jsonfield", []asl.Artifact{asl.Untagged([]byte(`{"a":[1,2.5,"x"]}`)), asl.Untagged([]byte("/a/1"))}},
+			{"thumbnail", []asl.Artifact{asl.Untagged(gradientPNG(t)), asl.Untagged([]byte("7"))}},
 		} {
+			if in.example != "" && in.example != name && !longtest.Enabled() {
+				continue
+			}
+			inputs := in.inputs
 			o := es.runBoth(t, module, p, inputs...)
 			t.Logf("%s with %d inputs: %s", name, len(inputs), o)
 		}

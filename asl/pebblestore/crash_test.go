@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/internal/longtest"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -68,9 +69,21 @@ func TestCrashAcknowledgedPutsSurvive(t *testing.T) {
 	}
 }
 
+// skipPartialCrash skips a crash subtest that keeps part of the unsynced
+// data unless AMDUAT_LONG=1 (internal/longtest): the default run keeps
+// none and all of it, the extremes of what the random partial choices
+// exercise.
+func skipPartialCrash(t *testing.T, pct int) {
+	t.Helper()
+	if pct != 0 && pct != 100 && !longtest.Enabled() {
+		t.Skipf("a partial crash clone: %s=1 runs it", longtest.Env)
+	}
+}
+
 func testCrashAcknowledgedPutsSurvive(t *testing.T, ingestMin, packMin int64) {
 	for round, pct := range []int{0, 30, 70, 100} {
 		t.Run(fmt.Sprintf("unsynced %d%%", pct), func(t *testing.T) {
+			skipPartialCrash(t, pct)
 			fs := vfs.NewCrashableMem()
 			s, err := Create("store", &Options{FS: fs, ChunkSize: crashChunk, IngestMin: ingestMin, PackMin: packMin})
 			if err != nil {
@@ -184,6 +197,7 @@ func TestCrashMidStreamLeavesNothingVisible(t *testing.T) {
 func testCrashMidStreamLeavesNothingVisible(t *testing.T, ingestMin, packMin int64) {
 	for _, pct := range []int{0, 50, 100} {
 		t.Run(fmt.Sprintf("unsynced %d%%", pct), func(t *testing.T) {
+			skipPartialCrash(t, pct)
 			fs := vfs.NewCrashableMem()
 			s, err := Create("store", &Options{FS: fs, ChunkSize: crashChunk, IngestMin: ingestMin, PackMin: packMin})
 			if err != nil {

@@ -449,7 +449,7 @@ func checkFlip(t testing.TB, fs vfs.FS, acked map[asl.Reference]asl.Artifact, en
 }
 
 // flipCount is the number of flips: AMDUAT_FLIPS, else a CI sample: 20
-// per kind, 5 under -race or -short unless AMDUAT_LONG=1 (.ci/run's long
+// per kind, 2 under -race or -short unless AMDUAT_LONG=1 (.ci/run's long
 // step; internal/longtest).
 func flipCount(t *testing.T, kinds int) int {
 	if v := os.Getenv("AMDUAT_FLIPS"); v != "" {
@@ -461,7 +461,7 @@ func flipCount(t *testing.T, kinds int) int {
 	}
 	per := 20
 	if (raceEnabled || testing.Short()) && !longtest.Enabled() {
-		per = 5
+		per = 2
 	}
 	return per * kinds
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/internal/longtest"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 )
@@ -512,13 +513,20 @@ func TestReaderBesideBusyWriter(t *testing.T) {
 	want := map[asl.Reference][]byte{}
 	stop := make(chan struct{})
 	werr := make(chan error, 1)
+	// The writer puts batchesPerOpen batches (two memtable flushes) beside
+	// every open of the reader, and the next open waits for them: what each
+	// open checks grows with the opens and not with how slow the machine
+	// is.
+	const batchesPerOpen = 16
+	credit := make(chan struct{}, batchesPerOpen)
+	batchDone := make(chan struct{}, batchesPerOpen)
 	go func() {
 		defer close(werr)
 		for i := 0; ; i++ {
 			select {
 			case <-stop:
 				return
-			default:
+			case <-credit:
 			}
 			batch := make([]asl.Artifact, 16)
 			for j := range batch {
@@ -535,14 +543,25 @@ func TestReaderBesideBusyWriter(t *testing.T) {
 			}
 			acked = append(acked, refs...)
 			mu.Unlock()
+			batchDone <- struct{}{}
 		}
 	}()
-	// Three seconds of opens beside the writer, and at least 10 that
-	// succeed however slow the machine (two minutes bound a store that is
-	// always stale).
+	// n opens that succeed beside the writer (two minutes bound a store
+	// that is always stale); AMDUAT_LONG=1 does more.
+	n := longtest.Logf(t, "read-only opens", 10, 60)
 	start := time.Now()
 	opens, stale := 0, 0
-	for d := time.Duration(0); d < 3*time.Second || opens < 10 && d < 2*time.Minute; d = time.Since(start) {
+	for i := 0; opens < n && time.Since(start) < 2*time.Minute; i++ {
+		for range min(i, 1) * batchesPerOpen {
+			select {
+			case <-batchDone:
+			case err := <-werr:
+				t.Fatalf("writer: %v", err)
+			}
+		}
+		for range batchesPerOpen {
+			credit <- struct{}{}
+		}
 		mu.Lock()
 		seen := append([]asl.Reference(nil), acked...)
 		mu.Unlock()

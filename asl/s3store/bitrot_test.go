@@ -10,14 +10,14 @@ import (
 	"testing"
 
 	"github.com/amduat/amduat/asl"
-	"github.com/amduat/amduat/asl/s3store/miniotest"
 )
 
 // TestBitrot: bytes flipped in MinIO's own data files (its bitrot) read as
 // ERR_INTEGRITY naming the object, never as an I/O error and never as
 // wrong bytes (issue 20).
 func TestBitrot(t *testing.T) {
-	m := miniotest.Start(t)
+	t.Parallel()
+	m := sharedServer(t)
 	st := create(t, m, "bitrot", options(m))
 	ctx := t.Context()
 	arts := []asl.Artifact{

@@ -14,7 +14,6 @@ import (
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/pebblestore"
-	"github.com/amduat/amduat/asl/s3store/miniotest"
 )
 
 // textCorpus is the Go sources under GOROOT/src/DIR: text as users store
@@ -57,7 +56,8 @@ func dirSize(t testing.TB, dir string) int64 {
 // reads back, and an object a layout-2 writer stored uncompressed still
 // reads.
 func TestCompressedSize(t *testing.T) {
-	m := miniotest.Start(t)
+	t.Parallel()
+	m := sharedServer(t)
 	ctx := t.Context()
 	arts := textCorpus(t, "net/http")
 	st := create(t, m, "zsize", options(m))
@@ -159,7 +159,8 @@ func TestCompressedSize(t *testing.T) {
 // reads back, the sweep keeps its parts, and a damaged compressed part is
 // ERR_INTEGRITY.
 func TestCompressedParts(t *testing.T) {
-	m := miniotest.Start(t)
+	t.Parallel()
+	m := sharedServer(t)
 	ctx := t.Context()
 	o := options(m)
 	o.PartSize = partSize

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -76,7 +75,8 @@ func put(t *testing.T, s asl.Store, a asl.Artifact) asl.Reference {
 }
 
 func TestPins(t *testing.T) {
-	m := miniotest.Start(t)
+	t.Parallel()
+	m := sharedServer(t)
 	ctx := asl.WithActor(t.Context(), "tester")
 	st := create(t, m, "pins", options(m))
 	a := put(t, st, asl.Artifact{Bytes: []byte("a")})
@@ -180,7 +180,8 @@ func TestPinsWithPrefix(t *testing.T) {
 // once and with Force after: exactly one first pin wins, and the log has
 // every change, numbered 1..n with no gap, each Old the previous New.
 func TestPinRace(t *testing.T) {
-	m := miniotest.Start(t)
+	t.Parallel()
+	m := sharedServer(t)
 	ctx := t.Context()
 	st := create(t, m, "pins", options(m))
 	const n = 6
@@ -233,7 +234,8 @@ func TestPinRace(t *testing.T) {
 }
 
 func TestDelete(t *testing.T) {
-	m := miniotest.Start(t)
+	t.Parallel()
+	m := sharedServer(t)
 	ctx := t.Context()
 	st := create(t, m, "delete", options(m))
 	a := put(t, st, asl.Artifact{Bytes: []byte("a")})
@@ -256,7 +258,8 @@ func gcStoreOptions(m *miniotest.Server) s3store.Options {
 }
 
 func TestGC(t *testing.T) {
-	m := miniotest.Start(t)
+	t.Parallel()
+	m := sharedServer(t)
 	ctx := t.Context()
 	st := create(t, m, "gcgc", gcStoreOptions(m))
 	st.SetChildren(childrenOf(st))
@@ -330,7 +333,8 @@ func TestGC(t *testing.T) {
 // never stored (no record names it: it contributes nothing, SPECS.md
 // §19.6).
 func TestGCPinAfterCollection(t *testing.T) {
-	m := miniotest.Start(t)
+	t.Parallel()
+	m := sharedServer(t)
 	ctx := t.Context()
 	st := create(t, m, "gcrecord", gcStoreOptions(m))
 	st.SetChildren(childrenOf(st))
@@ -368,7 +372,8 @@ func TestGCPinAfterCollection(t *testing.T) {
 // collected fails (asl.ErrNotFound): the writer puts again and pins again,
 // and that is counted, not lost.
 func TestGCConcurrentWriters(t *testing.T) {
-	m := miniotest.Start(t)
+	t.Parallel()
+	m := sharedServer(t)
 	ctx := t.Context()
 	base := create(t, m, "gcrace", gcStoreOptions(m))
 	collector := openSame(t, m, base, gcStoreOptions(m))
@@ -486,7 +491,8 @@ func TestGCConcurrentWriters(t *testing.T) {
 // a state left running by a collection that died is taken over once its
 // lease ran out, with the next generation.
 func TestGCLease(t *testing.T) {
-	m := miniotest.Start(t)
+	t.Parallel()
+	m := sharedServer(t)
 	ctx := t.Context()
 	o := gcStoreOptions(m)
 	o.Lease = 400 * time.Millisecond
@@ -501,7 +507,7 @@ func TestGCLease(t *testing.T) {
 			// Wait for the lease to be renewed: the state is rewritten.
 			start := getObjectInfo(t, st, stateKey).LastModified
 			for getObjectInfo(t, st, stateKey).LastModified.Equal(start) {
-				runtime.Gosched()
+				time.Sleep(5 * time.Millisecond) // a poll, not a bound: at most a renewal's wait
 			}
 		}})
 		if !errors.Is(err, s3store.ErrGCRunning) {

@@ -7,14 +7,14 @@ import (
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/s3store"
-	"github.com/amduat/amduat/asl/s3store/miniotest"
 )
 
 // TestStrayArtifactKeys (SPECS.md §6.7): an object under a/ whose key is
 // not the artifact key of a reference is skipped by enumerate, which lists
 // every real artifact and then fails with ERR_INTEGRITY naming the key.
 func TestStrayArtifactKeys(t *testing.T) {
-	m := miniotest.Start(t)
+	t.Parallel()
+	m := sharedServer(t)
 	st := create(t, m, "stray", options(m))
 	ref, err := asl.PutArtifact(t.Context(), st, asl.HashSHA256, asl.Untagged([]byte("real")))
 	if err != nil {
@@ -37,7 +37,8 @@ func TestStrayArtifactKeys(t *testing.T) {
 // hash, or a layout version above the one this release writes, is ERR_UNSUPPORTED (a
 // malformed config is ERR_INTEGRITY: TestConfigRejects).
 func TestConfigUnsupported(t *testing.T) {
-	m := miniotest.Start(t)
+	t.Parallel()
+	m := sharedServer(t)
 	o := options(m)
 	st := create(t, m, "config-unsupported", o)
 	for _, c := range []string{`{"format":"amduat-s3store","version":2,"hash":30583}`, `{"format":"amduat-s3store","version":4,"hash":1}`} {
