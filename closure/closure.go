@@ -49,7 +49,8 @@ const MaxDecode = 256 << 20
 // symlink targets and sub-trees; the plan layer's artifacts (§22) what
 // their Refs methods list: a plan (PLAN/1) its programs, params and
 // inputs bound to artifacts, an effect request its inputs, a receipt its
-// request, outputs, plan and execution, a submission its plan and inputs,
+// request, outputs, plan and execution, then the provenance edges that
+// name it (index tgk.to), a submission its plan and inputs,
 // a ledger event its parent, execution, receipt and outputs. Programs (0x101: params are inline bytes), the scheme
 // descriptor (0x100), untagged artifacts and other tags contribute nothing.
 // A decode failure is returned wrapped in ErrUndecodable.
@@ -91,15 +92,8 @@ func Children(ctx context.Context, s Store, in asl.Info) ([]asl.Reference, error
 					out = append(out, tr)
 				}
 			}
-			prefix := asl.AppendEncodedRef(nil, in.Ref)
-			err = ix.ScanIndex(ctx, tgk.ToIndexSpace, prefix, func(key, _ []byte) error {
-				if e, err := asl.DecodeReference(key[len(prefix):]); err == nil {
-					out = append(out, e)
-				}
-				return nil
-			})
-			if err != nil {
-				return nil, fmt.Errorf("%s: provenance index: %w", in.Ref, err)
+			if out, err = appendEdgesTo(ctx, ix, in.Ref, out); err != nil {
+				return nil, err
 			}
 		}
 	case asl.TagPELTraceDAG1:
@@ -139,6 +133,28 @@ func Children(ctx context.Context, s Store, in asl.Info) ([]asl.Reference, error
 			return nil, fmt.Errorf("%s: %w: %w", in.Ref, ErrUndecodable, err)
 		}
 		out = refs
+		if ix, ok := s.(asl.Indexer); ok && in.Tag == plan.TagReceipt {
+			if out, err = appendEdgesTo(ctx, ix, in.Ref, out); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// appendEdgesTo appends the provenance edges that name ref in their to
+// list (index tgk.to, SPECS.md §17.2): a result's PEL_RUN edge, a
+// receipt's PLAN_EFFECT edge.
+func appendEdgesTo(ctx context.Context, ix asl.Indexer, ref asl.Reference, out []asl.Reference) ([]asl.Reference, error) {
+	prefix := asl.AppendEncodedRef(nil, ref)
+	err := ix.ScanIndex(ctx, tgk.ToIndexSpace, prefix, func(key, _ []byte) error {
+		if e, err := asl.DecodeReference(key[len(prefix):]); err == nil {
+			out = append(out, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: provenance index: %w", ref, err)
 	}
 	return out, nil
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/plan/effect"
+	"github.com/amduat/amduat/tgk"
 )
 
 // Store is what the plan layer needs of a store: artifacts, and pins, which
@@ -210,13 +212,51 @@ func (l *Ledger) Receipt(ctx context.Context, ref asl.Reference) (Receipt, error
 	return r, nil
 }
 
-// PutReceipt stores a receipt.
-func (l *Ledger) PutReceipt(ctx context.Context, r Receipt) (asl.Reference, error) {
+// PutReceipt stores a receipt of the request r.Request, whose inputs are
+// ins, together with its PLAN_EFFECT provenance edge (SPECS.md §17.1,
+// §24.7): from the request and the inputs to the receipt and the outputs
+// it names, indexed when the store keeps an index, so that `prov why` of
+// an effect's output reaches the call that produced it.
+func (l *Ledger) PutReceipt(ctx context.Context, r Receipt, ins []effect.Input) (asl.Reference, error) {
 	a, err := r.Artifact()
 	if err != nil {
 		return asl.Reference{}, fmt.Errorf("receipt of step %q: %w", r.Step, err)
 	}
-	return l.put(ctx, a)
+	ref, err := asl.Derive(l.hash, a)
+	if err != nil {
+		return asl.Reference{}, fmt.Errorf("receipt of step %q: %w", r.Step, err)
+	}
+	e := tgk.Edge{Type: tgk.EdgeTypePlanEffect,
+		From: []tgk.Endpoint{{Role: tgk.RoleRequest, Ref: r.Request}},
+		To:   []tgk.Endpoint{{Role: tgk.RoleReceipt, Ref: ref}}}
+	for _, in := range ins {
+		e.From = append(e.From, tgk.Endpoint{Role: tgk.RoleInput, Ref: in.Ref})
+	}
+	for _, out := range r.Outputs {
+		e.To = append(e.To, tgk.Endpoint{Role: tgk.RoleOutput, Ref: out.Ref})
+	}
+	ea, err := e.Artifact()
+	if err != nil {
+		return asl.Reference{}, fmt.Errorf("receipt of step %q: provenance edge: %w", r.Step, err)
+	}
+	edgeRef, err := asl.Derive(l.hash, ea)
+	if err != nil {
+		return asl.Reference{}, fmt.Errorf("receipt of step %q: provenance edge: %w", r.Step, err)
+	}
+	arts := []asl.Artifact{a, ea}
+	var refs []asl.Reference
+	if ix, ok := l.st.(asl.Indexer); ok {
+		refs, err = ix.PutIndexed(ctx, l.hash, arts, tgk.IndexEntries(e, edgeRef))
+	} else {
+		refs, err = l.st.PutBatch(ctx, l.hash, arts)
+	}
+	if err != nil {
+		return asl.Reference{}, fmt.Errorf("receipt of step %q: %w", r.Step, err)
+	}
+	if len(refs) != 2 || refs[0] != ref || refs[1] != edgeRef {
+		return asl.Reference{}, fmt.Errorf("receipt of step %q: store returned %v for %s and %s: %w", r.Step, refs, ref, edgeRef, asl.ErrIntegrity)
+	}
+	return ref, nil
 }
 
 // Events reads the ledger of execution id in sequence order, with the

@@ -681,7 +681,7 @@ func (r *Runner) resumeRunning(ctx context.Context, x *Execution, i int) error {
 	if ok {
 		rc.Executor, rc.ExecutorVersion = exe.Name(), exe.Version()
 	}
-	ref, err := r.ledger.PutReceipt(ctx, rc)
+	ref, err := r.ledger.PutReceipt(ctx, rc, ins)
 	if err != nil {
 		return err
 	}
@@ -761,7 +761,7 @@ func (r *Runner) call(ctx context.Context, x *Execution, a attempt) error {
 		rc.Outcome, rc.Message = UnknownOutcome, callErr.Error()
 		ev.Type, ev.Reason = EventStepUnknownOutcome, ReasonUnknownOutcome+" "+callErr.Error()
 	}
-	ref, err := r.ledger.PutReceipt(ctx, rc)
+	ref, err := r.ledger.PutReceipt(ctx, rc, a.ins)
 	if err != nil {
 		return err
 	}
@@ -844,7 +844,7 @@ func (r *Runner) gate(ctx context.Context, id asl.Reference, step, actor, reason
 		if !approve {
 			rc.Kind, ev.Type, ev.Reason = RejectReceipt, EventRejected, reason
 		}
-		ref, err := r.ledger.PutReceipt(ctx, rc)
+		ref, err := r.ledger.PutReceipt(ctx, rc, ins)
 		if err != nil {
 			return Event{}, err
 		}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/plan/effect"
+	"github.com/amduat/amduat/tgk"
 )
 
 // fixture is one store, one service and one runner over them.
@@ -149,6 +151,7 @@ func TestGatedApproveReplay(t *testing.T) {
 			if n := f.totalCalls(); n != 2 {
 				t.Fatalf("%d calls, want 2", n)
 			}
+			wantEffectEdge(t, f, x, "fetch")
 			// The approval is a receipt, and the event names actor and time.
 			var approved Event
 			for _, ev := range x.Events {
@@ -524,4 +527,37 @@ func TestList(t *testing.T) {
 	if len(got) != 2 || got[a] != ExecCompleted || got[b] != ExecRunning {
 		t.Fatalf("list %v", got)
 	}
+}
+
+// wantEffectEdge checks, on a store that keeps an index, that why(output)
+// of step's first output reaches its call: a PLAN_EFFECT edge from the
+// attempt's request to its receipt and outputs (SPECS.md §17.1).
+func wantEffectEdge(t *testing.T, f *fixture, x *Execution, step string) {
+	t.Helper()
+	if _, ok := f.st.(asl.Indexer); !ok {
+		return
+	}
+	s, _ := x.Step(step)
+	if len(s.Receipts) == 0 || len(s.Outputs) == 0 {
+		t.Fatalf("step %s: %d receipts, %d outputs", step, len(s.Receipts), len(s.Outputs))
+	}
+	rcRef := s.Receipts[len(s.Receipts)-1]
+	rc, err := f.r.Ledger().Receipt(f.ctx, rcRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := tgk.Why(f.ctx, f.st, s.Outputs[0].Ref, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range g.Edges {
+		if e.Type == tgk.EdgeTypePlanEffect &&
+			slices.Contains(e.From, tgk.Endpoint{Role: tgk.RoleRequest, Ref: rc.Request}) &&
+			slices.Contains(e.To, tgk.Endpoint{Role: tgk.RoleReceipt, Ref: rcRef}) &&
+			slices.Contains(e.To, tgk.Endpoint{Role: tgk.RoleOutput, Ref: s.Outputs[0].Ref}) &&
+			slices.Contains(g.Order, rc.Request) {
+			return
+		}
+	}
+	t.Fatalf("why(%s) of step %s reached %d edges, none the PLAN_EFFECT edge of receipt %s", s.Outputs[0].Ref, step, len(g.Edges), rcRef)
 }

@@ -22,6 +22,12 @@ type EdgeType uint32
 // the program, inputs and params to the outputs, the result and the trace.
 const EdgeTypePELRun EdgeType = 0x00000001
 
+// EdgeTypePlanEffect links one effect attempt of a plan (SPECS.md §24.7)
+// to what it left: from the EFFECT-REQUEST/1 artifact and the inputs the
+// request names to the receipt and the outputs the receipt names, so that
+// why(output) reaches the call that produced it.
+const EdgeTypePlanEffect EdgeType = 0x00000002
+
 // Role says what an endpoint is within its edge.
 type Role uint8
 
@@ -32,10 +38,12 @@ const (
 	RoleOutput  Role = 0x04
 	RoleResult  Role = 0x05
 	RoleTrace   Role = 0x06
+	RoleRequest Role = 0x07 // an effect request (PLAN_EFFECT)
+	RoleReceipt Role = 0x08 // an effect attempt's receipt (PLAN_EFFECT)
 )
 
 var roleNames = map[Role]string{RoleProgram: "program", RoleInput: "input", RoleParams: "params",
-	RoleOutput: "output", RoleResult: "result", RoleTrace: "trace"}
+	RoleOutput: "output", RoleResult: "result", RoleTrace: "trace", RoleRequest: "request", RoleReceipt: "receipt"}
 
 func (r Role) String() string {
 	if n, ok := roleNames[r]; ok {

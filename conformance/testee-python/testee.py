@@ -453,7 +453,7 @@ def edge_decode(b):
         for _ in range(n):
             off = r.off
             role = r.u8(side + ".role")
-            if not 1 <= role <= 6:
+            if not 1 <= role <= 8:
                 r.fail(side + ".role", off)
             eps.append({"role": role, "ref": read_encoded_ref(r, side + ".ref").hex()})
         e[side] = eps
