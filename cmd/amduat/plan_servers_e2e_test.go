@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -81,20 +82,25 @@ func TestPlanTwoServers(t *testing.T) {
 		servers = append(servers, launchServeArgs(t, c.store, filepath.Join(c.cwd, fmt.Sprintf("serve%d.log", i)),
 			"--plan-policy", pol, "--plan-workers", "2", "--plan-lease", "6s"))
 	}
-	ids := make([]string, n)
+	got := make([][]string, len(servers)) // the ids each server answered
 	var wg sync.WaitGroup
-	for _, srv := range servers {
+	for si, srv := range servers {
+		got[si] = make([]string, n)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i, p := range plans {
 				var x report.PlanStatus
 				planPost(t, srv.url+"/v1/plans/executions", report.PlanSubmitRequest{PlanRef: mustRef(t, p), Mode: "auto"}, &x)
-				ids[i] = x.Exec.String() // the same id from both: the submission's reference
+				got[si][i] = x.Exec.String()
 			}
 		}()
 	}
 	wg.Wait()
+	ids := got[0]
+	if !slices.Equal(got[0], got[1]) { // the same id from both: the submission's reference
+		t.Fatalf("the two servers answered different execution ids for the same submissions: %v, %v", got[0], got[1])
+	}
 	for i, id := range ids {
 		// Follow the log through either server until the execution ends.
 		srv := servers[i%2]
