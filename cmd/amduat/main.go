@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -63,8 +64,12 @@ var commandFactories []func(*app) *cobra.Command
 func addCommand(f func(*app) *cobra.Command) { commandFactories = append(commandFactories, f) }
 
 // interruptGrace is how long a command may take to stop after SIGINT or
-// SIGTERM before the process exits anyway (SPECS.md §16.2).
-const interruptGrace = time.Second
+// SIGTERM before the process exits anyway, in nanoseconds (SPECS.md
+// §16.2): a second, unless the command set its own (serve: its
+// --shutdown-timeout plus serveCloseGrace, §18.8).
+var interruptGrace atomic.Int64
+
+func init() { interruptGrace.Store(int64(time.Second)) }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -80,7 +85,7 @@ func main() {
 			return
 		default:
 		}
-		time.Sleep(interruptGrace)
+		time.Sleep(time.Duration(interruptGrace.Load()))
 		removeTemps()
 		fmt.Fprintln(os.Stderr, "amduat: interrupted")
 		os.Exit(exitInterrupted)

@@ -31,6 +31,11 @@ const (
 	serveBlockCache = 16 << 20
 )
 
+// serveCloseGrace is how long serve may take, after its requests ended,
+// to close the plan workers and the store (Pebble waits for the flushes
+// and compactions in progress) before the process exits with 130.
+const serveCloseGrace = 30 * time.Second
+
 func init() { addCommand(newServeCmd) }
 
 // serveJSON is the object `serve --json` prints once it listens.
@@ -265,6 +270,10 @@ DIR.`,
 					return fail(exitIO, "stdout", err)
 				}
 			}
+			// After a signal the process must outlive the requests'
+			// deadline and the store's close (SPECS.md §16.2, §18.8);
+			// set before any signal can be taken.
+			interruptGrace.Store(int64(shutdownTimeout + serveCloseGrace))
 			logger.Info("serving", "store", a.storeDir, "url", url, "auth", auth != nil, "tls", tlsCert != "")
 			errc := make(chan error, 1)
 			go func() { errc <- hs.Serve(server.JSONErrors(ln)) }()
