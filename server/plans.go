@@ -105,6 +105,17 @@ func execParam(r *http.Request) (asl.Reference, error) {
 	return ref, nil
 }
 
+// planExecution returns the runner and the execution named by the
+// request's {id} path value.
+func (s *Server) planExecution(r *http.Request) (*plan.Runner, asl.Reference, error) {
+	run, err := s.planRunner()
+	if err != nil {
+		return nil, asl.Reference{}, err
+	}
+	id, err := execParam(r)
+	return run, id, err
+}
+
 // planBuild is POST /v1/plans: a plan's JSON form in, {"plan_ref"} out.
 func (s *Server) planBuild(w http.ResponseWriter, r *http.Request) error {
 	src, err := io.ReadAll(s.body(w, r, s.limits.MaxJSONBytes))
@@ -172,11 +183,7 @@ func (s *Server) planSubmit(w http.ResponseWriter, r *http.Request) error {
 
 // planStatus is GET /v1/plans/executions/{id}.
 func (s *Server) planStatus(w http.ResponseWriter, r *http.Request) error {
-	run, err := s.planRunner()
-	if err != nil {
-		return err
-	}
-	id, err := execParam(r)
+	run, id, err := s.planExecution(r)
 	if err != nil {
 		return err
 	}
@@ -210,11 +217,7 @@ func (s *Server) planList(w http.ResponseWriter, r *http.Request) error {
 // answers as soon as one is appended, by this server or another: a
 // client follows the log by asking again with the last seq it got.
 func (s *Server) planLog(w http.ResponseWriter, r *http.Request) error {
-	run, err := s.planRunner()
-	if err != nil {
-		return err
-	}
-	id, err := execParam(r)
+	run, id, err := s.planExecution(r)
 	if err != nil {
 		return err
 	}
@@ -263,11 +266,7 @@ func (s *Server) planLog(w http.ResponseWriter, r *http.Request) error {
 // decision decodes a decision body, makes it with fn and answers the
 // status; the workers run the execution again.
 func (s *Server) decision(w http.ResponseWriter, r *http.Request, needStep bool, fn func(ctx context.Context, run *plan.Runner, id asl.Reference, req report.PlanDecisionRequest) (*plan.Execution, error)) error {
-	run, err := s.planRunner()
-	if err != nil {
-		return err
-	}
-	id, err := execParam(r)
+	run, id, err := s.planExecution(r)
 	if err != nil {
 		return err
 	}
@@ -324,11 +323,7 @@ func (s *Server) planRetry(w http.ResponseWriter, r *http.Request) error {
 // run slot (it re-runs PEL steps); a difference is reported with "ok":
 // false and status 200, as /v1/pel/verify does.
 func (s *Server) planVerify(w http.ResponseWriter, r *http.Request) error {
-	run, err := s.planRunner()
-	if err != nil {
-		return err
-	}
-	id, err := execParam(r)
+	run, id, err := s.planExecution(r)
 	if err != nil {
 		return err
 	}
