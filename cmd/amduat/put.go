@@ -80,6 +80,19 @@ type putItem struct {
 	Streamed bool          `json:"streamed"`
 }
 
+// pendingInput is what the putter keeps beside one artifact waiting for
+// its batch.
+type pendingInput struct {
+	src string
+	// want, when not zero, is the reference the caller derived before the
+	// store did (put -r's trees name it): flush fails with exit 4 if the
+	// store returns another.
+	want asl.Reference
+	// quiet inputs are stored and not emitted: put -r's trees and symbolic
+	// link targets, printed (the root tree) or not by their caller.
+	quiet bool
+}
+
 type putStore interface {
 	asl.Receiver
 	asl.BatchReceiver
@@ -95,11 +108,12 @@ type putter struct {
 	stdin  io.Reader
 	emit   func(putItem) error
 
-	// Limits; zero means the put* constants. Tests lower them.
-	batchBytes, batchCount, streamAbove int64
+	// Limits; zero means the put* constants (treeDerive: treeDeriveBytes,
+	// negative: none). Tests lower them.
+	batchBytes, batchCount, streamAbove, treeDerive int64
 
 	pending      []asl.Artifact
-	pendingSrc   []string
+	pendingIn    []pendingInput // pendingIn[i] describes pending[i]
 	pendingBytes int64
 
 	batches, streamed int // counts, for reporting
@@ -238,15 +252,29 @@ func (p *putter) addReader(ctx context.Context, src string, r io.Reader, size in
 }
 
 func (p *putter) addSmall(ctx context.Context, src string, data []byte) error {
+	return p.queue(ctx, asl.Artifact{Bytes: data, Tag: p.tag, HasTag: p.hasTag}, pendingInput{src: src})
+}
+
+// addQuiet queues a, whose reference the caller derived as want, for the
+// next batch without emitting it (put -r's trees and link targets: they
+// share the files' last durable commit when they fit in it). src names it
+// in errors.
+func (p *putter) addQuiet(ctx context.Context, src string, a asl.Artifact, want asl.Reference) error {
+	return p.queue(ctx, a, pendingInput{src: src, want: want, quiet: true})
+}
+
+// queue adds a to the pending batch, storing the batch first when a would
+// take it past the batch limits.
+func (p *putter) queue(ctx context.Context, a asl.Artifact, in pendingInput) error {
 	batchBytes, batchCount, _ := p.limits()
-	if int64(len(p.pending)) >= batchCount || p.pendingBytes+int64(len(data)) > batchBytes {
+	if int64(len(p.pending)) >= batchCount || p.pendingBytes+int64(len(a.Bytes)) > batchBytes {
 		if err := p.flush(ctx); err != nil {
 			return err
 		}
 	}
-	p.pending = append(p.pending, asl.Artifact{Bytes: data, Tag: p.tag, HasTag: p.hasTag})
-	p.pendingSrc = append(p.pendingSrc, src)
-	p.pendingBytes += int64(len(data))
+	p.pending = append(p.pending, a)
+	p.pendingIn = append(p.pendingIn, in)
+	p.pendingBytes += int64(len(a.Bytes))
 	return nil
 }
 
@@ -269,23 +297,31 @@ func (p *putter) flush(ctx context.Context) error {
 	}
 	refs, err := p.store.PutBatch(ctx, p.hash, p.pending)
 	if err != nil {
-		subject := p.pendingSrc[0]
+		subject := p.pendingIn[0].src
 		if len(p.pending) > 1 {
 			subject = fmt.Sprintf("%s (batch of %d inputs)", subject, len(p.pending))
 		}
 		return failAuto(subject, err)
 	}
 	if len(refs) != len(p.pending) {
-		return fail(exitIO, p.pendingSrc[0], fmt.Errorf("store returned %d references for %d artifacts", len(refs), len(p.pending)))
+		return fail(exitIO, p.pendingIn[0].src, fmt.Errorf("store returned %d references for %d artifacts", len(refs), len(p.pending)))
 	}
 	p.batches++
 	for i, ref := range refs {
-		if err := p.emit(p.item(p.pendingSrc[i], ref, uint64(len(p.pending[i].Bytes)), false)); err != nil {
+		in := p.pendingIn[i]
+		if !in.want.IsZero() && ref != in.want {
+			return fail(exitIntegrity, in.src, fmt.Errorf("store returned %s for an artifact whose reference is %s: %w", ref, in.want, asl.ErrIntegrity))
+		}
+		if in.quiet {
+			continue
+		}
+		if err := p.emit(p.item(in.src, ref, uint64(len(p.pending[i].Bytes)), false)); err != nil {
 			return err
 		}
 	}
 	clear(p.pending)
-	p.pending, p.pendingSrc, p.pendingBytes = p.pending[:0], p.pendingSrc[:0], 0
+	clear(p.pendingIn)
+	p.pending, p.pendingIn, p.pendingBytes = p.pending[:0], p.pendingIn[:0], 0
 	return nil
 }
 

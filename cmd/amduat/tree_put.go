@@ -36,6 +36,11 @@ type entryLoc struct {
 	index int
 }
 
+// treeDeriveBytes bounds the files put -r hashes itself so that its trees
+// share their durable commit: hashing this much costs about what one more
+// commit (a pack written and synced, a WAL sync) costs on a quiet disk.
+const treeDeriveBytes = 16 << 20
+
 // putTree stores the directory root as put -r does: every regular file
 // through the putter (batched or streamed, emitted as before), every
 // symbolic link's target as an untagged artifact (never followed), then
@@ -44,6 +49,13 @@ type entryLoc struct {
 // counted. Files are read once: the tree takes each file's reference and
 // size from the putter. A root that is not a directory is put as a file
 // and gives no tree (ok false).
+//
+// The link targets and trees join the batch of the files still pending
+// when the walk ends (one durable commit for both, as put --stdin-paths
+// has one for the files alone): their references, which the trees name,
+// are derived here when those files hold at most treeDeriveBytes, and the
+// store's are checked against them. Everything is stored when putTree
+// returns.
 func (p *putter) putTree(ctx context.Context, root string, x *excluder) (it treeItem, ok bool, err error) {
 	st, err := os.Lstat(filepath.Clean(root))
 	if err != nil {
@@ -60,11 +72,16 @@ func (p *putter) putTree(ctx context.Context, root string, x *excluder) (it tree
 	it.Source = root
 	w := treeWalk{p: p, x: x, it: &it}
 	emit := p.emit
+	// Inputs pending before this tree (put -r FILE DIR) are emitted first
+	// and are none of its entries.
+	before := len(p.pending)
 	p.emit = func(pi putItem) error {
 		// The putter emits one item per file in the order the files were
-		// added (putter's invariant), so the head of w.pending is this
-		// item's entry.
-		if len(w.pending) > 0 {
+		// added (putter's invariant), so after the earlier inputs the
+		// head of w.pending is this item's entry.
+		if before > 0 {
+			before--
+		} else if len(w.pending) > 0 {
 			loc := w.pending[0]
 			w.pending = w.pending[1:]
 			e := &loc.dir.entries[loc.index]
@@ -79,17 +96,33 @@ func (p *putter) putTree(ctx context.Context, root string, x *excluder) (it tree
 		return it, false, err
 	}
 	dirs, links, linkLocs := w.dirs, w.links, w.linkLocs
-	if err := p.flush(ctx); err != nil {
+	derive := p.treeDerive
+	if derive == 0 {
+		derive = treeDeriveBytes
+	}
+	if off := len(p.pending) - len(w.pending); off >= 0 && p.pendingBytes <= derive {
+		// The files still pending are the tail of the batch, in
+		// w.pending's order.
+		for i, loc := range w.pending {
+			a := p.pending[off+i]
+			r, err := asl.Derive(p.hash, a)
+			if err != nil {
+				return it, false, failAuto(p.pendingIn[off+i].src, err)
+			}
+			p.pendingIn[off+i].want = r
+			e := &loc.dir.entries[loc.index]
+			e.Ref, e.Size = r, uint64(len(a.Bytes))
+		}
+		w.pending = nil
+	} else if err := p.flush(ctx); err != nil {
 		return it, false, err
 	}
 	if len(w.pending) != 0 {
 		return it, false, fail(exitInternal, root, fmt.Errorf("%d files were stored without a reference", len(w.pending)))
 	}
-	// Symlink targets and trees: references computed here, stored in
-	// batches. A tree's entries need its children's references, so
-	// directories are encoded in reverse walk order (children first).
-	var arts []asl.Artifact
-	var refs []asl.Reference // refs[i] is arts[i]'s reference
+	// Symlink targets, then trees: a tree's entries need its children's
+	// references, so directories are encoded in reverse walk order
+	// (children first).
 	for i, a := range links {
 		r, err := asl.Derive(p.hash, a)
 		if err != nil {
@@ -97,7 +130,9 @@ func (p *putter) putTree(ctx context.Context, root string, x *excluder) (it tree
 		}
 		l := linkLocs[i]
 		l.dir.entries[l.index].Ref = r
-		arts, refs = append(arts, a), append(refs, r)
+		if err := p.addQuiet(ctx, root, a, r); err != nil {
+			return it, false, err
+		}
 	}
 	var rootRef asl.Reference
 	for i := len(dirs) - 1; i >= 0; i-- {
@@ -110,7 +145,9 @@ func (p *putter) putTree(ctx context.Context, root string, x *excluder) (it tree
 		if err != nil {
 			return it, false, failAuto(root, err)
 		}
-		arts, refs = append(arts, a), append(refs, r)
+		if err := p.addQuiet(ctx, root, a, r); err != nil {
+			return it, false, err
+		}
 		if n.parent == nil {
 			rootRef = r
 			continue
@@ -118,27 +155,8 @@ func (p *putter) putTree(ctx context.Context, root string, x *excluder) (it tree
 		e := &n.parent.entries[n.index]
 		e.Ref, e.Size = r, uint64(len(a.Bytes))
 	}
-	batchBytes, batchCount, _ := p.limits()
-	for len(arts) > 0 {
-		n, size := 0, int64(0)
-		for n < len(arts) && int64(n) < batchCount && (n == 0 || size+int64(len(arts[n].Bytes)) <= batchBytes) {
-			size += int64(len(arts[n].Bytes))
-			n++
-		}
-		got, err := p.store.PutBatch(ctx, p.hash, arts[:n])
-		if err != nil {
-			return it, false, failAuto(root, err)
-		}
-		if len(got) != n {
-			return it, false, fail(exitIO, root, fmt.Errorf("store returned %d references for %d artifacts", len(got), n))
-		}
-		for i, r := range got {
-			if r != refs[i] {
-				return it, false, fail(exitIntegrity, root, fmt.Errorf("store returned %s for an artifact whose reference is %s: %w", r, refs[i], asl.ErrIntegrity))
-			}
-		}
-		p.batches++
-		arts, refs = arts[n:], refs[n:]
+	if err := p.flush(ctx); err != nil {
+		return it, false, err
 	}
 	it.Ref = rootRef
 	return it, true, nil
