@@ -92,6 +92,15 @@ func (p *putter) putTree(ctx context.Context, root string, x *excluder) (it tree
 	defer func() { p.emit = emit }()
 	root = filepath.Clean(root)
 	w.dirs = append(w.dirs, &dirNode{})
+	lctx, stop := context.WithCancel(ctx)
+	lists := make(chan dirListing, listAhead)
+	go listDirs(lctx, x, root, lists)
+	defer func() {
+		stop()
+		for range lists { // until listDirs has returned
+		}
+	}()
+	w.lists = lists
 	if err := w.walk(ctx, root, "", w.dirs[0]); err != nil {
 		return it, false, err
 	}
@@ -173,12 +182,74 @@ type treeWalk struct {
 	links    []asl.Artifact
 	linkLocs []entryLoc
 	pending  []entryLoc // files added and not yet emitted, in add order
+	lists    <-chan dirListing
+}
+
+// listAhead is how many directories listDirs may have read and the walk
+// not yet taken.
+const listAhead = 16
+
+// dirListing is one directory as os.ReadDir read it.
+type dirListing struct {
+	path string
+	ents []fs.DirEntry
+	err  error
+}
+
+// listDirs reads the directories under root in the order put -r's walk
+// enters them (depth first, entries in name order, excluded directories
+// not read) and sends them to out, which it closes when done or when ctx
+// ends: reading a directory overlaps storing the files read before it.
+// It stops after a directory it cannot read or a subdirectory the walk
+// will refuse, as the walk does.
+func listDirs(ctx context.Context, x *excluder, root string, out chan<- dirListing) {
+	defer close(out)
+	var list func(path, rel string) bool
+	list = func(path, rel string) bool {
+		if ctx.Err() != nil {
+			return false
+		}
+		ents, err := os.ReadDir(path)
+		select {
+		case out <- dirListing{path, ents, err}:
+		case <-ctx.Done():
+			return false
+		}
+		if err != nil {
+			return false
+		}
+		for _, d := range ents {
+			if !d.Type().IsDir() {
+				continue
+			}
+			name := d.Name()
+			crel := name
+			if rel != "" {
+				crel = rel + "/" + name
+			}
+			if x.excluded(crel, true) {
+				continue
+			}
+			if tree.CheckName(name) != nil || !list(joinPath(path, name), crel) {
+				return false
+			}
+		}
+		return true
+	}
+	list(root, "")
 }
 
 // walk adds the entries of the directory at path (rel: its path from the
 // root with "/" separators, "" for the root) to n.
 func (w *treeWalk) walk(ctx context.Context, path, rel string, n *dirNode) error {
-	ents, err := os.ReadDir(path)
+	l, ok := <-w.lists
+	if !ok || l.path != path {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return fail(exitInternal, path, fmt.Errorf("directory listed out of the walk's order (listed %q)", l.path))
+	}
+	ents, err := l.ents, l.err
 	if err != nil {
 		return fail(exitIO, path, unwrapPathError(err))
 	}

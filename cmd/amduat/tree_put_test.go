@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -144,4 +146,31 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestPutTreeCanceled: a put -r whose context ends returns its error, and
+// the directory lister has stopped by then.
+func TestPutTreeCanceled(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 40 {
+		sub := filepath.Join(dir, strconv.Itoa(i))
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(sub, "f"), []byte(sub), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	p := &putter{store: memstore.New(), hash: asl.HashSHA256, batchCount: 1,
+		emit: func(putItem) error {
+			if n++; n == 3 {
+				cancel()
+			}
+			return nil
+		}}
+	if _, _, err := p.putTree(ctx, dir, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled put -r: %v", err)
+	}
 }
