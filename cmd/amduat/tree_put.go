@@ -240,7 +240,7 @@ func listDirs(ctx context.Context, x *excluder, root string, out chan<- dirListi
 }
 
 // walk adds the entries of the directory at path (rel: its path from the
-// root with "/" separators, "" for the root) to n.
+// root with "/" separators, "" for the root and without an excluder) to n.
 func (w *treeWalk) walk(ctx context.Context, path, rel string, n *dirNode) error {
 	l, ok := <-w.lists
 	if !ok || l.path != path {
@@ -258,9 +258,12 @@ func (w *treeWalk) walk(ctx context.Context, path, rel string, n *dirNode) error
 			return err
 		}
 		name := d.Name()
-		cpath, crel := joinPath(path, name), name
-		if rel != "" {
-			crel = rel + "/" + name
+		cpath, crel := joinPath(path, name), ""
+		if w.x != nil { // only the excluder reads crel
+			crel = name
+			if rel != "" {
+				crel = rel + "/" + name
+			}
 		}
 		typ := d.Type()
 		if w.x.excluded(crel, typ.IsDir()) {
