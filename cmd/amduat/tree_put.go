@@ -253,6 +253,7 @@ func (w *treeWalk) walk(ctx context.Context, path, rel string, n *dirNode) error
 	if err != nil {
 		return fail(exitIO, path, unwrapPathError(err))
 	}
+	n.entries = make([]tree.Entry, 0, len(ents))
 	for _, d := range ents {
 		if err := ctx.Err(); err != nil {
 			return err
