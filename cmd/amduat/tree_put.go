@@ -38,7 +38,7 @@ type entryLoc struct {
 
 // treeDeriveBytes bounds the files put -r hashes itself so that its trees
 // share their durable commit: hashing this much costs about what one more
-// commit (a pack written and synced, a WAL sync) costs on a quiet disk.
+// commit (a WAL sync) costs on a quiet disk.
 const treeDeriveBytes = 16 << 20
 
 // putTree stores the directory root as put -r does: every regular file
