@@ -27,6 +27,7 @@ import (
 const vectorDir = "../vectors"
 
 func TestVectors(t *testing.T) {
+	t.Parallel()
 	var results []conformance.Result
 	sum, err := conformance.RunDir(context.Background(), vectorDir, func(r conformance.Result) {
 		results = append(results, r)
@@ -44,6 +45,7 @@ func TestVectors(t *testing.T) {
 }
 
 func TestEmbeddedVectorsMatchDirectory(t *testing.T) {
+	t.Parallel()
 	onDisk, err := filepath.Glob(filepath.Join(vectorDir, "*.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -77,6 +79,7 @@ func TestEmbeddedVectorsMatchDirectory(t *testing.T) {
 // when they equal the frozen files, TestVectors runs those very bytes;
 // when they differ they are run here too.
 func TestGeneratorsReproduceFrozenFiles(t *testing.T) {
+	t.Parallel()
 	cats := conformance.Categories()
 	if len(cats) == 0 {
 		t.Fatal("no generators registered")
@@ -124,6 +127,7 @@ func TestGeneratorsReproduceFrozenFiles(t *testing.T) {
 // Generate writes one category on request, GenerateFile's bytes, and
 // refuses an unknown category before writing anything.
 func TestGenerateWritesLoadableFiles(t *testing.T) {
+	t.Parallel()
 	one := t.TempDir()
 	paths, err := conformance.Generate(one, "asl.text")
 	if err != nil || len(paths) != 1 || filepath.Base(paths[0]) != "asl.text.json" {
@@ -165,6 +169,7 @@ type deriveVector struct {
 // BLAKE3 package directly, without package asl: the frozen values are right
 // independently of the implementation that produced them.
 func TestDerivationVectorsIndependently(t *testing.T) {
+	t.Parallel()
 	files, err := conformance.Load(os.DirFS(vectorDir))
 	if err != nil {
 		t.Fatal(err)
@@ -227,6 +232,7 @@ func TestDerivationVectorsIndependently(t *testing.T) {
 // Every kind registered by this package is exercised, and every decoder
 // kind has both accepted and rejected vectors.
 func TestVectorCoverage(t *testing.T) {
+	t.Parallel()
 	files, err := conformance.Load(os.DirFS(vectorDir))
 	if err != nil {
 		t.Fatal(err)
@@ -343,6 +349,7 @@ func leafPaths(v any, prefix string, out []string) []string {
 // every field each check compares is altered; AMDUAT_LONG=1 alters every
 // leaf of every vector (internal/longtest).
 func TestChecksRejectAlteredExpectations(t *testing.T) {
+	t.Parallel()
 	files, err := conformance.Load(os.DirFS(vectorDir))
 	if err != nil {
 		t.Fatal(err)

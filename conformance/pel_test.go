@@ -59,6 +59,7 @@ func field(v map[string]any, path ...string) any {
 // Every PEL, trace and surface kind has vectors; every decode kind has both
 // accepted and rejected ones.
 func TestPELVectorCoverage(t *testing.T) {
+	t.Parallel()
 	kinds := []string{
 		conformance.KindProgramEncode, conformance.KindProgramDecode, conformance.KindCanonicalOrder, conformance.KindExecDAG,
 		conformance.KindResultValueEncode, conformance.KindResultValueDecode, conformance.KindDescriptorEncode,
@@ -89,6 +90,7 @@ func TestPELVectorCoverage(t *testing.T) {
 // report with the kernel registry (0x0011 needs an operation that breaks
 // its contract, which the kernel has none of), and every evaluation path.
 func TestExecVectorsCoverEveryDiagnostic(t *testing.T) {
+	t.Parallel()
 	statuses := map[string]int{}
 	first := map[uint32]int{}
 	for _, v := range loadKinds(t, conformance.KindExecDAG)[conformance.KindExecDAG] {
@@ -118,6 +120,7 @@ func TestExecVectorsCoverEveryDiagnostic(t *testing.T) {
 // The surface vectors cover every store failure class in every phase where
 // it can arise, plus every status.
 func TestSurfaceVectorsCoverStoreFailures(t *testing.T) {
+	t.Parallel()
 	seen := map[string]int{}
 	statuses := map[string]int{}
 	damaged, pebble := 0, 0
@@ -178,6 +181,7 @@ func refOf(tag *uint32, b []byte) string {
 // encoding/binary alone, following SPECS.md §9.1, and its reference derived
 // with crypto/sha256: the frozen bytes do not depend on package pel.
 func TestProgramVectorsIndependently(t *testing.T) {
+	t.Parallel()
 	vs := loadKinds(t, conformance.KindProgramEncode)[conformance.KindProgramEncode]
 	if len(vs) < 10 {
 		t.Fatalf("only %d program_encode vectors", len(vs))
@@ -228,6 +232,7 @@ func TestProgramVectorsIndependently(t *testing.T) {
 // vector gives, computed here with crypto/sha256 alone; and the result
 // bytes name the output references in the order the vector lists them.
 func TestSurfaceVectorsSelfConsistent(t *testing.T) {
+	t.Parallel()
 	n := 0
 	for _, v := range loadKinds(t, conformance.KindSurfaceRun)[conformance.KindSurfaceRun] {
 		if field(v, "input", "hash_id").(float64) != 1 {

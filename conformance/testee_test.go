@@ -92,6 +92,7 @@ func selfTestee(t testing.TB, mode string) ([]string, string) {
 // pass against the Go testee over the pipe, with no expected failures, and
 // no category is skipped.
 func TestTesteeGoVectors(t *testing.T) {
+	t.Parallel()
 	cmd, _ := selfTestee(t, "go")
 	generate := longtest.Logf(t, "generated cases", 300, 3000)
 	var fails []string
@@ -155,6 +156,7 @@ func TestGeneratorDeterministic(t *testing.T) {
 // unexpected pass, and a failing case is written as a vector file that
 // `conformance run` accepts and that fails again against the testee.
 func TestTesteeSkipsAndExpectedFailures(t *testing.T) {
+	t.Parallel()
 	cmd, _ := selfTestee(t, "crash-on-derive")
 	dir := t.TempDir()
 	rep, err := conformance.Test(context.Background(), conformance.TestOptions{
@@ -284,6 +286,7 @@ func TestCanonicalJSON(t *testing.T) {
 // embedded vector and 700 generated cases (2,000 with AMDUAT_LONG=1;
 // .ci/run drives 5,000 through the command).
 func TestTesteePython(t *testing.T) {
+	t.Parallel()
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("python3 not found: the Python testee is not run")

@@ -27,15 +27,16 @@ var gcServersRun atomic.Int32
 // every pin a client saw acknowledged is read back through both servers,
 // and `amduat verify` passes.
 func TestGCTwoServers(t *testing.T) {
+	t.Parallel()
 	// Every re-put rewrites its object, so that every race of the
 	// protocol is exercised (a --grace of 0 needs a touch age of 0).
-	t.Setenv("AMDUAT_S3_TOUCH_AGE", "0s")
-	c, _ := bucketCLI(t, fmt.Sprintf("gcservers/p%d", gcServersRun.Add(1))) // a prefix per run (-count)
+	touch := "AMDUAT_S3_TOUCH_AGE=0s"
+	c, _ := bucketCLI(t, fmt.Sprintf("gcservers/p%d", gcServersRun.Add(1)), touch) // a prefix per run (-count)
 	rounds := longtest.Logf(t, "rounds per client", 8, 40)
 	const servers = 2
 	clients := make([]*httpstore.Client, servers)
 	for i := range servers {
-		srv := launchServeArgs(t, c.store, filepath.Join(c.cwd, fmt.Sprintf("serve%d.log", i)))
+		srv := launchServeArgsEnv(t, []string{touch}, c.store, filepath.Join(c.cwd, fmt.Sprintf("serve%d.log", i)))
 		cl, err := httpstore.Open(t.Context(), srv.url, httpstore.Options{})
 		if err != nil {
 			t.Fatal(err)

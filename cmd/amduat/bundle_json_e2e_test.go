@@ -12,6 +12,7 @@ import (
 // reference lists are arrays of text-form references, [] when empty (never
 // null).
 func TestExportImportJSONTypes(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.must(0, "init")
 	ref := strings.TrimSpace(c.runIn(strings.NewReader("hello"), "put").stdout)

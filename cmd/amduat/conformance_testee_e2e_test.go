@@ -13,6 +13,7 @@ import (
 // object; a testee that is not one exits 6; a missing "--" is a usage
 // error; an expected failure listed by exact id that passes exits 1.
 func TestConformanceTestE2E(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	r := c.must(0, "conformance", "test", "--generate", "300", "--seed", "4", "--", amduatBin, "conformance", "testee")
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")

@@ -56,11 +56,15 @@ type result struct {
 }
 
 // cli runs the binary in cwd with the store dir store (AMDUAT_STORE) and
-// the given stdin (nil: empty).
+// the given stdin (nil: empty). env is added to the child's environment
+// after this process's (a later entry wins), so that a test can set a
+// variable for its own commands and still run in parallel (t.Setenv
+// forbids it).
 type cli struct {
 	t     *testing.T
 	cwd   string
 	store string
+	env   []string
 }
 
 func newCLI(t *testing.T) *cli {
@@ -74,7 +78,7 @@ func (c *cli) runIn(stdin io.Reader, args ...string) result {
 	cmd.Dir = c.cwd
 	// Under -race the child reports races by exiting 66; atexit_sleep_ms
 	// drops the race runtime's default one-second pause at exit.
-	cmd.Env = append(os.Environ(), "AMDUAT_STORE="+c.store, "TMPDIR="+c.cwd, "GORACE=atexit_sleep_ms=20")
+	cmd.Env = append(append(os.Environ(), "AMDUAT_STORE="+c.store, "TMPDIR="+c.cwd, "GORACE=atexit_sleep_ms=20"), c.env...)
 	cmd.Stdin = stdin
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -84,6 +84,7 @@ func TestParseInitTrace(t *testing.T) {
 // third-party inits are logged (they cannot be deferred: only not linking
 // a package avoids its init).
 func TestPackageInitsStaySmall(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(amduatBin, "version")
 	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
 	var stderr bytes.Buffer

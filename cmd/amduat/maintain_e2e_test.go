@@ -27,7 +27,14 @@ import (
 // killed at the test's end if it still runs.
 func launchServeArgs(t *testing.T, dir, logPath string, extra ...string) *killableServe {
 	t.Helper()
-	k := launchKillableServe(t, dir, logPath, extra...)
+	return launchServeArgsEnv(t, nil, dir, logPath, extra...)
+}
+
+// launchServeArgsEnv is launchServeArgs with env added to the server's
+// environment (a later entry wins).
+func launchServeArgsEnv(t *testing.T, env []string, dir, logPath string, extra ...string) *killableServe {
+	t.Helper()
+	k := launchKillableServeEnv(t, env, dir, logPath, extra...)
 	t.Cleanup(func() {
 		if k.cmd.ProcessState == nil {
 			k.cmd.Process.Kill()
@@ -43,6 +50,7 @@ func launchServeArgs(t *testing.T, dir, logPath string, extra ...string) *killab
 // writes it (rm's and pin rm's reports); a directory held by the server
 // is refused with the command that works.
 func TestMaintainOverHTTP(t *testing.T) {
+	t.Parallel()
 	setup := func() (*cli, string) {
 		c := lifeStore(t)
 		prog := strings.TrimSpace(c.must(0, "pel", "seed", "concat").stdout)
@@ -144,6 +152,7 @@ func TestMaintainOverHTTP(t *testing.T) {
 // puts garbage. Every run whose pin was acknowledged keeps its result,
 // trace, output and inputs (its closure) with their bytes: 0 lost.
 func TestGCWhileServing(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	dir := filepath.Join(work, "store")
 	if out, err := exec.Command(amduatBin, "--store", dir, "init").CombinedOutput(); err != nil {
@@ -372,6 +381,7 @@ func metricValue(t *testing.T, url, name string) float64 {
 // the least recently used unpinned artifacts are evicted (counted in
 // /metrics), and the pinned run, with everything it reaches, survives.
 func TestServeMaxSize(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.must(0, "init")
 	const max = 64 << 10

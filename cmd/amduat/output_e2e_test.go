@@ -16,6 +16,7 @@ import (
 // replaces it, -o onto a symlink writes through it and keeps the link, and
 // export -o follows the same rules (SPECS.md §16.2, "Output files").
 func TestOutputTargets(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.must(0, "init")
 	data := bytes.Repeat([]byte("output target "), 1000)
@@ -91,6 +92,7 @@ func TestOutputTargets(t *testing.T) {
 // TestInterruptedPutLeavesNoSpool: SIGINT or SIGTERM during a put of a
 // long pipe removes the spool file from $TMPDIR (SPECS.md §16.2).
 func TestInterruptedPutLeavesNoSpool(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			c := newCLI(t)

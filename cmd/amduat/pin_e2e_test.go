@@ -16,6 +16,7 @@ import (
 // then lost with Pebble's write-ahead log comes back from the journal
 // (SPECS.md §6.4, §19.8).
 func TestPutPinAndPinLog(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.must(0, "init")
 	refA := strings.TrimSpace(c.must(0, "put", "--pin", "docs", c.write("a", []byte("version a"))).stdout)
@@ -114,6 +115,7 @@ func TestPutPinAndPinLog(t *testing.T) {
 // import --pin pins the bundle's root as NAME, or its roots as NAME/1..;
 // a bundle without roots pins nothing (exit 1); gc right after keeps it all.
 func TestImportPin(t *testing.T) {
+	t.Parallel()
 	src := newCLI(t)
 	src.must(0, "init")
 	one := strings.TrimSpace(src.must(0, "put", src.write("one", []byte("one"))).stdout)

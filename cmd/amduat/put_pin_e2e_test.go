@@ -12,6 +12,7 @@ import (
 // DIR's tree (-r), or a tree of several FILEs and DIRs; gc then keeps all of
 // it, and re-pointing the pin needs --force (SPECS.md §16.3).
 func TestPutPinSets(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.must(0, "init")
 	dir := filepath.Join(c.cwd, "home")

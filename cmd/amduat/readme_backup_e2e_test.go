@@ -41,6 +41,7 @@ func readmeBlock(t *testing.T, root, name string) string {
 // a pin removed and gc run, into a store behind amduat serve and into a
 // MinIO bucket.
 func TestReadmeBackupWalkthrough(t *testing.T) {
+	t.Parallel()
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("no bash to run the README's commands")

@@ -28,6 +28,7 @@ import (
 // and its repetition with the same key) and exactly one POST, recording
 // "9\n".
 func TestReadmePlanWalkthrough(t *testing.T) {
+	t.Parallel()
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("no bash to run the README's commands")

@@ -10,6 +10,7 @@ import (
 // TestUnixSocketStoreURL: the URL serve --unix prints is one --store
 // accepts, and commands work through it (SPECS.md §18.9).
 func TestUnixSocketStoreURL(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "amduat.sock")
 	url := startServe(t, filepath.Join(dir, "served"), "--unix", sock)
@@ -29,13 +30,13 @@ func TestUnixSocketStoreURL(t *testing.T) {
 // TestCACertTrustsSelfSigned: --ca-cert and AMDUAT_CA_CERT trust a
 // self-signed server certificate; without them the client refuses it.
 func TestCACertTrustsSelfSigned(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cert, key := writeSelfSigned(t, dir)
 	url := startServe(t, filepath.Join(dir, "served"), "--tls-cert", cert, "--tls-key", key)
 	c := newCLI(t)
 	c.store = url
-	t.Setenv("SSL_CERT_FILE", filepath.Join(dir, "none.pem")) // no system roots trust it
-	t.Setenv("AMDUAT_CA_CERT", "")
+	c.env = []string{"SSL_CERT_FILE=" + filepath.Join(dir, "none.pem"), "AMDUAT_CA_CERT="} // no system roots trust it
 	if r := c.runIn(strings.NewReader("x"), "put"); r.code != exitIO || !strings.Contains(r.stderr, "certificate") {
 		t.Fatalf("put without --ca-cert: exit %d %q, want 6 naming the certificate", r.code, r.stderr)
 	}
@@ -44,7 +45,7 @@ func TestCACertTrustsSelfSigned(t *testing.T) {
 		t.Fatalf("put --ca-cert: exit %d %s", r.code, r.stderr)
 	}
 	ref := strings.TrimSpace(r.stdout)
-	t.Setenv("AMDUAT_CA_CERT", cert)
+	c.env = append(c.env, "AMDUAT_CA_CERT="+cert)
 	if got := c.must(0, "get", ref).stdout; got != "trusted" {
 		t.Fatalf("get with AMDUAT_CA_CERT: %q", got)
 	}

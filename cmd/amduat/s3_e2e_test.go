@@ -351,10 +351,11 @@ func TestS3ServeCache(t *testing.T) {
 // bucketCLI starts a MinIO, sets the credentials, and returns a CLI whose
 // store is the bucket path bucketPrefix there (initialized), and the same
 // store opened directly for tampering.
-func bucketCLI(t *testing.T, bucketPrefix string) (*cli, *s3store.Store) {
+func bucketCLI(t *testing.T, bucketPrefix string, env ...string) (*cli, *s3store.Store) {
 	t.Helper()
 	m := startMinio(t)
 	c := newCLI(t)
+	c.env = env
 	c.store = fmt.Sprintf("s3://%s?endpoint=%s&insecure=1&path-style=1", bucketPrefix, m.Endpoint)
 	c.must(0, "init")
 	st, err := s3store.OpenURL(t.Context(), c.store, false, s3store.Options{AccessKey: m.AccessKey, SecretKey: m.SecretKey})

@@ -12,8 +12,8 @@ import (
 // pinned artifact, gc keeps what is young or pinned and deletes the rest,
 // and a --grace below the writers' touch age is a usage error.
 func TestS3PinRmGC(t *testing.T) {
-	t.Setenv("AMDUAT_S3_TOUCH_AGE", "0s")
-	c, _ := bucketCLI(t, "gcli/p")
+	t.Parallel()
+	c, _ := bucketCLI(t, "gcli/p", "AMDUAT_S3_TOUCH_AGE=0s")
 	c.write("a", []byte("kept by a pin"))
 	c.write("b", []byte("garbage"))
 	c.write("r", []byte("removed by rm"))
@@ -45,6 +45,6 @@ func TestS3PinRmGC(t *testing.T) {
 	}
 	c.must(0, "get", a)
 	c.must(3, "get", b)
-	t.Setenv("AMDUAT_S3_TOUCH_AGE", "")
+	c.env = []string{"AMDUAT_S3_TOUCH_AGE="}
 	c.must(2, "gc", "--grace", "10m") // below the default touch age (1h)
 }

@@ -38,9 +38,16 @@ type killableServe struct {
 // with extra flags, and waits until it listens.
 func launchKillableServe(t *testing.T, dir, logPath string, extra ...string) *killableServe {
 	t.Helper()
+	return launchKillableServeEnv(t, nil, dir, logPath, extra...)
+}
+
+// launchKillableServeEnv is launchKillableServe with env added to the
+// server's environment (a later entry wins).
+func launchKillableServeEnv(t *testing.T, env []string, dir, logPath string, extra ...string) *killableServe {
+	t.Helper()
 	args := append([]string{"--store", dir, "--json", "serve", "--listen", "127.0.0.1:0"}, extra...)
 	cmd := exec.Command(amduatBin, args...)
-	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=20")
+	cmd.Env = append(append(os.Environ(), "GORACE=atexit_sleep_ms=20"), env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -48,6 +48,7 @@ func writeSelfSigned(t *testing.T, dir string) (certFile, keyFile string) {
 // command line: the token's scopes decide what each command may do, and a
 // revoked token stops working on the running server.
 func TestServeTLSAndTokens(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cert, key := writeSelfSigned(t, dir)
 	tokens := filepath.Join(dir, "tokens.json")
@@ -74,10 +75,9 @@ func TestServeTLSAndTokens(t *testing.T) {
 	c.store = url
 	// The client trusts the self-signed certificate through SSL_CERT_FILE,
 	// as Go's TLS does on Linux; the token comes from AMDUAT_TOKEN.
-	t.Setenv("SSL_CERT_FILE", cert)
 	run := func(tok string, stdin string, args ...string) result {
 		t.Helper()
-		t.Setenv("AMDUAT_TOKEN", tok)
+		c.env = []string{"SSL_CERT_FILE=" + cert, "AMDUAT_TOKEN=" + tok}
 		return c.runIn(strings.NewReader(stdin), args...)
 	}
 	r := run(writer, "over tls", "put")

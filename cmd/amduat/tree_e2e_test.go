@@ -102,6 +102,7 @@ var treeRefLine = regexp.MustCompile(`^0001[0-9a-f]{64}$`)
 // the FIFO and the excluded files; the tree reference depends on content
 // only; TREE:path works in get and pel run; ls and diff list it.
 func TestSnapshotRoundTrip(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.must(0, "init")
 	src := filepath.Join(c.cwd, "src")
@@ -213,6 +214,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 // never writes outside its directory, and --force replaces files and
 // links (never through them).
 func TestSnapshotRestoreRefusals(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.must(0, "init")
 	src := filepath.Join(c.cwd, "src")
@@ -268,6 +270,7 @@ func TestSnapshotRestoreRefusals(t *testing.T) {
 // TestSnapshotPinnedSurvivesGC: a pinned tree keeps its files, links and
 // sub-trees through gc (SPECS.md §19.6); what it does not reach goes.
 func TestSnapshotPinnedSurvivesGC(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.must(0, "init")
 	src := filepath.Join(c.cwd, "src")

@@ -21,6 +21,7 @@ const writerProgram = `{"nodes":[{"id":1,"op":"amduat.wasm.run","version":1,
 // stops before its output buffer grows to 8 MiB, with exit 8 and nothing
 // stored; under 256M it succeeds.
 func TestWasmMemoryBudget(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.must(0, "init")
 	mod := strings.TrimSpace(c.must(0, "wasm", "add", c.write("hostile.wasm", testmod.MustModule("hostile"))).stdout)
