@@ -476,10 +476,26 @@ var copyBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b
 // copyOut streams exactly n verified bytes of rc to w; toEnd says they are
 // the last bytes of the artifact, whose digest is then checked before the
 // response counts as complete.
+//
+// When the n bytes are the rest of the artifact and rc is an io.WriterTo
+// (the store's chunked reader), rc writes its verified chunks to w where
+// they lie: no copy through a buffer, one write per chunk. A reader that
+// would write more than n bytes fails with asl.ErrIntegrity before those
+// bytes reach w.
 func (s *Server) copyOut(w io.Writer, rc io.Reader, n int64, toEnd bool) error {
-	bp := copyBufs.Get().(*[]byte)
-	m, err := io.CopyBuffer(w, io.LimitReader(rc, n), *bp)
-	copyBufs.Put(bp)
+	var m int64
+	var err error
+	if wt, ok := rc.(io.WriterTo); ok && toEnd {
+		cw := &capWriter{w: w, left: n}
+		m, err = wt.WriteTo(cw)
+		if err == nil && cw.over {
+			err = fmt.Errorf("stored payload is longer than its header says: %w", asl.ErrIntegrity)
+		}
+	} else {
+		bp := copyBufs.Get().(*[]byte)
+		m, err = io.CopyBuffer(w, io.LimitReader(rc, n), *bp)
+		copyBufs.Put(bp)
+	}
 	s.metrics.gets.Add(1)
 	s.metrics.getBytes.Add(float64(m))
 	if err == nil && m < n {
@@ -490,6 +506,25 @@ func (s *Server) copyOut(w io.Writer, rc io.Reader, n int64, toEnd bool) error {
 		err = asl.ExpectEnd(rc)
 	}
 	return err
+}
+
+// capWriter passes at most left bytes to w; a write beyond them is
+// refused whole (over is set) so that w never has more than the
+// Content-Length of the response.
+type capWriter struct {
+	w    io.Writer
+	left int64
+	over bool
+}
+
+func (c *capWriter) Write(p []byte) (int, error) {
+	if int64(len(p)) > c.left {
+		c.over = true
+		return 0, fmt.Errorf("stored payload is longer than its header says: %w", asl.ErrIntegrity)
+	}
+	n, err := c.w.Write(p)
+	c.left -= int64(n)
+	return n, err
 }
 
 func setArtifactHeaders(h http.Header, refText string, hdr asl.Header, etag, format string) {
