@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -74,5 +76,63 @@ func freshBatch(arts []asl.Artifact, seq *int) {
 		copy(p, fmt.Sprint("artifact ", *seq))
 		*seq++
 		arts[i] = asl.Untagged(p)
+	}
+}
+
+// largeGetSize is the artifact BenchmarkClientFetchLarge and
+// BenchmarkEmbeddedFetchLarge read (the bench's large-get row reads 1 GiB).
+const largeGetSize = 64 << 20
+
+// putLargeRandom stores largeGetSize seeded random bytes in st.
+func putLargeRandom(b *testing.B, st asl.Store) asl.Reference {
+	b.Helper()
+	p := make([]byte, largeGetSize)
+	rand.NewChaCha8([32]byte{1}).Read(p)
+	ref, err := st.Put(b.Context(), asl.HashSHA256, asl.Header{Size: uint64(len(p))}, bytes.NewReader(p))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ref
+}
+
+// fetchToEOF reads ref to EOF as the bench's large-get row does (io.Copy
+// to io.Discard).
+func fetchToEOF(b *testing.B, f asl.Fetcher, ref asl.Reference) {
+	rc, _, err := f.Fetch(b.Context(), ref)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, rc)
+	rc.Close()
+	if err != nil || n != largeGetSize {
+		b.Fatal(n, err)
+	}
+}
+
+// BenchmarkClientFetchLarge reads a 64 MiB artifact through the HTTP
+// client over loopback: the server verifies as it sends, the client as it
+// receives.
+func BenchmarkClientFetchLarge(b *testing.B) {
+	_, ts, st := newTestServer(b, Config{})
+	ref := putLargeRandom(b, st)
+	c, err := httpstore.Open(b.Context(), ts.URL, httpstore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(largeGetSize)
+	b.ResetTimer()
+	for range b.N {
+		fetchToEOF(b, c, ref)
+	}
+}
+
+// BenchmarkEmbeddedFetchLarge is the baseline of BenchmarkClientFetchLarge.
+func BenchmarkEmbeddedFetchLarge(b *testing.B) {
+	_, _, st := newTestServer(b, Config{})
+	ref := putLargeRandom(b, st)
+	b.SetBytes(largeGetSize)
+	b.ResetTimer()
+	for range b.N {
+		fetchToEOF(b, st, ref)
 	}
 }

@@ -162,50 +162,62 @@ func TestFetchDistrust(t *testing.T) {
 			w.Write(rec.Body.Bytes())
 		}},
 	}
+	// A streamed body is read through Read (io.ReadAll) or through the
+	// reader's WriteTo (io.Copy): both must refuse the same lies.
+	reads := map[string]func(io.Reader) ([]byte, error){
+		"Read": io.ReadAll,
+		"WriteTo": func(r io.Reader) ([]byte, error) {
+			var b bytes.Buffer
+			_, err := io.Copy(&b, r)
+			return b.Bytes(), err
+		},
+	}
 	for _, size := range []int{1000, 600 << 10} {
 		for _, c := range cases {
-			t.Run(fmt.Sprintf("%s/%d", c.name, size), func(t *testing.T) {
-				f := newFixture(t, httpstore.Options{})
-				a := asl.Tagged(7, bytes.Repeat([]byte{'a', 'b', 'c'}, size/3))
-				ref := asl.MustDerive(asl.HashSHA256, a)
-				if _, err := f.st.PutBatch(t.Context(), asl.HashSHA256, []asl.Artifact{a}); err != nil {
-					t.Fatal(err)
-				}
-				f.setHook(func(w http.ResponseWriter, r *http.Request) bool {
-					if !isArtifactGet(r) {
-						return false
+			for how, read := range reads {
+				t.Run(fmt.Sprintf("%s/%d/%s", c.name, size, how), func(t *testing.T) {
+					f := newFixture(t, httpstore.Options{})
+					a := asl.Tagged(7, bytes.Repeat([]byte{'a', 'b', 'c'}, size/3))
+					ref := asl.MustDerive(asl.HashSHA256, a)
+					if _, err := f.st.PutBatch(t.Context(), asl.HashSHA256, []asl.Artifact{a}); err != nil {
+						t.Fatal(err)
 					}
-					c.lie(w, f.record(r), f)
-					return true
+					f.setHook(func(w http.ResponseWriter, r *http.Request) bool {
+						if !isArtifactGet(r) {
+							return false
+						}
+						c.lie(w, f.record(r), f)
+						return true
+					})
+					rc, hdr, err := f.c.Fetch(t.Context(), ref)
+					var got []byte
+					if err == nil {
+						got, err = read(rc)
+						rc.Close()
+					}
+					if c.name == "no length" {
+						if !errors.Is(err, httpstore.ErrProtocol) {
+							t.Fatalf("Fetch = %v, want ErrProtocol", err)
+						}
+						return
+					}
+					if !errors.Is(err, asl.ErrIntegrity) {
+						t.Fatalf("Fetch from a lying server = header %+v, %d bytes, %v; want ErrIntegrity", hdr, len(got), err)
+					}
+					if c.name == "truncated" && !errors.Is(err, io.ErrUnexpectedEOF) {
+						t.Errorf("truncated body: %v does not wrap io.ErrUnexpectedEOF", err)
+					}
+					if len(got) >= len(a.Bytes) {
+						t.Errorf("Fetch returned %d bytes with its error, the whole artifact's worth", len(got))
+					}
+					if !strings.Contains(err.Error(), ref.String()) || !strings.Contains(err.Error(), f.ts.URL) {
+						t.Errorf("error %q names neither the reference nor the URL", err)
+					}
+					if _, err := asl.Get(t.Context(), f.c, ref, 0); !errors.Is(err, asl.ErrIntegrity) {
+						t.Errorf("Get = %v, want ErrIntegrity", err)
+					}
 				})
-				rc, hdr, err := f.c.Fetch(t.Context(), ref)
-				var got []byte
-				if err == nil {
-					got, err = io.ReadAll(rc)
-					rc.Close()
-				}
-				if c.name == "no length" {
-					if !errors.Is(err, httpstore.ErrProtocol) {
-						t.Fatalf("Fetch = %v, want ErrProtocol", err)
-					}
-					return
-				}
-				if !errors.Is(err, asl.ErrIntegrity) {
-					t.Fatalf("Fetch from a lying server = header %+v, %d bytes, %v; want ErrIntegrity", hdr, len(got), err)
-				}
-				if c.name == "truncated" && !errors.Is(err, io.ErrUnexpectedEOF) {
-					t.Errorf("truncated body: %v does not wrap io.ErrUnexpectedEOF", err)
-				}
-				if len(got) >= len(a.Bytes) {
-					t.Errorf("Fetch returned %d bytes with its error, the whole artifact's worth", len(got))
-				}
-				if !strings.Contains(err.Error(), ref.String()) || !strings.Contains(err.Error(), f.ts.URL) {
-					t.Errorf("error %q names neither the reference nor the URL", err)
-				}
-				if _, err := asl.Get(t.Context(), f.c, ref, 0); !errors.Is(err, asl.ErrIntegrity) {
-					t.Errorf("Get = %v, want ErrIntegrity", err)
-				}
-			})
+			}
 		}
 	}
 }

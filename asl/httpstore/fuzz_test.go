@@ -128,6 +128,36 @@ func FuzzReadFrames(f *testing.F) {
 	})
 }
 
+// FuzzDecodeFrames: DecodeFrames of a body held in memory gives exactly
+// what ReadFrames gives from a reader of the same bytes: the same
+// artifacts, or the same error (text and kind).
+func FuzzDecodeFrames(f *testing.F) {
+	f.Add([]byte{}, 10, int64(100))
+	f.Add(AppendFrame(AppendFrame(nil, asl.Untagged([]byte("hello"))), asl.Tagged(0x101, nil)), 10, int64(100))
+	f.Add(AppendFrame(nil, asl.Untagged(nil)), 0, int64(100))
+	f.Add([]byte{0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 1, int64(9))
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0}, 5, int64(1<<40))
+	f.Add([]byte{0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0}, 1, int64(100))
+	f.Add([]byte{0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, 1, int64(100))
+	f.Add([]byte{0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 2, int64(100))
+	f.Fuzz(func(t *testing.T, body []byte, maxCount int, maxBytes int64) {
+		want, werr := ReadFrames(bytes.NewReader(body), maxCount, maxBytes)
+		got, gerr := DecodeFrames(body, maxCount, maxBytes)
+		if (werr == nil) != (gerr == nil) || werr != nil && (werr.Error() != gerr.Error() ||
+			errors.Is(werr, ErrFrame) != errors.Is(gerr, ErrFrame) || errors.Is(werr, ErrBatchTooLarge) != errors.Is(gerr, ErrBatchTooLarge)) {
+			t.Fatalf("DecodeFrames error %v, ReadFrames error %v", gerr, werr)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("DecodeFrames = %d artifacts, ReadFrames %d", len(got), len(want))
+		}
+		for i := range got {
+			if got[i].Header() != want[i].Header() || !bytes.Equal(got[i].Bytes, want[i].Bytes) {
+				t.Fatalf("artifact %d: DecodeFrames %+v, ReadFrames %+v", i, got[i], want[i])
+			}
+		}
+	})
+}
+
 // FuzzParseTypeTag: ParseTypeTag never panics; what it accepts formats
 // back to a value it reads as the same tag.
 func FuzzParseTypeTag(f *testing.F) {

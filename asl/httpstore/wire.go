@@ -251,6 +251,52 @@ var ErrBatchTooLarge = errors.New("batch too large")
 // do not decode strictly or whose bytes_len disagrees with frame_len, are
 // ErrFrame. Errors name the frame index and its byte offset.
 func ReadFrames(r io.Reader, maxCount int, maxBytes int64) ([]asl.Artifact, error) {
+	return decodeFrames(readerFrames{r}, maxCount, maxBytes)
+}
+
+// DecodeFrames decodes a batch body held whole in b, with ReadFrames'
+// bounds, rejections and errors. The artifacts' bytes alias b (one
+// allocation for the whole batch, none per frame): b must not change while
+// they are in use.
+func DecodeFrames(b []byte, maxCount int, maxBytes int64) ([]asl.Artifact, error) {
+	return decodeFrames(&sliceFrames{b}, maxCount, maxBytes)
+}
+
+// frameSource yields a batch body's pieces with io.ReadFull's errors: io.EOF
+// when nothing is left, io.ErrUnexpectedEOF when fewer bytes than asked are.
+type frameSource interface {
+	frameLen(p *[4]byte) error
+	frame(n int64) ([]byte, error)
+}
+
+type readerFrames struct{ r io.Reader }
+
+func (s readerFrames) frameLen(p *[4]byte) error     { _, err := io.ReadFull(s.r, p[:]); return err }
+func (s readerFrames) frame(n int64) ([]byte, error) { return readFrame(s.r, n) }
+
+type sliceFrames struct{ b []byte }
+
+func (s *sliceFrames) frameLen(p *[4]byte) error {
+	if len(s.b) == 0 {
+		return io.EOF
+	}
+	if copy(p[:], s.b) < 4 {
+		return io.ErrUnexpectedEOF
+	}
+	s.b = s.b[4:]
+	return nil
+}
+
+func (s *sliceFrames) frame(n int64) ([]byte, error) {
+	if n > int64(len(s.b)) {
+		return nil, io.ErrUnexpectedEOF
+	}
+	p := s.b[:n:n]
+	s.b = s.b[n:]
+	return p, nil
+}
+
+func decodeFrames(src frameSource, maxCount int, maxBytes int64) ([]asl.Artifact, error) {
 	var (
 		arts  []asl.Artifact
 		off   int64
@@ -258,8 +304,8 @@ func ReadFrames(r io.Reader, maxCount int, maxBytes int64) ([]asl.Artifact, erro
 		total int64
 	)
 	for i := 0; ; i++ {
-		n, err := io.ReadFull(r, lenb[:])
-		if err == io.EOF && n == 0 {
+		err := src.frameLen(&lenb)
+		if err == io.EOF {
 			return arts, nil
 		}
 		if err != nil {
@@ -277,7 +323,7 @@ func ReadFrames(r io.Reader, maxCount int, maxBytes int64) ([]asl.Artifact, erro
 		case total+flen > maxBytes:
 			return nil, fmt.Errorf("frame %d at offset %d: frame_len %d passes the batch bound of %d bytes: %w", i, off, flen, maxBytes, ErrBatchTooLarge)
 		}
-		buf, err := readFrame(r, flen)
+		buf, err := src.frame(flen)
 		if err != nil {
 			if err == io.ErrUnexpectedEOF || err == io.EOF {
 				return nil, fmt.Errorf("frame %d at offset %d: body ends inside a frame of %d bytes: %w", i, off, flen, ErrFrame)
@@ -373,6 +419,27 @@ func AppendRefsJSON(dst []byte, key string, refs []asl.Reference) []byte {
 	return append(dst, "]}"...)
 }
 
+// parseRefText is asl.ParseReference of text, decoding the hex digits of a
+// reference of up to 64 bytes on the stack (ParseReference allocates the
+// string and its decoded bytes: two of the three allocations of each
+// acknowledged reference).
+func parseRefText(text []byte) (asl.Reference, error) {
+	var raw [64]byte
+	if len(text) < 4 || len(text)%2 != 0 || len(text) > 2*len(raw) {
+		return asl.ParseReference(string(text))
+	}
+	for _, c := range text {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return asl.ParseReference(string(text))
+		}
+	}
+	n, err := hex.Decode(raw[:], text)
+	if err != nil {
+		return asl.ParseReference(string(text))
+	}
+	return asl.DecodeReference(raw[:n])
+}
+
 // parseRefsJSON reads b when it is exactly AppendRefsJSON's form for key,
 // followed by nothing but JSON whitespace, with every reference valid;
 // ok is false for anything else, which the caller then decodes with
@@ -403,7 +470,7 @@ func parseRefsJSON(b []byte, key string) (refs []asl.Reference, ok bool) {
 		if bytes.IndexByte(text, '\\') >= 0 {
 			return nil, false
 		}
-		r, err := asl.ParseReference(string(text))
+		r, err := parseRefText(text)
 		if err != nil {
 			return nil, false
 		}
