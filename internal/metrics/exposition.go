@@ -6,18 +6,27 @@ import (
 	"math"
 	"net/http"
 	"strconv"
-	"strings"
 )
 
 // ContentType is the media type of the text exposition format 0.0.4.
 const ContentType = "text/plain; version=0.0.4; charset=utf-8"
 
-// helpEscaper and valueEscaper escape HELP text and label values as the
-// text format requires.
-var (
-	helpEscaper  = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
-	valueEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
-)
+// writeEscaped writes s with \ as \\ and a newline as \n, and with quote
+// also " as \": the escaping of HELP text and of label values.
+func writeEscaped(w *bufio.Writer, s string, quote bool) {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\':
+			w.WriteString(`\\`)
+		case c == '\n':
+			w.WriteString(`\n`)
+		case c == '"' && quote:
+			w.WriteString(`\"`)
+		default:
+			w.WriteByte(c)
+		}
+	}
+}
 
 // WriteText writes fs in the text exposition format 0.0.4: for each
 // family a # HELP line, a # TYPE line, then one line per sample
@@ -30,7 +39,7 @@ func WriteText(w io.Writer, fs []Family) error {
 		bw.WriteString("# HELP ")
 		bw.WriteString(f.Name)
 		bw.WriteByte(' ')
-		helpEscaper.WriteString(bw, f.Help)
+		writeEscaped(bw, f.Help, false)
 		bw.WriteString("\n# TYPE ")
 		bw.WriteString(f.Name)
 		bw.WriteByte(' ')
@@ -46,7 +55,7 @@ func WriteText(w io.Writer, fs []Family) error {
 					}
 					bw.WriteString(l.Name)
 					bw.WriteString(`="`)
-					valueEscaper.WriteString(bw, l.Value)
+					writeEscaped(bw, l.Value, true)
 					bw.WriteByte('"')
 				}
 				bw.WriteByte('}')

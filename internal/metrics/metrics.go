@@ -19,7 +19,6 @@
 package metrics
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -30,7 +29,13 @@ import (
 
 // ErrAlreadyRegistered is returned by Register when a family of the same
 // name is registered already.
-var ErrAlreadyRegistered = errors.New("metrics: family already registered")
+var ErrAlreadyRegistered error = errAlreadyRegistered{}
+
+// errAlreadyRegistered is a constant error value, so that the package has
+// no init to run (issue 24).
+type errAlreadyRegistered struct{}
+
+func (errAlreadyRegistered) Error() string { return "metrics: family already registered" }
 
 // Type is a family's type as the exposition's # TYPE line names it.
 type Type string
