@@ -30,9 +30,9 @@ import (
 // package, third-party and standard library included, just above what
 // `amduat version` reached once the Prometheus client's collectors and
 // HTTP handler gave way to internal/metrics and schollz/progressbar to
-// progress.go: 985 KB in 6,563 allocations over 245 inits (Go 1.26.8),
-// or 1,023 KB in about one run of eight, when cockroachdb/errors/report
-// allocates 37 KB instead of 80 bytes (it varies from run to run; it was
+// progress.go: 985 KB in 6,562 allocations over 244 inits (Go 1.26.8),
+// or 1,022 KB in the runs where cockroachdb/errors/report allocates 37 KB
+// instead of 80 bytes (from a few runs in 25 to half of them; it was
 // 1,020 KB or 1,057 KB in 6,824 allocations before). What is left is
 // linked by dependencies this module cannot unlink: Pebble pulls the
 // Prometheus client (with procfs, protobuf, client_model, common and a
