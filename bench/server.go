@@ -24,11 +24,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/httpstore"
 	"github.com/amduat/amduat/asl/pebblestore"
+	"github.com/amduat/amduat/internal/metrics"
 	"github.com/amduat/amduat/pel"
 	"github.com/amduat/amduat/report"
 	"github.com/amduat/amduat/server"
@@ -83,7 +82,7 @@ func serverLoadDuration(s Sizes) time.Duration {
 // a loopback port.
 type serverRig struct {
 	store *pebblestore.Store
-	reg   *prometheus.Registry
+	reg   *metrics.Registry
 	hs    *http.Server
 	url   string
 	done  chan error
@@ -94,7 +93,7 @@ func startServerRig(dir string) (*serverRig, error) {
 	if err != nil {
 		return nil, err
 	}
-	reg := prometheus.NewRegistry()
+	reg := metrics.NewRegistry()
 	srv, err := server.New(server.Config{Store: st, Registry: reg, Version: "bench"})
 	if err != nil {
 		st.Close()
@@ -133,18 +132,14 @@ func (r *serverRig) close() error {
 // (amduat_http_requests_total; "0" is an aborted connection).
 func (r *serverRig) statusCounts() map[string]float64 {
 	out := map[string]float64{}
-	mfs, err := r.reg.Gather()
-	if err != nil {
-		return out
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "amduat_http_requests_total" {
+	for _, f := range r.reg.Gather() {
+		if f.Name != "amduat_http_requests_total" {
 			continue
 		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "code" {
-					out[l.GetValue()] += m.GetCounter().GetValue()
+		for _, s := range f.Samples {
+			for _, l := range s.Labels {
+				if l.Name == "code" {
+					out[l.Value] += s.Value
 				}
 			}
 		}

@@ -8,11 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/pebblestore"
 	"github.com/amduat/amduat/closure"
+	"github.com/amduat/amduat/internal/metrics"
 )
 
 // Size-bounded stores (SPECS.md §18.11; `serve --max-size`, Go
@@ -58,23 +57,23 @@ type evictor struct {
 	idle     chan struct{} // closed when no round runs
 	rounds   int64
 	lastErr  error
-	evictedN prometheus.Counter
-	evictedB prometheus.Counter
-	sizeG    prometheus.Gauge
+	evictedN *metrics.Counter
+	evictedB *metrics.Counter
+	sizeG    *metrics.Gauge
 }
 
-func newEvictor(s *Server, max int64, reg *prometheus.Registry) (*evictor, error) {
+func newEvictor(s *Server, max int64, reg *metrics.Registry) (*evictor, error) {
 	if max <= 0 {
 		return nil, nil
 	}
 	e := &evictor{s: s, max: max, ticks: map[asl.Reference]uint64{}, idle: make(chan struct{})}
 	close(e.idle)
-	e.evictedN = prometheus.NewCounter(prometheus.CounterOpts{Name: "amduat_store_evicted_total", Help: "Artifacts evicted to keep the store under --max-size."})
-	e.evictedB = prometheus.NewCounter(prometheus.CounterOpts{Name: "amduat_store_evicted_bytes_total", Help: "Stored bytes of the artifacts evicted."})
-	e.sizeG = prometheus.NewGauge(prometheus.GaugeOpts{Name: "amduat_store_size_bytes", Help: "Stored bytes of the store's artifacts, as of the last eviction check."})
-	maxG := prometheus.NewGauge(prometheus.GaugeOpts{Name: "amduat_store_max_size_bytes", Help: "The --max-size bound."})
+	e.evictedN = metrics.NewCounter(metrics.Opts{Name: "amduat_store_evicted_total", Help: "Artifacts evicted to keep the store under --max-size."})
+	e.evictedB = metrics.NewCounter(metrics.Opts{Name: "amduat_store_evicted_bytes_total", Help: "Stored bytes of the artifacts evicted."})
+	e.sizeG = metrics.NewGauge(metrics.Opts{Name: "amduat_store_size_bytes", Help: "Stored bytes of the store's artifacts, as of the last eviction check."})
+	maxG := metrics.NewGauge(metrics.Opts{Name: "amduat_store_max_size_bytes", Help: "The --max-size bound."})
 	maxG.Set(float64(max))
-	for _, c := range []prometheus.Collector{e.evictedN, e.evictedB, e.sizeG, maxG} {
+	for _, c := range []metrics.Collector{e.evictedN, e.evictedB, e.sizeG, maxG} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -23,7 +23,7 @@ type planPool struct {
 	workers int
 	rescan  time.Duration
 	log     *slog.Logger
-	m       *metrics
+	m       *serverMetrics
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -39,7 +39,7 @@ type planPool struct {
 	closed  bool
 }
 
-func newPlanPool(cfg PlanConfig, log *slog.Logger, m *metrics) *planPool {
+func newPlanPool(cfg PlanConfig, log *slog.Logger, m *serverMetrics) *planPool {
 	p := &planPool{runner: cfg.Runner, leases: plan.NewLeases(cfg.Runner, plan.LeaseOptions{TTL: cfg.LeaseTTL}),
 		workers: cfg.Workers, rescan: cfg.Rescan, log: log, m: m,
 		queued: map[asl.Reference]bool{}, running: map[asl.Reference]bool{}, again: map[asl.Reference]bool{}, timers: map[*time.Timer]bool{}}

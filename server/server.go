@@ -30,10 +30,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/httpstore"
+	"github.com/amduat/amduat/internal/metrics"
 	"github.com/amduat/amduat/opreg"
 	"github.com/amduat/amduat/server/webui"
 )
@@ -168,9 +167,9 @@ type Config struct {
 	Auth *Auth
 	// Logger receives one line per request; nil discards them.
 	Logger *slog.Logger
-	// Registerer receives the server's metrics; nil uses a new registry,
+	// Registry receives the server's metrics; nil uses a new registry,
 	// served at /metrics either way.
-	Registry *prometheus.Registry
+	Registry *metrics.Registry
 	Limits   Limits
 	// Version is reported by /v1/meta.
 	Version string
@@ -193,7 +192,7 @@ type Server struct {
 	limits   Limits
 	version  string
 	ops      *opreg.Registry // nil: the kernel
-	metrics  *metrics
+	metrics  *serverMetrics
 	runs     *runQueue // run slots and the runs waiting for one
 	writes   *writeGate
 	mux      *http.ServeMux
@@ -223,7 +222,7 @@ func New(cfg Config) (*Server, error) {
 	lim := cfg.Limits.withDefaults()
 	reg := cfg.Registry
 	if reg == nil {
-		reg = prometheus.NewRegistry()
+		reg = metrics.NewRegistry()
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -318,7 +317,7 @@ type route struct {
 	h       func(w http.ResponseWriter, r *http.Request) error
 }
 
-func (s *Server) routes(reg *prometheus.Registry, ui http.Handler) {
+func (s *Server) routes(reg *metrics.Registry, ui http.Handler) {
 	rs := []route{
 		{"GET /healthz", scopeNone, s.healthz},
 		{"GET /v1/meta", scopeNone, s.meta},
@@ -348,7 +347,7 @@ func (s *Server) routes(reg *prometheus.Registry, ui http.Handler) {
 	for _, rt := range rs {
 		s.mux.Handle(rt.pattern, s.wrap(rt))
 	}
-	metricsH := promHandler(reg)
+	metricsH := metricsHandler(reg)
 	s.mux.Handle("GET /metrics", s.wrap(route{"GET /metrics", scopeRead, func(w http.ResponseWriter, r *http.Request) error {
 		metricsH.ServeHTTP(w, r)
 		return nil

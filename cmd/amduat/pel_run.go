@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/amduat/amduat/asl"
@@ -361,20 +360,13 @@ func (a *app) runProgress() (progress func(surf.Progress), done func()) {
 	if !a.stderrIsTerminal() {
 		return nil, func() {}
 	}
-	var bar *progressbar.ProgressBar
+	var bar *progressBar
 	storing := false
 	newBar := func(max int64, desc string, bytes bool) {
 		if bar != nil {
-			bar.Finish()
+			bar.finish()
 		}
-		bar = progressbar.NewOptions64(max,
-			progressbar.OptionSetWriter(a.stderr),
-			progressbar.OptionSetDescription(desc),
-			progressbar.OptionShowBytes(bytes),
-			progressbar.OptionShowCount(),
-			progressbar.OptionThrottle(100*time.Millisecond),
-			progressbar.OptionClearOnFinish(),
-		)
+		bar = newProgressBar(a.stderr, desc, max, bytes)
 	}
 	progress = func(p surf.Progress) {
 		switch {
@@ -383,17 +375,17 @@ func (a *app) runProgress() (progress func(surf.Progress), done func()) {
 				storing = true
 				newBar(int64(p.BytesTotal), "store outputs", true)
 			}
-			bar.Set64(int64(p.BytesWritten))
+			bar.set(int64(p.BytesWritten))
 		default:
 			if bar == nil {
 				newBar(max(int64(p.NodesTotal), 1), "nodes", false)
 			}
-			bar.Set64(int64(p.NodesDone))
+			bar.set(int64(p.NodesDone))
 		}
 	}
 	return progress, func() {
 		if bar != nil {
-			bar.Finish()
+			bar.finish()
 		}
 	}
 }

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/amduat/amduat/asl"
@@ -76,25 +74,19 @@ artifact was lost or damage found (DIR holds everything that could be read),
 			if st, err := os.Stat(to); err == nil && !st.IsDir() {
 				return fail(exitStore, to, errors.New("is a file, not a directory (salvage needs a new or empty directory)"))
 			}
-			var bar *progressbar.ProgressBar
+			var bar *progressBar
 			var progress func(pebblestore.SalvageProgress)
 			if a.stderrIsTerminal() {
 				progress = func(p pebblestore.SalvageProgress) {
 					if bar == nil {
-						bar = progressbar.NewOptions64(max(p.TotalBytes, 1),
-							progressbar.OptionSetWriter(a.stderr),
-							progressbar.OptionSetDescription("salvage"),
-							progressbar.OptionShowBytes(true),
-							progressbar.OptionThrottle(100*time.Millisecond),
-							progressbar.OptionClearOnFinish(),
-						)
+						bar = newProgressBar(a.stderr, "salvage", max(p.TotalBytes, 1), true)
 					}
-					bar.Set64(p.Bytes)
+					bar.set(p.Bytes)
 				}
 			}
 			rep, err := pebblestore.Salvage(c.Context(), a.storeDir, to, nil, progress)
 			if bar != nil {
-				bar.Finish()
+				bar.finish()
 			}
 			switch {
 			case errors.Is(err, pebblestore.ErrNoStore):

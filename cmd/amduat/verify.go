@@ -3,9 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/amduat/amduat/asl"
@@ -114,26 +112,19 @@ when stderr is a terminal.`,
 			}
 			defer closeStore(s, a.storeDir, &err)
 
-			var bar *progressbar.ProgressBar
+			var bar *progressBar
 			var progress func(aslutil.Progress)
 			if a.stderrIsTerminal() {
 				progress = func(p aslutil.Progress) {
 					if bar == nil {
-						bar = progressbar.NewOptions64(max(p.TotalBytes, 1),
-							progressbar.OptionSetWriter(a.stderr),
-							progressbar.OptionSetDescription("verify"),
-							progressbar.OptionShowBytes(true),
-							progressbar.OptionShowCount(),
-							progressbar.OptionThrottle(100*time.Millisecond),
-							progressbar.OptionClearOnFinish(),
-						)
+						bar = newProgressBar(a.stderr, "verify", max(p.TotalBytes, 1), true)
 					}
-					bar.Set64(p.Bytes)
+					bar.set(p.Bytes)
 				}
 			}
 			rep, verr := aslutil.Verify(c.Context(), s, opts, progress)
 			if bar != nil {
-				bar.Finish()
+				bar.finish()
 			}
 			res.Stored, res.Selected, res.Checked, res.Bytes = rep.Stored, rep.Selected, rep.Checked, rep.Bytes
 			for _, f := range rep.Failures {
