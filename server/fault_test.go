@@ -728,15 +728,24 @@ func TestFaultSlowClients(t *testing.T) {
 	})
 
 	t.Run("trickle faster than idle", func(t *testing.T) {
-		// 40 pieces 25 ms apart: the body takes three times the idle
-		// timeout, but never stalls for it.
-		body := bytes.Repeat([]byte("0123456789"), 40)
+		// A server of its own with an idle timeout of 2 s, and 25 pieces
+		// 100 ms apart: the body takes longer than the idle timeout but
+		// never stalls for it, with a margin of 1.9 s against a writer
+		// delayed by a loaded machine (the 300 ms of the other cases
+		// against pieces 25 ms apart failed under load).
+		const slowIdle = 2 * time.Second
+		fs := startFaultServer(t, faultConfig{limits: server.Limits{IdleTimeout: slowIdle}})
+		const pieces, gap = 25, 100 * time.Millisecond
+		if pieces*gap <= slowIdle {
+			t.Fatalf("the body takes %s, not longer than the idle timeout %s", pieces*gap, slowIdle)
+		}
+		body := bytes.Repeat([]byte("0123456789"), pieces)
 		ref := refHex(t, asl.Untagged(body))
 		pr, pw := io.Pipe()
 		go func() {
 			for i := 0; i < len(body); i += 10 {
 				pw.Write(body[i : i+10])
-				time.Sleep(25 * time.Millisecond)
+				time.Sleep(gap)
 			}
 			pw.Close()
 		}()
