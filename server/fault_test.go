@@ -52,6 +52,27 @@ type faultConfig struct {
 	limits            server.Limits
 	auth              *server.Auth
 	readHeaderTimeout time.Duration
+	// sendBuffer, when set, is the socket send buffer of the server's
+	// connections (SO_SNDBUF, which also stops the kernel growing it), so
+	// that a client that stops reading blocks the handler after a few MiB.
+	sendBuffer int
+}
+
+// sendBufferListener sets the send buffer of every connection it accepts.
+type sendBufferListener struct {
+	net.Listener
+	size int
+}
+
+func (l sendBufferListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		if serr := tc.SetWriteBuffer(l.size); serr != nil {
+			c.Close()
+			return nil, fmt.Errorf("set the send buffer: %w", serr)
+		}
+	}
+	return c, err
 }
 
 // lockedBuffer is a bytes.Buffer safe for the logger's concurrent writes.
@@ -89,6 +110,9 @@ func startFaultServer(t *testing.T, cfg faultConfig) *faultServer {
 	if err != nil {
 		st.Close()
 		t.Fatal(err)
+	}
+	if cfg.sendBuffer > 0 {
+		ln = sendBufferListener{ln, cfg.sendBuffer}
 	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: cfg.readHeaderTimeout,
 		ErrorLog: slog.NewLogLogger(slog.NewTextHandler(logs, nil).WithGroup("http"), slog.LevelWarn)}
@@ -653,7 +677,7 @@ func (f *failingReader) Read([]byte) (int, error) { return 0, f.err }
 // server stays healthy and leaks nothing.
 func TestFaultSlowClients(t *testing.T) {
 	const idle = 300 * time.Millisecond
-	fs := startFaultServer(t, faultConfig{limits: server.Limits{IdleTimeout: idle}, readHeaderTimeout: 500 * time.Millisecond})
+	fs := startFaultServer(t, faultConfig{limits: server.Limits{IdleTimeout: idle}, readHeaderTimeout: 500 * time.Millisecond, sendBuffer: 64 << 10})
 	ctx := context.Background()
 
 	// expectCut reads what the server does with a stalled connection: a
@@ -728,15 +752,24 @@ func TestFaultSlowClients(t *testing.T) {
 	})
 
 	t.Run("trickle faster than idle", func(t *testing.T) {
-		// 40 pieces 25 ms apart: the body takes three times the idle
-		// timeout, but never stalls for it.
-		body := bytes.Repeat([]byte("0123456789"), 40)
+		// A server of its own with an idle timeout of 2 s, and 25 pieces
+		// 100 ms apart: the body takes longer than the idle timeout but
+		// never stalls for it, with a margin of 1.9 s against a writer
+		// delayed by a loaded machine (the 300 ms of the other cases
+		// against pieces 25 ms apart failed under load).
+		const slowIdle = 2 * time.Second
+		fs := startFaultServer(t, faultConfig{limits: server.Limits{IdleTimeout: slowIdle}})
+		const pieces, gap = 25, 100 * time.Millisecond
+		if pieces*gap <= slowIdle {
+			t.Fatalf("the body takes %s, not longer than the idle timeout %s", pieces*gap, slowIdle)
+		}
+		body := bytes.Repeat([]byte("0123456789"), pieces)
 		ref := refHex(t, asl.Untagged(body))
 		pr, pw := io.Pipe()
 		go func() {
 			for i := 0; i < len(body); i += 10 {
 				pw.Write(body[i : i+10])
-				time.Sleep(25 * time.Millisecond)
+				time.Sleep(gap)
 			}
 			pw.Close()
 		}()
@@ -758,7 +791,9 @@ func TestFaultSlowClients(t *testing.T) {
 
 	t.Run("reader stops reading", func(t *testing.T) {
 		base := fs.baseline()
-		payload := bytes.Repeat([]byte("slow reader "), 6<<20) // 72 MiB: more than the socket buffers
+		// 6 MiB: many times the socket buffers (64 KiB each side, doubled
+		// by the kernel) and the handler's own.
+		payload := bytes.Repeat([]byte("slow reader "), 512<<10)
 		ref, err := asl.PutArtifact(ctx, fs.store, asl.HashSHA256, asl.Untagged(payload))
 		if err != nil {
 			t.Fatal(err)

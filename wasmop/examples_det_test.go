@@ -25,6 +25,7 @@ import (
 // as well (each interpreted run of a Go-built module costs seconds under
 // -race).
 func TestExampleModulesDeterminism(t *testing.T) {
+	t.Parallel() // engines of its own; the compiler's cache is shared
 	files, _ := filepath.Glob("examples/*/*.wasm")
 	if len(files) == 0 {
 		t.Skip("no example modules under examples/")

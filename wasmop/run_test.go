@@ -33,6 +33,9 @@ func newEngines(t testing.TB, opts wasmop.Options) *engines {
 	for _, interp := range []bool{false, true} {
 		o := opts
 		o.Interpreter = interp
+		if o.CacheDir == "" && !interp {
+			o.CacheDir = compCacheDir
+		}
 		e, err := wasmop.New(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)

@@ -38,7 +38,7 @@ func newSnapshotEngines(t testing.TB) *snapshotEngines {
 func newSnapshotEnginesOf(t testing.TB, interpreter bool) *snapshotEngines {
 	t.Helper()
 	se := &snapshotEngines{}
-	dir := t.TempDir() // the compiler engines compile each module once
+	dir := compCacheDir // the compiler engines compile each module once
 	opts := []wasmop.Options{{FreshInstances: true, CacheDir: dir}, {CacheDir: dir}}
 	if interpreter {
 		opts = append(opts, wasmop.Options{Interpreter: true})
@@ -142,6 +142,7 @@ func wasmVectors(t testing.TB) (ids []string, programs []asl.Artifact, inputs []
 // start from instances an earlier call of another export or input left),
 // and demands the outcome of fresh instances each time.
 func TestSnapshotVectors(t *testing.T) {
+	t.Parallel() // engines of its own; the compiler's cache is shared
 	se := newSnapshotEngines(t)
 	ids, programs, inputs := wasmVectors(t)
 	want := make([]outcome, len(ids))
@@ -242,6 +243,7 @@ func TestSnapshotRefused(t *testing.T) {
 // and TestExampleModulesDeterminism under both engines, run every example
 // with snapshots too.
 func TestSnapshotExamples(t *testing.T) {
+	t.Parallel() // engines of its own; the compiler's cache is shared
 	exs := examples.All()
 	long := longtest.Enabled()
 	if !long {
@@ -286,7 +288,7 @@ func TestSnapshotMemoryBudget(t *testing.T) {
 	// then 2 after its _initialize: with the word count's instance idle,
 	// its growth needs the budget the idle instance holds.
 	const budget = 3193320 + 100000
-	dir := t.TempDir() // both engines compile the example once
+	dir := compCacheDir // both engines compile the example once
 	e, err := wasmop.New(context.Background(), wasmop.Options{MemoryBudget: budget, CacheDir: dir})
 	if err != nil {
 		t.Fatal(err)

@@ -492,15 +492,52 @@ func TestRetry(t *testing.T) {
 			t.Fatalf("= %v, want the 429 at once, saying when to retry", err)
 		}
 	})
-	t.Run("canceled while waiting", func(t *testing.T) {
-		f := newFixture(t, httpstore.Options{})
-		f.setHook(failFirst(1, http.StatusServiceUnavailable, "10"))
-		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	t.Run("retry past the deadline", func(t *testing.T) {
+		// The retry would come an hour after a deadline a minute away: the
+		// client gives up at once, saying so, instead of waiting for the
+		// deadline (whose error would not say it).
+		f := newFixture(t, httpstore.Options{RetryMaxWait: 2 * time.Hour})
+		f.setHook(failFirst(1, http.StatusServiceUnavailable, "3600"))
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()
-		start := time.Now()
 		_, err := f.c.Missing(ctx, []asl.Reference{ref})
-		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
-			t.Fatalf("= %v after %s, want the deadline at once", err, time.Since(start))
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "would pass the deadline") {
+			t.Fatalf("= %v, want the deadline at once, saying the retry would pass it", err)
+		}
+		if n := f.count("POST " + httpstore.PathMissing); n != 1 {
+			t.Errorf("%d requests, want 1", n)
+		}
+	})
+	t.Run("canceled while waiting", func(t *testing.T) {
+		// Canceled once the 503 (retry in an hour) is answered: the call
+		// returns the cancellation, not after the hour.
+		f := newFixture(t, httpstore.Options{RetryMaxWait: 2 * time.Hour})
+		answered := make(chan struct{})
+		var once sync.Once
+		fail := failFirst(1, http.StatusServiceUnavailable, "3600")
+		f.setHook(func(w http.ResponseWriter, r *http.Request) bool {
+			if !fail(w, r) {
+				return false
+			}
+			once.Do(func() { close(answered) })
+			return true
+		})
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		done := make(chan error, 1)
+		go func() {
+			_, err := f.c.Missing(ctx, []asl.Reference{ref})
+			done <- err
+		}()
+		<-answered
+		cancel()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("= %v, want the cancellation", err)
+			}
+		case <-time.After(time.Minute): // a hang bound against the hour's wait, not a timing
+			t.Fatal("still waiting a minute after the cancellation")
 		}
 	})
 	t.Run("broken connection", func(t *testing.T) {

@@ -39,7 +39,7 @@ func TestCache(t *testing.T) {
 	t.Parallel() // its own MinIO, which it stops
 	m := miniotest.Start(t)
 	o := options(m)
-	o.PartSize = partSize
+	o.PartSize = 5 << 20
 	dir := t.TempDir()
 	o.CacheDir, o.CacheSize = dir, 23<<20 // the large artifact is within a quarter
 	o.MaxRetries = 1
@@ -47,7 +47,7 @@ func TestCache(t *testing.T) {
 	ctx := t.Context()
 	small := asl.Tagged(5, gen(20, 1000))
 	mid := asl.Untagged(gen(21, 300<<10)) // streamed (above 256 KiB)
-	large := asl.Untagged(gen(22, partSize+(512<<10)))
+	large := asl.Untagged(gen(22, 5<<20+(512<<10)))
 	var refs []asl.Reference
 	for _, a := range []asl.Artifact{small, mid, large} {
 		ref, err := asl.PutArtifact(ctx, st, asl.HashSHA256, a)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/pebblestore"
+	"github.com/amduat/amduat/asl/s3store"
 )
 
 // textCorpus is the Go sources under GOROOT/src/DIR: text as users store
@@ -162,9 +163,8 @@ func TestCompressedParts(t *testing.T) {
 	t.Parallel()
 	m := sharedServer(t)
 	ctx := t.Context()
-	o := options(m)
-	o.PartSize = partSize
-	st := create(t, m, "zparts", o)
+	st := create(t, m, "zparts", options(m))
+	s3store.SetPartSize(st, partSize)
 	var text []byte
 	for _, a := range textCorpus(t, "net/http") {
 		text = append(text, a.Bytes...)

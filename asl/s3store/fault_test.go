@@ -126,12 +126,11 @@ func incomplete(t *testing.T, st *s3store.Store) int {
 func TestLarge(t *testing.T) {
 	t.Parallel()
 	m := sharedServer(t)
-	o := options(m)
-	o.PartSize = 5 << 20
-	st := create(t, m, "large", o)
+	st := create(t, m, "large", options(m))
+	s3store.SetPartSize(st, partSize)
 	ctx := t.Context()
-	data := gen(1, 12<<20+5)
-	for _, a := range []asl.Artifact{asl.Untagged(data), asl.Tagged(9, data[:5<<20+1])} {
+	data := gen(1, 2*partSize+partSize/2+5) // two parts and a short one
+	for _, a := range []asl.Artifact{asl.Untagged(data), asl.Tagged(9, data[:partSize+1])} {
 		ref, err := st.Put(ctx, asl.HashSHA256, a.Header(), onlyReader{bytes.NewReader(a.Bytes)})
 		if err != nil {
 			t.Fatalf("Put(%d bytes): %v", len(a.Bytes), err)
@@ -366,8 +365,8 @@ func TestRestart(t *testing.T) {
 	m := miniotest.Start(t)
 	o := options(m)
 	o.MaxRetries = 2
-	o.PartSize = 5 << 20
 	st := create(t, m, "restart", o)
+	s3store.SetPartSize(st, partSize)
 	ctx := t.Context()
 	var acked []asl.Reference
 	var arts []asl.Artifact
@@ -382,7 +381,8 @@ func TestRestart(t *testing.T) {
 
 	// A streamed get during which MinIO dies: an I/O error naming the
 	// object, never wrong bytes and never a store error.
-	big0 := asl.Untagged(gen(8, 24<<20))
+	// Eight parts: a get holds at most largeParallel+1 = 4 of them.
+	big0 := asl.Untagged(gen(8, 8*partSize))
 	big0Ref, err := asl.PutArtifact(ctx, st, asl.HashSHA256, big0)
 	if err != nil {
 		t.Fatal(err)
@@ -408,9 +408,9 @@ func TestRestart(t *testing.T) {
 	m.Restart()
 
 	// A large put during which MinIO dies.
-	big := asl.Untagged(gen(7, 11<<20))
+	big := asl.Untagged(gen(7, 2*partSize+partSize/5))
 	bigRef := asl.MustDerive(asl.HashSHA256, big)
-	_, err = st.Put(ctx, asl.HashSHA256, big.Header(), &stopAt{r: bytes.NewReader(big.Bytes), n: 6 << 20, stop: m.Stop})
+	_, err = st.Put(ctx, asl.HashSHA256, big.Header(), &stopAt{r: bytes.NewReader(big.Bytes), n: partSize + partSize/5, stop: m.Stop})
 	if err == nil {
 		t.Fatal("Put across the crash succeeded")
 	}

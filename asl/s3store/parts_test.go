@@ -18,13 +18,17 @@ import (
 	"github.com/amduat/amduat/asl/s3store/miniotest"
 )
 
-const partSize = 5 << 20
+// partSize is the part size of the tests of the parts layout: 1 MiB, below
+// what Options allow (s3store.SetPartSize), as the layout does not depend
+// on it and a few MiB per artifact put, damaged and read many times cost a
+// fifth of the time of 5 MiB parts.
+const partSize = 1 << 20
 
-// largeStore is a store whose large artifacts have parts of 5 MiB.
+// largeStore is a store whose large artifacts have parts of partSize.
 func largeStore(t *testing.T, m *miniotest.Server, bucket string) *s3store.Store {
-	o := options(m)
-	o.PartSize = partSize
-	return create(t, m, bucket, o)
+	st := create(t, m, bucket, options(m))
+	s3store.SetPartSize(st, partSize)
+	return st
 }
 
 func getObject(t *testing.T, st *s3store.Store, key string) []byte {
@@ -321,11 +325,11 @@ func TestLayoutVersion1(t *testing.T) {
 	t.Parallel()
 	m := sharedServer(t)
 	o := options(m)
-	o.PartSize = partSize
+	o.PartSize = 5 << 20
 	st := create(t, m, "layout-v1", o)
 	ctx := t.Context()
 	putObject(t, st, st.Prefix()+"config", []byte(`{"format":"amduat-s3store","version":1,"hash":1}`))
-	big := asl.Untagged(gen(12, partSize+3))
+	big := asl.Untagged(gen(12, 5<<20+3))
 	ref := asl.MustDerive(asl.HashSHA256, big)
 	putObject(t, st, st.ArtifactKey(ref), asl.EncodeArtifact(big))
 	st2, err := s3store.Open(ctx, st.Bucket(), st.Prefix(), o)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/s3store"
 	"github.com/amduat/amduat/asl/s3store/miniotest"
 )
 
@@ -27,8 +28,8 @@ func TestRestartUnderLoad(t *testing.T) {
 	m := miniotest.Start(t)
 	o := options(m)
 	o.MaxRetries = 2
-	o.PartSize = partSize
 	st := create(t, m, "restartload", o)
+	s3store.SetPartSize(st, partSize)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 
