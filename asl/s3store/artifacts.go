@@ -166,6 +166,10 @@ type fetchReader struct {
 	// wholeHdr is the header of a whole object (its length locates a
 	// payload byte in the object).
 	wholeHdr asl.Header
+	// written is set when WriteTo delivered the whole payload, verified:
+	// a Read after it is at the end (asl.ExpectEnd), not a fresh read of
+	// the parts through vr.
+	written bool
 }
 
 // WriteTo implements io.WriterTo (io.Copy uses it): a large artifact
@@ -173,12 +177,17 @@ type fetchReader struct {
 // other through Read.
 func (f *fetchReader) WriteTo(w io.Writer) (int64, error) {
 	if f.lr != nil && f.read == 0 {
-		return f.writeTo(w)
+		n, err := f.writeTo(w)
+		f.written = err == nil
+		return n, err
 	}
 	return io.Copy(w, struct{ io.Reader }{f})
 }
 
 func (f *fetchReader) Read(p []byte) (int, error) {
+	if f.written {
+		return 0, io.EOF
+	}
 	n, err := f.vr.Read(p)
 	f.read += uint64(n)
 	var loc located

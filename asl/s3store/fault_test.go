@@ -142,6 +142,21 @@ func TestLarge(t *testing.T) {
 		if err != nil || !bytes.Equal(got.Bytes, a.Bytes) || got.Header() != a.Header() {
 			t.Fatalf("Get(%s) = %d bytes, %v", ref, len(got.Bytes), err)
 		}
+		// Written out whole (io.WriterTo, as the server's GET does), the
+		// reader is then at its end: asl.ExpectEnd, which the server
+		// checks before it sends the last byte, says so.
+		rc, _, err := st.Fetch(ctx, ref)
+		if err != nil {
+			t.Fatalf("Fetch(%s): %v", ref, err)
+		}
+		var whole bytes.Buffer
+		if _, err := rc.(io.WriterTo).WriteTo(&whole); err != nil || !bytes.Equal(whole.Bytes(), a.Bytes) {
+			t.Fatalf("Fetch(%s).WriteTo = %d bytes, %v", ref, whole.Len(), err)
+		}
+		if err := asl.ExpectEnd(rc); err != nil {
+			t.Fatalf("ExpectEnd after WriteTo of %s: %v", ref, err)
+		}
+		rc.Close()
 		// Idempotent: a second put rewrites nothing and says the same.
 		if ref2, err := st.Put(ctx, asl.HashSHA256, a.Header(), onlyReader{bytes.NewReader(a.Bytes)}); err != nil || ref2 != ref {
 			t.Fatalf("second Put = %s, %v", ref2, err)
