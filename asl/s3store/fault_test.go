@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/minio/minio-go/v7"
@@ -535,5 +537,86 @@ func TestGetBatch(t *testing.T) {
 	})
 	if err != nil || next != len(ask) {
 		t.Fatalf("GetBatch = %v after %d of %d", err, next, len(ask))
+	}
+}
+
+// cutter cuts the bodies of the first n GETs of part objects after cut
+// bytes (io.ErrUnexpectedEOF, as a connection that breaks off gives).
+type cutter struct {
+	next http.RoundTripper
+	cut  int64
+	n    atomic.Int32
+	cuts atomic.Int32
+	// ranged counts the ranged GETs of parts (the resumed reads).
+	ranged atomic.Int32
+}
+
+func (c *cutter) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(req)
+	if err != nil || req.Method != http.MethodGet || !strings.Contains(req.URL.Path, "/p/") {
+		return resp, err
+	}
+	if req.Header.Get("Range") != "" {
+		c.ranged.Add(1)
+	}
+	if resp.StatusCode/100 == 2 && c.n.Add(-1) >= 0 {
+		c.cuts.Add(1)
+		resp.Body = cutBody{io.LimitReader(resp.Body, c.cut), resp.Body}
+	}
+	return resp, nil
+}
+
+type cutBody struct {
+	r io.Reader
+	c io.Closer
+}
+
+func (b cutBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+func (b cutBody) Close() error { return b.c.Close() }
+
+// TestLargeResumesCutParts: a part whose body breaks off is read on from
+// the byte reached (a ranged GET), so a large get survives connections
+// that drop, and returns exactly the stored bytes; a part that keeps
+// breaking off fails the get after partResumes re-reads, as an I/O error
+// (not damage), naming the part.
+func TestLargeResumesCutParts(t *testing.T) {
+	t.Parallel()
+	m := sharedServer(t)
+	c := &cutter{next: http.DefaultTransport.(*http.Transport).Clone(), cut: 100_000}
+	o := options(m)
+	o.Transport = c
+	st := create(t, m, "large", o)
+	s3store.SetPartSize(st, partSize)
+	ctx := t.Context()
+	data := gen(7, 2*partSize+partSize/2+5)
+	ref, err := st.Put(ctx, asl.HashSHA256, asl.Header{Size: uint64(len(data))}, onlyReader{bytes.NewReader(data)})
+	if err != nil {
+		t.Fatalf("Put: %v", err)
+	}
+	// Each of the three parts is cut once, 100,000 bytes in.
+	c.n.Store(3)
+	got, err := asl.Get(ctx, st, ref, 0)
+	if err != nil || !bytes.Equal(got.Bytes, data) {
+		t.Fatalf("Get(%s) with every part cut once = %d bytes, %v", ref, len(got.Bytes), err)
+	}
+	if cuts, ranged := c.cuts.Load(), c.ranged.Load(); cuts != 3 || ranged != 3 {
+		t.Fatalf("Get(%s): %d bodies cut, %d ranged re-reads; want 3 and 3", ref, cuts, ranged)
+	}
+	// A part whose every read breaks off: the get fails, an I/O error.
+	c.n.Store(1000)
+	c.ranged.Store(0)
+	_, err = asl.Get(ctx, st, ref, 0)
+	if err == nil || errors.Is(err, asl.ErrIntegrity) || !strings.Contains(err.Error(), "part 0") {
+		t.Fatalf("Get(%s) with every read cut = %v; want an I/O error naming part 0", ref, err)
+	}
+	if r := c.ranged.Load(); r != 3 {
+		t.Fatalf("Get(%s) with every read cut: %d ranged re-reads, want 3", ref, r)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -457,8 +458,7 @@ func (s *Store) fetchLarge(ctx context.Context, ref asl.Reference, key string, m
 				lr.chunks <- chunk{err: r.err}
 				return
 			}
-			err := lr.pump(ctx, r.body, int64(m.partLen(i)))
-			r.body.Close()
+			err := s.pumpPart(ctx, lr, ref, m, i, r.body)
 			<-ahead
 			if err != nil {
 				lr.chunks <- chunk{err: located{fmt.Errorf("s3store: fetch part %d (s3://%s/%s) of %s: %w", i, s.bucket, s.partKeyOf(m, i), ref, err)}}
@@ -515,32 +515,77 @@ type largeReader struct {
 	once sync.Once
 }
 
-// pump reads n bytes of body into chunks.
-func (l *largeReader) pump(ctx context.Context, body io.Reader, n int64) error {
+// pump reads n bytes of body into chunks; it returns how many it passed
+// on, all of them or those before the error.
+func (l *largeReader) pump(ctx context.Context, body io.Reader, n int64) (int64, error) {
+	var done int64
 	for n > 0 {
 		var b []byte
 		select {
 		case b = <-l.free:
 		case <-ctx.Done():
-			return ctx.Err()
+			return done, ctx.Err()
 		}
 		b = b[:min(int64(cap(b)), n)]
 		k, err := io.ReadFull(body, b)
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		if err != nil {
+		if err != nil && k > 0 && !errors.Is(err, asl.ErrIntegrity) {
+			// The bytes before the failure are passed on: a resumed
+			// read starts after them.
+			b = b[:k]
+		} else if err != nil {
 			l.free <- b
-			return fmt.Errorf("connection ended %d bytes before the part's end: %w", n-int64(k), err)
+			return done, fmt.Errorf("connection ended %d bytes before the part's end: %w", n, err)
 		}
 		n -= int64(k)
+		done += int64(k)
 		select {
 		case l.chunks <- chunk{b: b}:
 		case <-ctx.Done():
-			return ctx.Err()
+			return done, ctx.Err()
+		}
+		if err != nil {
+			return done, fmt.Errorf("connection ended %d bytes before the part's end: %w", n, err)
 		}
 	}
-	return nil
+	return done, nil
+}
+
+// partResumes bounds the ranged re-reads of one raw part whose body broke
+// off (SPECS.md §6.7 "Retries").
+const partResumes = 3
+
+// pumpPart reads part i (n bytes, its body already open) into chunks. A
+// raw part whose body breaks off (the connection's failure, not damage
+// the object store reports) is read on from the byte reached with a
+// ranged GET, up to partResumes times: the whole payload is hashed under
+// ref as it is taken, so a resumed read can add no wrong byte unseen.
+func (s *Store) pumpPart(ctx context.Context, lr *largeReader, ref asl.Reference, m *manifest, i int, body io.ReadCloser) error {
+	n := int64(m.partLen(i))
+	var done int64
+	for attempt := 0; ; attempt++ {
+		k, err := lr.pump(ctx, body, n-done)
+		body.Close()
+		done += k
+		if err == nil {
+			return nil
+		}
+		if attempt >= partResumes || ctx.Err() != nil || m.codec(i) != codecRaw ||
+			errors.Is(err, asl.ErrIntegrity) || !errors.Is(err, io.ErrUnexpectedEOF) && !isNetErr(err) {
+			return err
+		}
+		if body, err = s.openPartRange(ctx, ref, m.digests[i], int(n), i, done); err != nil {
+			return err
+		}
+	}
+}
+
+// isNetErr reports a failure of the connection reading a body.
+func isNetErr(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne)
 }
 
 // next returns the next chunk whole, to be given back with release; io.EOF
@@ -642,8 +687,20 @@ func (l *largeReader) Close() error {
 
 // openPart GETs part i (digest d) and checks its length is n.
 func (s *Store) openPart(ctx context.Context, ref asl.Reference, d [32]byte, n, i int) (io.ReadCloser, error) {
+	return s.openPartRange(ctx, ref, d, n, i, 0)
+}
+
+// openPartRange opens raw part i (n bytes) from byte from on: a ranged GET
+// when from > 0, whose answer must hold exactly the n-from bytes asked.
+func (s *Store) openPartRange(ctx context.Context, ref asl.Reference, d [32]byte, n, i int, from int64) (io.ReadCloser, error) {
 	key := s.PartKey(d)
-	body, info, _, err := s.core.GetObject(ctx, s.bucket, key, minio.GetObjectOptions{})
+	var opts minio.GetObjectOptions
+	if from > 0 {
+		if err := opts.SetRange(from, int64(n)-1); err != nil {
+			return nil, fmt.Errorf("s3store: fetch part %d of %s from byte %d: %w", i, ref, from, err)
+		}
+	}
+	body, info, _, err := s.core.GetObject(ctx, s.bucket, key, opts)
 	if err != nil {
 		if code(err) == "NoSuchKey" {
 			return nil, fmt.Errorf("s3store: fetch s3://%s/%s (%s): part %d (s3://%s/%s) is missing: %w",
@@ -651,10 +708,10 @@ func (s *Store) openPart(ctx context.Context, ref asl.Reference, d [32]byte, n, 
 		}
 		return nil, s.errorf(fmt.Sprintf("fetch part %d of %s", i, ref), key, asl.Reference{}, err)
 	}
-	if info.Size != int64(n) {
+	if info.Size != int64(n)-from {
 		body.Close()
-		return nil, fmt.Errorf("s3store: fetch s3://%s/%s (%s): part %d (s3://%s/%s) is %d bytes, want %d: %w",
-			s.bucket, s.ArtifactKey(ref), ref, i, s.bucket, key, info.Size, n, asl.ErrIntegrity)
+		return nil, fmt.Errorf("s3store: fetch s3://%s/%s (%s): part %d (s3://%s/%s) from byte %d is %d bytes, want %d: %w",
+			s.bucket, s.ArtifactKey(ref), ref, i, s.bucket, key, from, info.Size, int64(n)-from, asl.ErrIntegrity)
 	}
 	return body, nil
 }
