@@ -87,9 +87,10 @@ func FuzzParseRetryAfter(f *testing.F) {
 	})
 }
 
-// FuzzReadFrames: ReadFrames never panics, and what it accepts is exactly
-// the frames AppendFrame writes (the batch body is canonical).
-func FuzzReadFrames(f *testing.F) {
+// addFrameSeeds adds the batch bodies both frame decoders' fuzz targets
+// start from: valid bodies, a zero bound, lengths past the end or the
+// bound, a frame too short for its header, a trailing byte.
+func addFrameSeeds(f *testing.F) {
 	f.Add([]byte{}, 10, int64(100))
 	f.Add(AppendFrame(AppendFrame(nil, asl.Untagged([]byte("hello"))), asl.Tagged(0x101, nil)), 10, int64(100))
 	f.Add(AppendFrame(nil, asl.Untagged(nil)), 0, int64(100))
@@ -97,6 +98,12 @@ func FuzzReadFrames(f *testing.F) {
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0}, 5, int64(1<<40))
 	f.Add([]byte{0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0}, 1, int64(100))
 	f.Add([]byte{0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, 1, int64(100))
+}
+
+// FuzzReadFrames: ReadFrames never panics, and what it accepts is exactly
+// the frames AppendFrame writes (the batch body is canonical).
+func FuzzReadFrames(f *testing.F) {
+	addFrameSeeds(f)
 	f.Fuzz(func(t *testing.T, body []byte, maxCount int, maxBytes int64) {
 		arts, err := ReadFrames(bytes.NewReader(body), maxCount, maxBytes)
 		if err != nil {
@@ -132,13 +139,7 @@ func FuzzReadFrames(f *testing.F) {
 // what ReadFrames gives from a reader of the same bytes: the same
 // artifacts, or the same error (text and kind).
 func FuzzDecodeFrames(f *testing.F) {
-	f.Add([]byte{}, 10, int64(100))
-	f.Add(AppendFrame(AppendFrame(nil, asl.Untagged([]byte("hello"))), asl.Tagged(0x101, nil)), 10, int64(100))
-	f.Add(AppendFrame(nil, asl.Untagged(nil)), 0, int64(100))
-	f.Add([]byte{0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 1, int64(9))
-	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0}, 5, int64(1<<40))
-	f.Add([]byte{0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0}, 1, int64(100))
-	f.Add([]byte{0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, 1, int64(100))
+	addFrameSeeds(f)
 	f.Add([]byte{0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 2, int64(100))
 	f.Fuzz(func(t *testing.T, body []byte, maxCount int, maxBytes int64) {
 		want, werr := ReadFrames(bytes.NewReader(body), maxCount, maxBytes)
