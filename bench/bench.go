@@ -57,6 +57,19 @@ type Env struct {
 	AmduatBin string
 	// Log receives one progress line per phase; nil discards them.
 	Log io.Writer
+	// Reps, when positive, caps how many times the groups that repeat a
+	// measurement a fixed number of times (cli, snapshot, startup, s3's
+	// large transfers) repeat it: the tests set 1 to check a group's rows
+	// at the least cost. Zero keeps each group's own count.
+	Reps int
+}
+
+// reps is n, capped by e.Reps when that is positive.
+func (e *Env) reps(n int) int {
+	if e.Reps > 0 {
+		return min(e.Reps, n)
+	}
+	return n
 }
 
 func (e *Env) logf(format string, args ...any) {

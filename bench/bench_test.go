@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/internal/longtest"
 	"github.com/amduat/amduat/opreg"
 	"github.com/amduat/amduat/pel"
 )
@@ -168,8 +169,16 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// TestGroupsTiny runs every group at tiny sizes: each returns its rows
-// with positive figures, and leaves nothing behind in its directory.
+// longGroups are the groups TestGroupsTiny runs only with AMDUAT_LONG=1
+// (internal/longtest): at tiny sizes each still costs 15 to 30 CPU
+// seconds (MinIO, a serve process and its load run, hostile programs run
+// to their limits).
+var longGroups = map[string]bool{"s3": true, "server": true, "hostile": true}
+
+// TestGroupsTiny runs every group at tiny sizes, each repeated measurement
+// once: each returns its rows with positive figures, and leaves nothing
+// behind in its directory. The groups in longGroups run with
+// AMDUAT_LONG=1 only.
 func TestGroupsTiny(t *testing.T) {
 	wantRows := map[string][]string{
 		"large-random": {"put", "get", "put-vs-disk", "put-rss", "get-rss"},
@@ -194,8 +203,11 @@ func TestGroupsTiny(t *testing.T) {
 	}
 	for _, g := range Groups() {
 		t.Run(g.Name, func(t *testing.T) {
+			if longGroups[g.Name] && !longtest.Enabled() {
+				t.Skipf("runs servers and child processes for tens of CPU seconds: run with %s=1 (.ci/run's long step)", longtest.Env)
+			}
 			dir := t.TempDir()
-			env := &Env{Sizes: tinySizes(), Dir: dir}
+			env := &Env{Sizes: tinySizes(), Dir: dir, Reps: 1}
 			if g.Name == "wasm" && raceEnabled {
 				// About 5 s without -race, minutes with it (wazero compiling
 				// three 3 MB modules under the race detector).

@@ -122,8 +122,9 @@ func runCLI(ctx context.Context, e *Env) ([]Row, error) {
 			*cur = r
 		}
 	}
-	for rep := range cliReps {
-		e.logf("cli: amduat put of %d files (%d/%d)", n, rep+1, cliReps)
+	reps := e.reps(cliReps)
+	for rep := range reps {
+		e.logf("cli: amduat put of %d files (%d/%d)", n, rep+1, reps)
 		r, err := amduat(rep)
 		if err != nil {
 			return nil, err
@@ -132,12 +133,12 @@ func runCLI(ctx context.Context, e *Env) ([]Row, error) {
 		if gitErr != nil {
 			continue
 		}
-		e.logf("cli: git hash-object -w --stdin-paths of %d files (%d/%d)", n, rep+1, cliReps)
+		e.logf("cli: git hash-object -w --stdin-paths of %d files (%d/%d)", n, rep+1, reps)
 		if r, err = git(rep); err != nil {
 			return nil, err
 		}
 		better(&bestGit, r)
-		e.logf("cli: git -c core.fsync=loose-object hash-object (%d/%d)", rep+1, cliReps)
+		e.logf("cli: git -c core.fsync=loose-object hash-object (%d/%d)", rep+1, reps)
 		if r, err = git(rep, "-c", "core.fsync=loose-object"); err != nil {
 			return nil, err
 		}
@@ -148,7 +149,7 @@ func runCLI(ctx context.Context, e *Env) ([]Row, error) {
 	durable.Figure.Value = row.Figure.Value
 	durable.PeakRSS = best.maxRSS
 	what := fmt.Sprintf("%d files of %d B, one `amduat put` call (process start, store open, durable PutBatch every 4096 files, close): %s; best of %d, alternating with git",
-		n, e.Sizes.CLIFileSize, best.d.Round(time.Millisecond), cliReps)
+		n, e.Sizes.CLIFileSize, best.d.Round(time.Millisecond), reps)
 	if gitErr != nil {
 		row.Skipped, durable.Skipped = true, true
 		row.Note = "git is not installed: no baseline; amduat put of " + what

@@ -187,14 +187,6 @@ func runHostile(ctx context.Context, e *Env) ([]Row, error) {
 				rows = append(rows, Row{Name: "hostile/" + p.name + "/" + v, Figure: Quantity{0, "MiB"}, Skipped: true, Note: note})
 			}
 		}
-		return rows
-	}
-	skip = func(note string) []Row {
-		for _, p := range programs {
-			for _, v := range []string{"unlimited", "limited"} {
-				rows = append(rows, Row{Name: "hostile/" + p.name + "/" + v, Figure: Quantity{0, "MiB"}, Skipped: true, Note: note})
-			}
-		}
 		for _, name := range hostileWasmNames() {
 			rows = append(rows, Row{Name: "hostile/" + name, Figure: Quantity{0, "MiB"}, Skipped: true, Note: note})
 		}

@@ -252,8 +252,9 @@ func s3Large(ctx context.Context, e *Env, st *s3store.Store, minioPID int) ([]Ro
 	var rssPut, rssRawPut, rssGet, rssRawGet *int64
 	var ref asl.Reference
 	var qPut, qGet s3store.Stats
-	e.logf("s3: large put and get of %d MiB, %d times each, alternating with the raw client", lsize>>20, s3LargeReps)
-	for rep := range s3LargeReps {
+	reps := e.reps(s3LargeReps)
+	e.logf("s3: large put and get of %d MiB, %d times each, alternating with the raw client", lsize>>20, reps)
+	for rep := range reps {
 		err := best(&dPut, &rssPut, &cPut, func() error {
 			var err error
 			q0 := st.Stats()
@@ -316,7 +317,7 @@ func s3Large(ctx context.Context, e *Env, st *s3store.Store, minioPID int) ([]Ro
 			Baseline: &Baseline{mibps(dRawPut), "MiB/s", "raw minio-go PutObject of the same bytes, same part size, streamed"},
 			PeakRSS:  rssPut,
 			Note: fmt.Sprintf("%s; %d MiB streamed from a generator (no copy held), best of %d: %d MiB parts, each hashed and PUT (up to 3 in flight) under its digest, then the manifest; raw peak RSS %s; %s",
-				requestsText(qPut, s3LargeReps, "put"), lsize>>20, s3LargeReps, s3store.DefaultPartSize>>20, rssText(rssRawPut), cpuText(cPut, cRawPut, lsize)),
+				requestsText(qPut, reps, "put"), lsize>>20, reps, s3store.DefaultPartSize>>20, rssText(rssRawPut), cpuText(cPut, cRawPut, lsize)),
 		},
 		{
 			Name:     "s3/large-get",
@@ -324,7 +325,7 @@ func s3Large(ctx context.Context, e *Env, st *s3store.Store, minioPID int) ([]Ro
 			Baseline: &Baseline{mibps(dRawGet), "MiB/s", "raw minio-go GetObject of the same bytes, read to EOF"},
 			PeakRSS:  rssGet,
 			Note: fmt.Sprintf("%s; %d MiB, best of %d: the parts' GETs opened 3 ahead, received on one goroutine, every byte SHA-256 verified on the reading one; raw peak RSS %s; %s",
-				requestsText(qGet, s3LargeReps, "get"), lsize>>20, s3LargeReps, rssText(rssRawGet), cpuText(cGet, cRawGet, lsize)),
+				requestsText(qGet, reps, "get"), lsize>>20, reps, rssText(rssRawGet), cpuText(cGet, cRawGet, lsize)),
 		},
 	}, nil
 }

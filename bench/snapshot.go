@@ -73,8 +73,9 @@ func runSnapshot(ctx context.Context, e *Env) ([]Row, error) {
 			*cur = r
 		}
 	}
-	for rep := range snapshotReps {
-		e.logf("snapshot: put --stdin-paths of %d files (%d/%d)", n, rep+1, snapshotReps)
+	reps := e.reps(snapshotReps)
+	for rep := range reps {
+		e.logf("snapshot: put --stdin-paths of %d files (%d/%d)", n, rep+1, reps)
 		flat := filepath.Join(dir, fmt.Sprintf("store%d", 2*rep))
 		if _, err := timeCommand(exec.CommandContext(ctx, e.AmduatBin, "--store", flat, "init")); err != nil {
 			return nil, err
@@ -91,7 +92,7 @@ func runSnapshot(ctx context.Context, e *Env) ([]Row, error) {
 		}
 		better(&bestFlat, r)
 
-		e.logf("snapshot: put -r of %d files, get -r, cp -r (%d/%d)", n, rep+1, snapshotReps)
+		e.logf("snapshot: put -r of %d files, get -r, cp -r (%d/%d)", n, rep+1, reps)
 		store := filepath.Join(dir, fmt.Sprintf("store%d", 2*rep+1))
 		if _, err := timeCommand(exec.CommandContext(ctx, e.AmduatBin, "--store", store, "init")); err != nil {
 			return nil, err
@@ -130,11 +131,11 @@ func runSnapshot(ctx context.Context, e *Env) ([]Row, error) {
 	putRow.PeakRSS = bestTree.maxRSS
 	putRow.Baseline = &Baseline{perSec(n, bestFlat.d), "files/s", "amduat put --stdin-paths of the same files (no trees)"}
 	putRow.Note = fmt.Sprintf("%d files of %d B in %d directories: put -r %s (files, %d trees), put --stdin-paths %s; best of %d, alternating",
-		n, e.Sizes.CLIFileSize, snapshotDirs, bestTree.d.Round(time.Millisecond), snapshotDirs+1, bestFlat.d.Round(time.Millisecond), snapshotReps)
+		n, e.Sizes.CLIFileSize, snapshotDirs, bestTree.d.Round(time.Millisecond), snapshotDirs+1, bestFlat.d.Round(time.Millisecond), reps)
 	restoreRow.Figure.Value = perSec(n, bestRestore.d)
 	restoreRow.PeakRSS = bestRestore.maxRSS
 	restoreRow.Baseline = &Baseline{perSec(n, bestCp.d), "files/s", "cp -r of the directory"}
 	restoreRow.Note = fmt.Sprintf("get -r of the tree (every file verified, created exclusively through os.Root) %s, cp -r %s; best of %d, alternating",
-		bestRestore.d.Round(time.Millisecond), bestCp.d.Round(time.Millisecond), snapshotReps)
+		bestRestore.d.Round(time.Millisecond), bestCp.d.Round(time.Millisecond), reps)
 	return []Row{putRow, restoreRow}, nil
 }

@@ -182,8 +182,9 @@ func runStartup(ctx context.Context, e *Env) ([]Row, error) {
 		{{&sGet, func() *exec.Cmd { return amduat("--store", store, "get", ref) }, content}, {&sGitGet, func() *exec.Cmd { return git("cat-file", "blob", oid) }, content}},
 	}
 	haveBaseline := []bool{goErr == nil, gitErr == nil, gitErr == nil}
-	e.logf("startup: %d alternating runs each of amduat version, has and get against their baselines", startupReps)
-	for i := range startupReps {
+	reps := e.reps(startupReps)
+	e.logf("startup: %d alternating runs each of amduat version, has and get against their baselines", reps)
+	for i := range reps {
 		for k, p := range pairs {
 			order := []*step{p[0], p[1]}
 			if i%2 == 1 {
@@ -202,7 +203,7 @@ func runStartup(ctx context.Context, e *Env) ([]Row, error) {
 	load := fmt.Sprintf("load average %s before, %s after", loadBefore, loadAverage())
 
 	version.Figure.Value = sVersion.median()
-	version.Note = fmt.Sprintf("`amduat version`, process start to exit, %d runs: %s", startupReps, sVersion.text())
+	version.Note = fmt.Sprintf("`amduat version`, process start to exit, %d runs: %s", reps, sVersion.text())
 	if goErr != nil {
 		version.Skipped = true
 		version.Note = "go is not installed: no hello-world baseline; " + version.Note + "; " + load
@@ -219,7 +220,7 @@ func runStartup(ctx context.Context, e *Env) ([]Row, error) {
 		{&get, &sGet, &sGitGet, "`amduat --store DIR get REF` (1 KiB to stdout)", "git cat-file blob OID"},
 	} {
 		c.r.Figure.Value = c.s.median()
-		c.r.Note = fmt.Sprintf("%s of one 1 KiB artifact in a fresh store, %d runs: %s", c.what, startupReps, c.s.text())
+		c.r.Note = fmt.Sprintf("%s of one 1 KiB artifact in a fresh store, %d runs: %s", c.what, reps, c.s.text())
 		if gitErr != nil {
 			c.r.Skipped = true
 			c.r.Note = "git is not installed: no baseline; " + c.r.Note + "; " + load

@@ -19,6 +19,7 @@ import (
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/memstore"
 	"github.com/amduat/amduat/bench"
+	"github.com/amduat/amduat/internal/longtest"
 	"github.com/amduat/amduat/opreg"
 	"github.com/amduat/amduat/pel"
 )
@@ -364,11 +365,13 @@ func (o outcome) diff(p outcome) string {
 // budgets, memo and interrupts) sequentially and with 2 to 4 workers, and
 // requires identical outputs, result bytes, observer events (the trace)
 // and errors. Every speculable node is speculated (no size threshold).
+// Under -race the default run (and -short) takes 1,000 programs, AMDUAT_LONG=1
+// (internal/longtest) the 5,000 of a run without -race.
 func TestParallelEquivalence(t *testing.T) {
 	n := *equivalencePrograms
 	if n == 0 {
 		n = 5000
-		if raceEnabled && testing.Short() {
+		if raceEnabled && (testing.Short() || !longtest.Enabled()) {
 			n = 1000
 		}
 	}

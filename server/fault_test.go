@@ -30,6 +30,7 @@ import (
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/httpstore"
 	"github.com/amduat/amduat/asl/pebblestore"
+	"github.com/amduat/amduat/internal/longtest"
 	"github.com/amduat/amduat/pel"
 	"github.com/amduat/amduat/server"
 )
@@ -554,7 +555,9 @@ func (fs *faultServer) baseline() resources {
 
 // TestFaultClientDisconnects: clients that vanish mid-upload and
 // mid-download leave the server healthy, with no goroutine, file or
-// request left behind, and a cut upload is never stored.
+// request left behind, and a cut upload is never stored. Each way of
+// vanishing runs 4 rounds, cut at 4 points of the 32 MiB and closed in
+// both manners; AMDUAT_LONG=1 (internal/longtest) runs 8.
 func TestFaultClientDisconnects(t *testing.T) {
 	fs := startFaultServer(t, faultConfig{})
 	ctx := context.Background()
@@ -568,7 +571,7 @@ func TestFaultClientDisconnects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const rounds = 8
+	rounds := longtest.Logf(t, "rounds", 4, 8)
 
 	t.Run("mid-upload", func(t *testing.T) {
 		base := fs.baseline()
