@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/internal/amduatbin"
 	"github.com/amduat/amduat/internal/longtest"
 	"github.com/amduat/amduat/opreg"
 	"github.com/amduat/amduat/pel"
@@ -147,27 +146,8 @@ func tinySizes() Sizes {
 }
 
 // amduatBinary builds the amduat command once for the tests and benchmarks
-// that run it.
-var amduatBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "amduat-bench-bin-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "amduat")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/amduat/amduat/cmd/amduat").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("building amduat: %v: %s", err, out)
-	}
-	return bin, nil
-})
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if bin, err := amduatBinary(); err == nil && bin != "" {
-		os.RemoveAll(filepath.Dir(bin))
-	}
-	os.Exit(code)
-}
+// that run it (internal/amduatbin: shared with cmd/amduat's tests).
+var amduatBinary = sync.OnceValues(func() (string, error) { return amduatbin.Build(false) })
 
 // longGroups are the groups TestGroupsTiny runs only with AMDUAT_LONG=1
 // (internal/longtest): at tiny sizes each still costs 15 to 30 CPU

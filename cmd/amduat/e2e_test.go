@@ -15,6 +15,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/internal/amduatbin"
 	"github.com/amduat/amduat/internal/longtest"
 )
 
@@ -22,31 +23,20 @@ import (
 var amduatBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "amduat-e2e-*")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	amduatBin = filepath.Join(dir, "amduat")
-	args := []string{"build", "-o", amduatBin}
 	// The binary the end-to-end tests run is built with -race when the
 	// tests are and AMDUAT_LONG=1 (.ci/run's long step): a race build of
 	// the child runs its commands several times slower, and the packages
 	// it is made of are tested under -race in their own tests, so the
 	// README's test command runs the children without it (issue 25).
-	if raceEnabled && longtest.Enabled() {
-		args = append(args, "-race")
-	}
-	build := exec.Command("go", append(args, ".")...)
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	// amduatbin keeps it for bench and the next run.
+	bin, err := amduatbin.Build(raceEnabled && longtest.Enabled())
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "building amduat:", err)
-		os.RemoveAll(dir)
 		os.Exit(1)
 	}
+	amduatBin = bin
 	code := m.Run()
 	stopSharedMinio()
-	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
