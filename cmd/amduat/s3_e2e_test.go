@@ -75,7 +75,8 @@ func TestS3TwoServers(t *testing.T) {
 // errors.
 func TestCopy(t *testing.T) {
 	t.Parallel()
-	src, run, big, unrelated := copySource(t, demoBytes("copy big", 3<<20+1))
+	bigBytes := demoBytes("copy big", 3<<20+1)
+	src, run, big, unrelated := copySource(t, bigBytes)
 
 	stores := map[string]string{"dir": ""}
 	if miniotest.Binary() != "" {
@@ -100,9 +101,7 @@ func TestCopy(t *testing.T) {
 			if res.Artifacts != uint64(n) || n < 5 {
 				t.Fatalf("copy --all = %+v, source lists %d", res, n)
 			}
-			if got := hop.must(0, "get", big).stdout; got != string(demoBytes("copy big", 3<<20+1)) {
-				t.Fatal("big artifact differs after copy")
-			}
+			hop.mustStdout(bigBytes, "get", big) // after the copy
 			// Again: nothing is missing, nothing is read or sent.
 			var again copyResult
 			oneJSON(t, src.must(0, "--json", "copy", "--from", src.store, "--to", hop.store, "--all").stdout, &again)
@@ -166,11 +165,9 @@ func TestCopyClosureChain(t *testing.T) {
 			t.Errorf("hop %d: second copy --closure = %+v, first %+v", i, again, res)
 		}
 	}
-	want := "alpha" + string(bigBytes)
+	want := append([]byte("alpha"), bigBytes...)
 	for _, h := range hops[1:] {
-		if got := h.must(0, "get", run.OutputRefs[0].String()).stdout; got != want {
-			t.Fatalf("output through %s: %d bytes, want %d", h.store, len(got), len(want))
-		}
+		h.mustStdout(want, "get", run.OutputRefs[0].String())
 	}
 	dst.must(0, "pel", "verify", run.ResultRef.String())
 	dst.must(0, "verify")
@@ -326,14 +323,10 @@ func TestS3KilledPut(t *testing.T) {
 	if n := countParts(); n != named {
 		t.Fatalf("%d parts after gc, want %d", n, named)
 	}
-	if got := c.must(0, "get", keptRef).stdout; got != string(kept) {
-		t.Fatal("the kept artifact differs after gc")
-	}
+	c.mustStdout(kept, "get", keptRef) // after gc
 	c.must(2, "gc", "--compact-below", "0.3")
 	c.must(0, "put", "big") // the put runs again from the start
-	if got := c.must(0, "get", bigRef.String()).stdout; got != string(big) {
-		t.Fatal("the big artifact differs")
-	}
+	c.mustStdout(big, "get", bigRef.String())
 }
 
 // partGate is an HTTP proxy in front of MinIO for one killed put: reads
