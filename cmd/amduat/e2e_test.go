@@ -235,10 +235,7 @@ func TestInitPutGetHasStat(t *testing.T) {
 	// get to stdout and to a file, for every artifact.
 	contents := [][]byte{files["hello.txt"], nil, stdinData, files["zeros"], files["big"]}
 	for i, ref := range wantRefs {
-		r := c.must(0, "get", ref.String())
-		if !bytes.Equal([]byte(r.stdout), contents[i]) {
-			t.Errorf("get %s to stdout: %d bytes differ", ref, len(r.stdout))
-		}
+		c.mustStdout(contents[i], "get", ref.String())
 		out := filepath.Join(c.cwd, "out", fmt.Sprint(i))
 		os.MkdirAll(filepath.Dir(out), 0o755)
 		c.must(0, "get", ref.String(), "-o", out)
