@@ -329,12 +329,12 @@ func TestS3KilledPut(t *testing.T) {
 	c.mustStdout(big, "get", bigRef.String())
 }
 
-// partGate is an HTTP proxy in front of MinIO for one killed put: reads
-// pass, the first PUT of an object under partPath (a part) passes and
-// closes stored once MinIO answered it 2xx, and every PUT after that
-// first one is held, unforwarded, until its client goes away. So a put
-// through the gate stores exactly one part and then waits for its kill.
-// The proxy keeps the client's Host header, which SigV4 signs.
+// partGate is an HTTP proxy in front of MinIO for one killed put: every
+// request but a PUT passes; the first PUT of an object under partPath (a
+// part) passes and closes stored once MinIO answered it 2xx; every PUT
+// after that first one is held, unforwarded, until its client goes away.
+// So a put through the gate stores exactly one part and then waits for
+// its kill. The proxy keeps the client's Host header, which SigV4 signs.
 type partGate struct {
 	endpoint string        // host:port of the proxy
 	stored   chan struct{} // closed when the first part is in the bucket
