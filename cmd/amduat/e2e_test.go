@@ -64,6 +64,13 @@ func newCLI(t *testing.T) *cli {
 
 func (c *cli) runIn(stdin io.Reader, args ...string) result {
 	c.t.Helper()
+	return c.runTo(stdin, nil, args...)
+}
+
+// runTo runs the binary as runIn does, with its stdout written to stdout
+// when that is not nil (result.stdout is then empty).
+func (c *cli) runTo(stdin io.Reader, stdout io.Writer, args ...string) result {
+	c.t.Helper()
 	cmd := exec.Command(amduatBin, args...)
 	cmd.Dir = c.cwd
 	// Under -race the child reports races by exiting 66; atexit_sleep_ms
@@ -72,6 +79,9 @@ func (c *cli) runIn(stdin io.Reader, args ...string) result {
 	cmd.Stdin = stdin
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
+	if stdout != nil {
+		cmd.Stdout = stdout
+	}
 	err := cmd.Run()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -92,6 +102,50 @@ func (c *cli) must(want int, args ...string) result {
 		c.t.Fatalf("amduat %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, want, r.stdout, r.stderr)
 	}
 	return r
+}
+
+// mustStdout runs args, requires exit 0 and stdout exactly want. It
+// compares stdout as it arrives instead of buffering it: a large get read
+// into a bytes.Buffer and a string cost seconds of race-detector time per
+// copy under -race (issue 25).
+func (c *cli) mustStdout(want []byte, args ...string) {
+	c.t.Helper()
+	w := &sameBytes{want: want, diff: -1}
+	r := c.runTo(nil, w, args...)
+	if r.code != 0 {
+		c.t.Fatalf("amduat %s: exit %d, want 0\nstderr: %s", strings.Join(args, " "), r.code, r.stderr)
+	}
+	if w.diff >= 0 || w.off != len(want) {
+		c.t.Fatalf("amduat %s: stdout of %d bytes differs from the %d wanted (first difference at byte %d, -1: none)", strings.Join(args, " "), w.off, len(want), w.diff)
+	}
+}
+
+// sameBytes is a writer that compares what it is given with want: off
+// counts the bytes written, diff is the offset of the first difference
+// (-1 while there is none).
+type sameBytes struct {
+	want []byte
+	off  int
+	diff int
+}
+
+func (w *sameBytes) Write(p []byte) (int, error) {
+	if w.diff < 0 {
+		rest := w.want[min(w.off, len(w.want)):]
+		n := min(len(p), len(rest))
+		switch {
+		case !bytes.Equal(p[:n], rest[:n]):
+			i := 0
+			for p[i] == rest[i] {
+				i++
+			}
+			w.diff = w.off + i
+		case len(p) > n:
+			w.diff = w.off + n
+		}
+	}
+	w.off += len(p)
+	return len(p), nil
 }
 
 func (c *cli) write(name string, data []byte) string {
@@ -171,10 +225,7 @@ func TestInitPutGetHasStat(t *testing.T) {
 	// get to stdout and to a file, for every artifact.
 	contents := [][]byte{files["hello.txt"], nil, stdinData, files["zeros"], files["big"]}
 	for i, ref := range wantRefs {
-		r := c.must(0, "get", ref.String())
-		if !bytes.Equal([]byte(r.stdout), contents[i]) {
-			t.Errorf("get %s to stdout: %d bytes differ", ref, len(r.stdout))
-		}
+		c.mustStdout(contents[i], "get", ref.String())
 		out := filepath.Join(c.cwd, "out", fmt.Sprint(i))
 		os.MkdirAll(filepath.Dir(out), 0o755)
 		c.must(0, "get", ref.String(), "-o", out)

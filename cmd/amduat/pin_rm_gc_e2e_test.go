@@ -227,7 +227,9 @@ func copyTree(t *testing.T, src, dst string) {
 // fresh copy of a store: afterwards the store verifies, the pinned run
 // replays (everything it reaches is there), and a second gc finishes the
 // job (a dry run then finds nothing to delete). The default run kills at
-// 4 moments, AMDUAT_LONG=1 at 24 (internal/longtest).
+// 4 moments of a gc over a store of 1,000 files, AMDUAT_LONG=1 at 24
+// moments over 3,000 files (internal/longtest); the moments are fractions
+// of the whole gc's measured time, so either size spreads them over it.
 func TestGcKill9(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -239,7 +241,8 @@ func TestGcKill9(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for i := range 3000 {
+	files := longtest.Logf(t, "files in the store", 1000, 3000)
+	for i := range files {
 		b := make([]byte, 1024+i%7*4096)
 		copy(b, fmt.Sprintf("file %d", i))
 		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%04d", i)), b, 0o644); err != nil {

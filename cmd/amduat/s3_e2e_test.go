@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/s3store"
@@ -71,7 +75,8 @@ func TestS3TwoServers(t *testing.T) {
 // errors.
 func TestCopy(t *testing.T) {
 	t.Parallel()
-	src, run, big, unrelated := copySource(t, demoBytes("copy big", 3<<20+1))
+	bigBytes := demoBytes("copy big", 3<<20+1)
+	src, run, big, unrelated := copySource(t, bigBytes)
 
 	stores := map[string]string{"dir": ""}
 	if miniotest.Binary() != "" {
@@ -96,9 +101,7 @@ func TestCopy(t *testing.T) {
 			if res.Artifacts != uint64(n) || n < 5 {
 				t.Fatalf("copy --all = %+v, source lists %d", res, n)
 			}
-			if got := hop.must(0, "get", big).stdout; got != string(demoBytes("copy big", 3<<20+1)) {
-				t.Fatal("big artifact differs after copy")
-			}
+			hop.mustStdout(bigBytes, "get", big) // after the copy
 			// Again: nothing is missing, nothing is read or sent.
 			var again copyResult
 			oneJSON(t, src.must(0, "--json", "copy", "--from", src.store, "--to", hop.store, "--all").stdout, &again)
@@ -162,11 +165,9 @@ func TestCopyClosureChain(t *testing.T) {
 			t.Errorf("hop %d: second copy --closure = %+v, first %+v", i, again, res)
 		}
 	}
-	want := "alpha" + string(bigBytes)
+	want := append([]byte("alpha"), bigBytes...)
 	for _, h := range hops[1:] {
-		if got := h.must(0, "get", run.OutputRefs[0].String()).stdout; got != want {
-			t.Fatalf("output through %s: %d bytes, want %d", h.store, len(got), len(want))
-		}
+		h.mustStdout(want, "get", run.OutputRefs[0].String())
 	}
 	dst.must(0, "pel", "verify", run.ResultRef.String())
 	dst.must(0, "verify")
@@ -250,6 +251,12 @@ func TestS3VerifyDamage(t *testing.T) {
 // of its parts are in the bucket leaves no artifact, only parts no manifest
 // names; `amduat gc` on the bucket keeps them while they are younger than
 // --older-than, then removes exactly them (SPECS.md §6.7, "Leftovers").
+//
+// The killed put talks to MinIO through a partGate, which stores its first
+// part and holds every later write, so the kill falls between a stored
+// part and the manifest by construction, not by racing the upload: a
+// 20 MiB artifact (two parts: 16 MiB and 4 MiB) is enough, where a
+// 160 MiB one used to give the poll time to see a part before the end.
 func TestS3KilledPut(t *testing.T) {
 	t.Parallel()
 	c, st := bucketCLI(t, "killed/k")
@@ -268,29 +275,36 @@ func TestS3KilledPut(t *testing.T) {
 	keptRef := strings.Fields(c.must(0, "put", "kept").stdout)[0]
 	named := countParts() // 2
 
-	big := demoBytes("killed", 160<<20)
+	big := demoBytes("killed", 20<<20)
 	c.write("big", big)
 	bigRef := asl.MustDerive(asl.HashSHA256, asl.Untagged(big))
+	m := startMinio(t)
+	gate := newPartGate(t, m.Endpoint, "/"+st.Bucket()+"/"+st.Prefix()+"p/")
 	cmd := exec.Command(amduatBin, "put", "big")
 	cmd.Dir = c.cwd
-	cmd.Env = append(os.Environ(), "AMDUAT_STORE="+c.store)
+	cmd.Env = append(os.Environ(), "AMDUAT_STORE="+strings.Replace(c.store, "endpoint="+m.Endpoint, "endpoint="+gate.endpoint, 1))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(2 * time.Minute) // a bound for a put that never uploads a part
-	for countParts() == named && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case <-gate.stored:
+		cmd.Process.Kill()
+		<-exited
+	case err := <-exited:
+		t.Fatalf("the put ended (%v) before a part of it was stored; stderr: %s", err, stderr.String())
 	}
-	cmd.Process.Kill()
-	cmd.Wait()
 	if ee, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ee.Signaled() {
 		t.Fatalf("the put ended before it was killed: %v", cmd.ProcessState)
 	}
+	gate.close()
 	orphans := countParts() - named
-	if orphans < 1 {
-		t.Fatalf("no part of the killed put is in the bucket")
+	if orphans != 1 {
+		t.Fatalf("the killed put left %d parts in the bucket, want the 1 the gate let through", orphans)
 	}
-	t.Logf("killed put left %d parts", orphans)
 	c.must(1, "has", bigRef.String())
 
 	var grep s3store.GCReport
@@ -309,14 +323,86 @@ func TestS3KilledPut(t *testing.T) {
 	if n := countParts(); n != named {
 		t.Fatalf("%d parts after gc, want %d", n, named)
 	}
-	if got := c.must(0, "get", keptRef).stdout; got != string(kept) {
-		t.Fatal("the kept artifact differs after gc")
-	}
+	c.mustStdout(kept, "get", keptRef) // after gc
 	c.must(2, "gc", "--compact-below", "0.3")
 	c.must(0, "put", "big") // the put runs again from the start
-	if got := c.must(0, "get", bigRef.String()).stdout; got != string(big) {
-		t.Fatal("the big artifact differs")
+	c.mustStdout(big, "get", bigRef.String())
+}
+
+// partGate is an HTTP proxy in front of MinIO for one killed put: every
+// request but a PUT passes; the first PUT of an object under partPath (a
+// part) passes and closes stored once MinIO answered it 2xx; every PUT
+// after that first one is held, unforwarded, until its client goes away.
+// So a put through the gate stores exactly one part and then waits for
+// its kill. The proxy keeps the client's Host header, which SigV4 signs.
+type partGate struct {
+	endpoint string        // host:port of the proxy
+	stored   chan struct{} // closed when the first part is in the bucket
+	srv      *httptest.Server
+}
+
+func newPartGate(t *testing.T, minioEndpoint, partPath string) *partGate {
+	t.Helper()
+	g := &partGate{stored: make(chan struct{})}
+	target := &url.URL{Scheme: "http", Host: minioEndpoint}
+	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		r.Out.Host = r.In.Host
+	}}
+	var mu sync.Mutex
+	put := false
+	g.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPut {
+			rp.ServeHTTP(w, r)
+			return
+		}
+		mu.Lock()
+		first := !put && strings.HasPrefix(r.URL.Path, partPath)
+		held := put
+		put = put || first
+		mu.Unlock()
+		if held {
+			// The server notices the client's end only once the body is
+			// read; a body cut off by the kill ends the read instead.
+			if _, err := io.Copy(io.Discard, r.Body); err == nil {
+				<-r.Context().Done()
+			}
+			return
+		}
+		sw := &statusWriter{ResponseWriter: w}
+		rp.ServeHTTP(sw, r)
+		if first && sw.status/100 == 2 {
+			close(g.stored)
+		}
+	}))
+	g.endpoint = strings.TrimPrefix(g.srv.URL, "http://")
+	t.Cleanup(g.srv.Close)
+	return g
+}
+
+// close waits until every request through the gate has ended (the held
+// ones end with their client).
+func (g *partGate) close() { g.srv.Close() }
+
+// statusWriter records the status code written through it.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach the server's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
 	}
+	return w.ResponseWriter.Write(b)
 }
 
 // TestS3ServeCache: `amduat serve --store s3://… --cache-dir DIR` keeps

@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -112,16 +113,15 @@ type killArt struct {
 	size int
 }
 
-// killBytes are the deterministic bytes of key.
+// killBytes are the deterministic, incompressible bytes of key: a ChaCha8
+// stream seeded with it, written by one Read (a loop storing byte by byte
+// cost a race-detector call per byte, seconds per run under -race).
 func killBytes(key uint64, size int) []byte {
+	var seed [32]byte
+	binary.LittleEndian.PutUint64(seed[:], key)
+	copy(seed[8:], "killBytes")
 	b := make([]byte, size)
-	r := rand.New(rand.NewPCG(key, 0x6b696c6c))
-	for i := 0; i < size; i += 8 {
-		v := r.Uint64()
-		for j := 0; j < 8 && i+j < size; j++ {
-			b[i+j] = byte(v >> (8 * j))
-		}
-	}
+	rand.NewChaCha8(seed).Read(b)
 	return b
 }
 

@@ -341,10 +341,11 @@ func TestFullDisk(t *testing.T) {
 		}
 		c.must(0, append([]string{"has"}, refs...)...)
 		for _, a := range all[len(all)-3:] {
-			want, _ := os.ReadFile(a.file)
-			if r := c.must(0, "get", a.ref); r.stdout != string(want) {
-				t.Fatalf("get %s: wrong bytes", a.ref)
+			want, err := os.ReadFile(a.file)
+			if err != nil {
+				t.Fatal(err)
 			}
+			c.mustStdout(want, "get", a.ref)
 		}
 		if r := c.must(0, "verify"); !strings.Contains(r.stdout, " 0 corrupt, 0 failed") {
 			t.Fatalf("verify: %q", r.stdout)
