@@ -29,6 +29,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -118,39 +119,54 @@ func validVersion(v string) bool {
 	return true
 }
 
-// trim removes the oldest entries (by modification time) of dir until
-// they hold keepBytes when they hold more than maxBytes. Lock files and
-// the temporary files of writes in progress are left alone.
+// trim removes the oldest compiled modules (by modification time) under
+// dir, wazero's subdirectories included, until they hold keepBytes when
+// they hold more than maxBytes, and then the markers of Warm. Lock files
+// and the temporary files of writes in progress are left alone.
 func trim(dir string) error {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
+	type entry struct {
+		path string
+		fi   fs.FileInfo
+	}
+	var files []entry
+	var markers []string
+	var total int64
+	err := filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case !de.Type().IsRegular():
+			return nil
+		case strings.HasSuffix(de.Name(), ".ok"):
+			markers = append(markers, p)
+		case !strings.Contains(de.Name(), "."):
+			fi, err := de.Info()
+			if err != nil {
+				return nil // removed since it was listed
+			}
+			files = append(files, entry{p, fi})
+			total += fi.Size()
+		}
+		return nil
+	})
+	if err != nil || total <= maxBytes {
 		return err
 	}
-	var files []fs.FileInfo
-	var total int64
-	for _, de := range ents {
-		if !de.Type().IsRegular() || strings.Contains(de.Name(), ".") {
-			continue
-		}
-		fi, err := de.Info()
-		if err != nil {
-			continue // removed since ReadDir
-		}
-		files = append(files, fi)
-		total += fi.Size()
-	}
-	if total <= maxBytes {
-		return nil
-	}
-	slices.SortFunc(files, func(a, b fs.FileInfo) int { return a.ModTime().Compare(b.ModTime()) })
-	for _, fi := range files {
+	slices.SortFunc(files, func(a, b entry) int { return a.fi.ModTime().Compare(b.fi.ModTime()) })
+	for _, f := range files {
 		if total <= keepBytes {
 			break
 		}
-		if err := os.Remove(filepath.Join(dir, fi.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(f.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
-		total -= fi.Size()
+		total -= f.fi.Size()
+	}
+	// A module whose entry went is compiled again by its next Warm.
+	for _, m := range markers {
+		if err := os.Remove(m); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
 	}
 	return nil
 }
@@ -162,19 +178,57 @@ const warmExport = "amduat-wasmcachetest-warm"
 // Warm compiles module under the memory limit pages into the cache dir,
 // unless it is there already, holding the lock file of that module and
 // limit (so that concurrent callers, in this process or others, compile it
-// once: the others wait and then find the entry). An engine given dir as
+// once: the others wait and then find it there). An engine given dir as
 // its CacheDir and no CallTimeout (a timeout compiles other code, which
 // wazero keys apart) then reads the compiled module instead of compiling
-// it. A
-// module the engine rejects is not an error here; the caller's own call
-// meets the rejection.
+// it. A module the engine rejects is not an error here; the caller's own
+// call meets the rejection.
+//
+// The compiling is done by the command ./internal/wasmcachetest/warm, run
+// with the go command without the race detector (wazero's compiler is not
+// what the tests check, and under -race it takes ten times as long); when
+// that fails, here. A marker file beside the lock says the module was
+// compiled, so that later calls neither run the command nor compile.
 func Warm(dir string, module []byte, pages uint32) error {
 	sum := sha256.Sum256(module)
-	unlock, err := lock(filepath.Join(dir, fmt.Sprintf("%x-%d.lock", sum[:16], pages)))
+	name := filepath.Join(dir, fmt.Sprintf("%x-%d", sum[:16], pages))
+	unlock, err := lock(name + ".lock")
 	if err != nil {
 		return fmt.Errorf("warming the wasm compilation cache: %w", err)
 	}
 	defer unlock()
+	if _, err := os.Stat(name + ".ok"); err == nil {
+		return nil
+	}
+	cmd := exec.Command("go", "run", "-ldflags=-X "+versionVar+"="+testVersion,
+		"github.com/amduat/amduat/internal/wasmcachetest/warm", "-dir", dir, "-pages", strconv.FormatUint(uint64(pages), 10))
+	cmd.Stdin = bytes.NewReader(module)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "wasmcachetest: compiling with the warm command: %v: %s; compiling here\n", err, bytes.TrimSpace(out))
+		if err := Compile(dir, module, pages); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(name+".ok", nil, 0o600); err != nil {
+		return fmt.Errorf("warming the wasm compilation cache: %w", err)
+	}
+	return nil
+}
+
+// wazero keeps the entries of one version in a subdirectory named after
+// it, and writes the version into each: a test binary, which has no
+// module dependencies in its build information, says testVersion, and so
+// must the warm command, which would otherwise say the real one (the real
+// one names the directory Dir returns).
+const (
+	versionVar  = "github.com/tetratelabs/wazero/internal/version.version"
+	testVersion = "dev"
+)
+
+// Compile compiles module under the memory limit pages into the cache dir
+// in this process (a call of a missing export through an engine whose
+// CacheDir is dir).
+func Compile(dir string, module []byte, pages uint32) error {
 	ctx := context.Background()
 	e, err := wasmop.New(ctx, wasmop.Options{CacheDir: dir})
 	if err != nil {

@@ -1,6 +1,7 @@
 package wasmcachetest
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,8 +33,10 @@ func entries(t *testing.T, dir string) []string {
 	return names
 }
 
-// TestWarm: concurrent warms of one module leave one entry, a warm of the
-// same module under another memory limit another one, and an invalid
+// TestWarm: concurrent warms of one module leave one entry, which this
+// process's engines read (compiling the module here adds none, so the warm
+// command wrote it where and as they look for it); a warm of the same
+// module under another memory limit adds another one, and an invalid
 // module none (and no error).
 func TestWarm(t *testing.T) {
 	dir := t.TempDir()
@@ -52,6 +55,12 @@ func TestWarm(t *testing.T) {
 	if got := entries(t, dir); len(got) != 1 {
 		t.Fatalf("after warming one module: entries %v, want one", got)
 	}
+	if err := Compile(dir, abi, 4); err != nil {
+		t.Fatal(err)
+	}
+	if got := entries(t, dir); len(got) != 1 {
+		t.Fatalf("compiling the warmed module here added an entry: %v", got)
+	}
 	if err := Warm(dir, abi, 5); err != nil {
 		t.Fatal(err)
 	}
@@ -63,14 +72,19 @@ func TestWarm(t *testing.T) {
 	}
 }
 
-// TestTrim: above maxBytes the oldest entries go until at most keepBytes
-// remain; lock and temporary files stay.
+// TestTrim: above maxBytes the oldest entries (in wazero's subdirectory)
+// go until at most keepBytes remain, and Warm's markers with them; lock
+// and temporary files stay.
 func TestTrim(t *testing.T) {
 	dir := t.TempDir()
+	sub := filepath.Join(dir, "wazero-dev-amd64-linux")
+	if err := os.Mkdir(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	const size = 300 << 20 // sparse files: no disk used
 	old := time.Now().Add(-time.Hour)
 	for i, name := range []string{"a0", "b1", "c2", "d3"} {
-		f, err := os.Create(filepath.Join(dir, name))
+		f, err := os.Create(filepath.Join(sub, name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,31 +93,45 @@ func TestTrim(t *testing.T) {
 		}
 		f.Close()
 		mt := old.Add(time.Duration(i) * time.Minute)
-		if err := os.Chtimes(filepath.Join(dir, name), mt, mt); err != nil {
+		if err := os.Chtimes(filepath.Join(sub, name), mt, mt); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, name := range []string{"x.lock", "y.123.tmp"} {
+	for _, name := range []string{"x.lock", "x.ok", "wazero-dev-amd64-linux/y.123.tmp"} {
 		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
+	list := func() []string {
+		t.Helper()
+		var got []string
+		err := filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
+			if err == nil && de.Type().IsRegular() {
+				rel, _ := filepath.Rel(dir, p)
+				got = append(got, filepath.ToSlash(rel))
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
 	if err := trim(dir); err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	des, _ := os.ReadDir(dir)
-	for _, de := range des {
-		got = append(got, de.Name())
-	}
-	if want := []string{"d3", "x.lock", "y.123.tmp"}; !slices.Equal(got, want) {
+	want := []string{"wazero-dev-amd64-linux/d3", "wazero-dev-amd64-linux/y.123.tmp", "x.lock"}
+	if got := list(); !slices.Equal(got, want) {
 		t.Fatalf("after trimming 1200 MiB: %v, want %v", got, want)
 	}
+	if err := os.WriteFile(filepath.Join(dir, "x.ok"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := trim(dir); err != nil {
 		t.Fatal(err)
 	}
-	if des, _ := os.ReadDir(dir); len(des) != 3 {
-		t.Fatalf("trimming 300 MiB removed files: %d left", len(des))
+	if got := list(); len(got) != 4 {
+		t.Fatalf("trimming 300 MiB removed files: %v left", got)
 	}
 }
 
