@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/tetratelabs/wazero"
@@ -16,20 +15,21 @@ import (
 	"github.com/amduat/amduat/opreg"
 )
 
-// seedModules are the checked-in test modules and the Go-built examples
-// when present. The default run takes the word count example only (each
-// example costs seconds of compiling under -race, even for the
-// interpreter);
-// AMDUAT_LONG=1 (internal/longtest) takes every example.
+// seedModules are the checked-in test modules, and under AMDUAT_LONG=1
+// (internal/longtest) the Go-built examples too: each costs seconds of
+// compiling under -race, even for the interpreter, and the default run
+// passes every example through the module pass and both engines'
+// compilers in the other tests (TestExampleModulesDeterminism).
 func seedModules(f *testing.F) [][]byte {
 	f.Helper()
 	var mods [][]byte
-	for _, pat := range []string{"testmod/*.wasm", "examples/*/*.wasm"} {
+	pats := []string{"testmod/*.wasm"}
+	if longtest.Enabled() {
+		pats = append(pats, "examples/*/*.wasm")
+	}
+	for _, pat := range pats {
 		files, _ := filepath.Glob(pat)
 		for _, file := range files {
-			if strings.HasPrefix(pat, "examples/") && !longtest.Enabled() && filepath.Base(file) != "wordcount.wasm" {
-				continue
-			}
 			b, err := os.ReadFile(file)
 			if err != nil {
 				f.Fatal(err)
@@ -83,8 +83,8 @@ var fuzzRT = wazero.NewRuntimeWithConfig(context.Background(),
 // compiles a module the pass accepted, it compiles its rewrite too (the
 // pass does not break valid modules). The runtime is only shown modules the
 // pass accepted: it trusts declared counts and may allocate by them, which
-// is one reason the pass runs first. Seeds: seedModules (one Go-built
-// example in the default run, all three under AMDUAT_LONG=1).
+// is one reason the pass runs first. Seeds: seedModules (the Go-built
+// examples under AMDUAT_LONG=1 only).
 func FuzzModulePass(f *testing.F) {
 	for _, m := range seedModules(f) {
 		f.Add(m, uint16(3))
@@ -122,8 +122,8 @@ var fuzzEngine = func() *Engine {
 // FuzzRun: random modules, exports and inputs never panic (other than an
 // operational failure) and never escape their limits. Calls that hit the
 // time bound make minimization slow: fuzz with -fuzzminimizetime 0.
-// Seeds: seedModules (one Go-built example in the default run, all three
-// under AMDUAT_LONG=1) with seven exports.
+// Seeds: seedModules (the Go-built examples under AMDUAT_LONG=1 only) with
+// seven exports.
 func FuzzRun(f *testing.F) {
 	for _, m := range seedModules(f) {
 		for _, export := range []string{"run", "echo", "meta", "grow", "nan", "wasi", "fail_stderr"} {
