@@ -38,6 +38,7 @@ func TestExampleModulesDeterminism(t *testing.T) {
 		}
 		name := filepath.Base(filepath.Dir(f))
 		p := wasmop.Params{Export: name, Outputs: 1, MaxMemoryPages: 2048, MaxOutputBytes: 1 << 20}
+		warmCache(t, module, p.MaxMemoryPages)
 		for _, in := range []struct {
 			example string // whose input it is; "" for every example's
 			inputs  []asl.Artifact

@@ -11,15 +11,23 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/internal/longtest"
 	"github.com/amduat/amduat/opreg"
 )
 
-// seedModules are the checked-in test modules (and the guest's examples
-// when present).
+// seedModules are the checked-in test modules, and under AMDUAT_LONG=1
+// (internal/longtest) the Go-built examples too: each costs seconds of
+// compiling under -race, even for the interpreter, and the default run
+// passes every example through the module pass and both engines'
+// compilers in the other tests (TestExampleModulesDeterminism).
 func seedModules(f *testing.F) [][]byte {
 	f.Helper()
 	var mods [][]byte
-	for _, pat := range []string{"testmod/*.wasm", "examples/*/*.wasm"} {
+	pats := []string{"testmod/*.wasm"}
+	if longtest.Enabled() {
+		pats = append(pats, "examples/*/*.wasm")
+	}
+	for _, pat := range pats {
 		files, _ := filepath.Glob(pat)
 		for _, file := range files {
 			b, err := os.ReadFile(file)
@@ -75,7 +83,8 @@ var fuzzRT = wazero.NewRuntimeWithConfig(context.Background(),
 // compiles a module the pass accepted, it compiles its rewrite too (the
 // pass does not break valid modules). The runtime is only shown modules the
 // pass accepted: it trusts declared counts and may allocate by them, which
-// is one reason the pass runs first.
+// is one reason the pass runs first. Seeds: seedModules (the Go-built
+// examples under AMDUAT_LONG=1 only).
 func FuzzModulePass(f *testing.F) {
 	for _, m := range seedModules(f) {
 		f.Add(m, uint16(3))
@@ -113,6 +122,8 @@ var fuzzEngine = func() *Engine {
 // FuzzRun: random modules, exports and inputs never panic (other than an
 // operational failure) and never escape their limits. Calls that hit the
 // time bound make minimization slow: fuzz with -fuzzminimizetime 0.
+// Seeds: seedModules (the Go-built examples under AMDUAT_LONG=1 only) with
+// seven exports.
 func FuzzRun(f *testing.F) {
 	for _, m := range seedModules(f) {
 		for _, export := range []string{"run", "echo", "meta", "grow", "nan", "wasi", "fail_stderr"} {

@@ -263,6 +263,7 @@ func TestSnapshotExamples(t *testing.T) {
 	}
 	for _, ex := range exs {
 		p := wasmop.Params{Export: ex.Export, Outputs: ex.Outputs, MaxMemoryPages: 2048, MaxOutputBytes: 1 << 20}
+		warmCache(t, ex.Module, p.MaxMemoryPages)
 		for _, ins := range inputSets {
 			se.runOne(t, ex.Name, ex.Module, p, ins...)
 		}
@@ -315,6 +316,7 @@ func TestSnapshotMemoryBudget(t *testing.T) {
 		}
 	}
 	wcParams := wasmop.Params{Export: wc.Export, Outputs: 1, MaxMemoryPages: 2048, MaxOutputBytes: 64}
+	warmCache(t, wc.Module, wcParams.MaxMemoryPages)
 	state := testmod.MustModule("snapshot_state")
 	stateParams := wasmop.Params{Export: "run", Outputs: 1, MaxMemoryPages: 4, MaxOutputBytes: 1 << 10}
 	for range 3 {

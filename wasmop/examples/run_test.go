@@ -13,10 +13,14 @@ import (
 	"testing"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/internal/wasmcachetest"
 	"github.com/amduat/amduat/pel"
 	"github.com/amduat/amduat/wasmop"
 	"github.com/amduat/amduat/wasmop/examples"
 )
+
+// examplePages is the memory limit of every run.
+const examplePages = 2048
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
@@ -116,9 +120,26 @@ func TestExamplesInterpreter(t *testing.T) {
 	testExamples(t, true)
 }
 
+// testExamples runs runCases on one engine. The compiler's engine reads
+// the modules from the compilation cache the tests of wasmop and its
+// examples share (internal/wasmcachetest), compiling each there once.
 func testExamples(t *testing.T, interpreter bool) {
 	ctx := context.Background()
-	reg, done, err := wasmop.KernelRegistry(ctx, wasmop.Options{Interpreter: interpreter})
+	opts := wasmop.Options{Interpreter: interpreter}
+	if !interpreter {
+		dir, err := wasmcachetest.Dir()
+		if err != nil {
+			t.Logf("no shared compilation cache (%v): compiling each example here", err)
+		} else {
+			opts.CacheDir = dir
+			for _, ex := range examples.All() {
+				if err := wasmcachetest.Warm(dir, ex.Module, examplePages); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	reg, done, err := wasmop.KernelRegistry(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +157,7 @@ func testExamples(t *testing.T, interpreter bool) {
 				}
 				inputs = append(inputs, asl.Untagged(b))
 			}
-			p := wasmop.Params{Export: ex.Export, Outputs: ex.Outputs, MaxMemoryPages: 2048, MaxOutputBytes: 1 << 20}
+			p := wasmop.Params{Export: ex.Export, Outputs: ex.Outputs, MaxMemoryPages: examplePages, MaxOutputBytes: 1 << 20}
 			outs, res := pel.ExecDAG(reg, program(t, p, len(tc.inputs)), inputs, nil, nil)
 			got := summary(outs, res)
 			golden := filepath.Join("testdata", tc.name+".golden")

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/internal/wasmcachetest"
 	"github.com/amduat/amduat/opreg"
 	"github.com/amduat/amduat/pel"
 	"github.com/amduat/amduat/wasmop"
@@ -32,12 +33,27 @@ func buildProbe(t *testing.T) []byte {
 	return b
 }
 
+// probePages is the memory limit of every run of the probe.
+const probePages = 1024
+
 // TestGuestThroughHost builds a module using every function of package
-// guest and runs its exports through amduat.wasm.run.
+// guest and runs its exports through amduat.wasm.run. The engine reads
+// the probe from the compilation cache the tests share
+// (internal/wasmcachetest): the same toolchain builds the same probe, so
+// it is compiled once, not on every run.
 func TestGuestThroughHost(t *testing.T) {
 	module := buildProbe(t)
 	ctx := context.Background()
-	reg, done, err := wasmop.KernelRegistry(ctx, wasmop.Options{})
+	var opts wasmop.Options
+	if dir, err := wasmcachetest.Dir(); err != nil {
+		t.Logf("no shared compilation cache (%v): compiling the probe here", err)
+	} else {
+		if err := wasmcachetest.Warm(dir, module, probePages); err != nil {
+			t.Fatal(err)
+		}
+		opts.CacheDir = dir
+	}
+	reg, done, err := wasmop.KernelRegistry(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +85,7 @@ func TestGuestThroughHost(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.export, func(t *testing.T) {
-			params, err := wasmop.EncodeParams(wasmop.Params{Export: tt.export, Outputs: tt.outputs, MaxMemoryPages: 1024, MaxOutputBytes: 1 << 16})
+			params, err := wasmop.EncodeParams(wasmop.Params{Export: tt.export, Outputs: tt.outputs, MaxMemoryPages: probePages, MaxOutputBytes: 1 << 16})
 			if err != nil {
 				t.Fatal(err)
 			}
