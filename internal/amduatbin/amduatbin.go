@@ -1,7 +1,8 @@
 // Package amduatbin builds the amduat command for the tests that run it
 // (the end-to-end tests of cmd/amduat, the groups of bench) into one path
-// per source tree and build variant under the OS temp directory, and
-// leaves it there. The go command relinks a target only when its sources
+// per source tree and build variant under the user's cache directory
+// (os.UserCacheDir, not the temp directory, where another user could plant
+// a binary), and leaves it there. The go command relinks a target only when its sources
 // changed, so the second package that asks, and every later run of the
 // suite, reuse the binary instead of linking some 60 MB again (about ten
 // CPU seconds each: issue 25). A lock file next to the binary serialises
@@ -34,8 +35,12 @@ func Build(race bool) (string, error) {
 		variant = "race"
 		args = append(args, "-race")
 	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("amduatbin: %w", err)
+	}
 	sum := sha256.Sum256([]byte(root))
-	dir := filepath.Join(os.TempDir(), fmt.Sprintf("amduat-test-bin-%d", os.Getuid()), hex.EncodeToString(sum[:6])+"-"+variant)
+	dir := filepath.Join(cache, "amduat", "test-bin", hex.EncodeToString(sum[:6])+"-"+variant)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("amduatbin: %w", err)
 	}
