@@ -18,6 +18,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	"github.com/amduat/amduat/internal/filelock"
 )
 
 // Build builds github.com/amduat/amduat/cmd/amduat of the module that
@@ -44,7 +46,7 @@ func Build(race bool) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("amduatbin: %w", err)
 	}
-	unlock, err := lock(dir + ".lock")
+	unlock, err := filelock.Lock(dir + ".lock")
 	if err != nil {
 		return "", fmt.Errorf("amduatbin: lock for %s: %w", dir, err)
 	}

@@ -34,6 +34,7 @@ import (
 	"sync"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/internal/filelock"
 	"github.com/amduat/amduat/opreg"
 	"github.com/amduat/amduat/wasmop"
 )
@@ -192,7 +193,7 @@ const warmExport = "amduat-wasmcachetest-warm"
 func Warm(dir string, module []byte, pages uint32) error {
 	sum := sha256.Sum256(module)
 	name := filepath.Join(dir, fmt.Sprintf("%x-%d", sum[:16], pages))
-	unlock, err := lock(name + ".lock")
+	unlock, err := filelock.Lock(name + ".lock")
 	if err != nil {
 		return fmt.Errorf("warming the wasm compilation cache: %w", err)
 	}

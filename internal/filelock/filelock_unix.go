@@ -1,16 +1,16 @@
 //go:build unix
 
-package wasmcachetest
+package filelock
 
 import (
 	"os"
 	"syscall"
 )
 
-// lock takes an exclusive lock on the file name (created if needed),
+// Lock takes an exclusive lock on the file name (created if needed),
 // waiting for it, and returns its release. flock locks belong to an open
 // file, so two callers in one process exclude each other too.
-func lock(name string) (func(), error) {
+func Lock(name string) (func(), error) {
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
