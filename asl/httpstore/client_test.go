@@ -20,6 +20,7 @@ import (
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/httpstore"
 	"github.com/amduat/amduat/asl/memstore"
+	"github.com/amduat/amduat/internal/longtest"
 	"github.com/amduat/amduat/server"
 )
 
@@ -879,14 +880,17 @@ func (p *pattern) Read(q []byte) (int, error) {
 }
 
 // TestStreamingMemory: a large Put and Fetch stream through the client in
-// bounded memory. The server here is a sink and a source of the same
-// bytes (it hashes what it receives, serves what it generates), so what is
-// measured is the client's memory.
+// bounded memory (8 MiB allocated at most). The server here is a sink and
+// a source of the same bytes (it hashes what it receives, serves what it
+// generates), so what is measured is the client's memory. The artifact is
+// 24 MiB by default, three times the bound, so that a client holding it
+// whole fails; 48 MiB with AMDUAT_LONG=1 (internal/longtest; each MiB is
+// generated three times, byte by byte under -race; issue 25).
 func TestStreamingMemory(t *testing.T) {
-	const size = 48 << 20
-	hdr := asl.Header{Size: size, Tag: 9, HasTag: true}
+	size := longtest.Logf(t, "artifact MiB", 24, 48) << 20
+	hdr := asl.Header{Size: uint64(size), Tag: 9, HasTag: true}
 	h, _ := asl.NewHasher(asl.HashSHA256, hdr)
-	io.Copy(h, newPattern(size))
+	io.Copy(h, newPattern(int64(size)))
 	ref, _ := h.Sum()
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
@@ -905,7 +909,7 @@ func TestStreamingMemory(t *testing.T) {
 		case r.Method == http.MethodGet && r.URL.Path == httpstore.PathArtifact+ref.String():
 			w.Header().Set("Content-Length", strconv.Itoa(size))
 			w.Header().Set(httpstore.HeaderTypeTag, httpstore.FormatTypeTag(hdr))
-			io.Copy(w, newPattern(size))
+			io.Copy(w, newPattern(int64(size)))
 		default:
 			w.WriteHeader(http.StatusNotFound)
 		}
@@ -932,7 +936,7 @@ func TestStreamingMemory(t *testing.T) {
 		}
 	}
 	measure("Put", func() error {
-		got, err := c.Put(t.Context(), asl.HashSHA256, hdr, newPattern(size))
+		got, err := c.Put(t.Context(), asl.HashSHA256, hdr, newPattern(int64(size)))
 		if err == nil && got != ref {
 			err = fmt.Errorf("Put = %s, want %s", got, ref)
 		}

@@ -9,15 +9,16 @@ import (
 	"testing"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/internal/longtest"
 )
 
-// TestConcurrent runs puts, batches and gets of overlapping artifact sets
-// from several goroutines: every artifact ends up stored exactly once (no
-// orphaned or doubly referenced blob) and every read verifies.
 // TestConcurrent runs puts (single and batched), overlapping in content, and
-// gets on one store from 8 goroutines. With packs on and every artifact
-// within one chunk ("small"), the batches take the streamed fresh path,
-// which takes no claims, beside puts that do.
+// gets on one store from 8 goroutines: every artifact ends up stored
+// exactly once (no orphaned or doubly referenced blob) and every read
+// verifies. With packs on and every artifact within one chunk ("small"),
+// the batches take the streamed fresh path, which takes no claims, beside
+// puts that do. Each goroutine does 3 rounds by default (one of each kind:
+// puts, a batch, gets), 6 with AMDUAT_LONG=1 (internal/longtest; issue 25).
 func TestConcurrent(t *testing.T) {
 	for _, c := range []struct {
 		packMin int64
@@ -46,13 +47,14 @@ func testConcurrent(t *testing.T, packMin int64, small bool) {
 		}
 	}
 	const workers = 8
+	rounds := longtest.Count(3, 6)
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for round := range 6 {
+			for round := range rounds {
 				var err error
 				switch (w + round) % 3 {
 				case 0:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/amduat/amduat/asl"
@@ -48,6 +49,10 @@ func newGen(seed uint64, n uint64, compressible bool) *genReader {
 
 const textPattern = "the quick brown fox jumps over the lazy dog; amduat artifact store chunk "
 
+// textBlock is textPattern 1024 times: a copy from any offset within the
+// first pattern yields the stream from that phase for 1023 patterns.
+var textBlock = strings.Repeat(textPattern, 1024)
+
 func (g *genReader) Read(p []byte) (int, error) {
 	if g.left == 0 {
 		return 0, io.EOF
@@ -56,11 +61,14 @@ func (g *genReader) Read(p []byte) (int, error) {
 		p = p[:g.left]
 	}
 	if g.text {
-		for i := range p {
-			p[i] = textPattern[(g.phase+uint64(i))%uint64(len(textPattern))]
-			if (g.phase+uint64(i))%4099 == 0 {
-				p[i] = byte(g.phase + uint64(i)>>12)
-			}
+		// textPattern repeated from phase, with the byte at every
+		// multiple of 4099 replaced; written with copy rather than byte by
+		// byte (each byte written is a call under -race; issue 25).
+		for i := 0; i < len(p); {
+			i += copy(p[i:], textBlock[(g.phase+uint64(i))%uint64(len(textPattern)):])
+		}
+		for i := (4099 - g.phase%4099) % 4099; i < uint64(len(p)); i += 4099 {
+			p[i] = byte(g.phase + i>>12)
 		}
 		g.phase += uint64(len(p))
 	} else {
@@ -71,10 +79,8 @@ func (g *genReader) Read(p []byte) (int, error) {
 }
 
 func genBytes(seed uint64, n int, compressible bool) []byte {
-	b, _ := io.ReadAll(newGen(seed, uint64(n), compressible))
-	if b == nil {
-		b = []byte{}
-	}
+	b := make([]byte, n)
+	io.ReadFull(newGen(seed, uint64(n), compressible), b)
 	return b
 }
 

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/amduat/amduat/asl"
-	"github.com/amduat/amduat/asl/s3store/miniotest"
 	"github.com/amduat/amduat/internal/longtest"
 )
 
@@ -33,7 +32,7 @@ import (
 // tells it from a drive briefly unable to serve (retry.go, unreadableFor;
 // SPECS.md §6.7, "Retries").
 func TestBitrotFlips(t *testing.T) {
-	m := miniotest.Start(t)
+	m := sharedServer(t) // its own bucket: the flips touch no other test's files
 	st := create(t, m, "flips", options(m))
 	ctx := t.Context()
 	type object struct {

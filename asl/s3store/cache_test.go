@@ -34,20 +34,22 @@ func dirBytes(t *testing.T, dir string) (n int64, files int) {
 // verified copies, even with the bucket down; a cache file altered on disk
 // is never served (the bucket is read and the file replaced); the cache
 // stays within its size, least recently used out first; concurrent gets of
-// one artifact leave one file.
+// one artifact leave one file. Its large artifact has two parts of 1 MiB
+// (set after Create, which refuses parts below S3's 5 MiB) and the cache
+// 7 MiB: the same cases with a quarter of the bytes (issue 25).
 func TestCache(t *testing.T) {
 	t.Parallel() // its own MinIO, which it stops
 	m := miniotest.Start(t)
 	o := options(m)
-	o.PartSize = 5 << 20
 	dir := t.TempDir()
-	o.CacheDir, o.CacheSize = dir, 23<<20 // the large artifact is within a quarter
+	o.CacheDir, o.CacheSize = dir, 7<<20 // the large artifact is within a quarter
 	o.MaxRetries = 1
 	st := create(t, m, "cache", o)
+	s3store.SetPartSize(st, partSize)
 	ctx := t.Context()
 	small := asl.Tagged(5, gen(20, 1000))
 	mid := asl.Untagged(gen(21, 300<<10)) // streamed (above 256 KiB)
-	large := asl.Untagged(gen(22, 5<<20+(512<<10)))
+	large := asl.Untagged(gen(22, partSize+(512<<10)))
 	var refs []asl.Reference
 	for _, a := range []asl.Artifact{small, mid, large} {
 		ref, err := asl.PutArtifact(ctx, st, asl.HashSHA256, a)
@@ -91,8 +93,8 @@ func TestCache(t *testing.T) {
 	}
 	// Bounded: more artifacts than fit.
 	var wg sync.WaitGroup
-	for i := range 20 {
-		a := asl.Untagged(gen(uint64(30+i), 1<<20))
+	for i := range 24 {
+		a := asl.Untagged(gen(uint64(30+i), 300<<10))
 		ref, err := asl.PutArtifact(ctx, st, asl.HashSHA256, a)
 		if err != nil {
 			t.Fatal(err)
@@ -115,7 +117,7 @@ func TestCache(t *testing.T) {
 	// A second store on the same directory (a restarted server) starts
 	// from what is there, within the bound.
 	st.Close()
-	o.CacheSize = 3 << 20
+	o.CacheSize = 2 << 20
 	st2, err := s3store.Open(ctx, st.Bucket(), st.Prefix(), o)
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/s3store"
 	"github.com/amduat/amduat/asl/s3store/miniotest"
+	"github.com/amduat/amduat/internal/longtest"
 )
 
 // tagList is this test's own artifact kind that holds references: its
@@ -139,7 +140,7 @@ func TestPins(t *testing.T) {
 // names begin with the prefix, in name order, escaped bytes and unpinned
 // names included in the cases.
 func TestPinsWithPrefix(t *testing.T) {
-	m := miniotest.Start(t)
+	m := sharedServer(t)
 	ctx := t.Context()
 	st := create(t, m, "pinprefix", options(m))
 	a := put(t, st, asl.Artifact{Bytes: []byte("a")})
@@ -370,14 +371,18 @@ func TestGCPinAfterCollection(t *testing.T) {
 // writer got back and then pinned (or that a pinned list reaches) must
 // still be there at the end. A pin that finds part of its closure already
 // collected fails (asl.ErrNotFound): the writer puts again and pins again,
-// and that is counted, not lost.
+// and that is counted, not lost. Each writer does 8 rounds by default, 20
+// with AMDUAT_LONG=1 (internal/longtest): the collector collects for as
+// long as the writers write, which made this the package's costliest test
+// in CPU seconds (issue 25).
 func TestGCConcurrentWriters(t *testing.T) {
 	t.Parallel()
 	m := sharedServer(t)
 	ctx := t.Context()
 	base := create(t, m, "gcrace", gcStoreOptions(m))
 	collector := openSame(t, m, base, gcStoreOptions(m))
-	const writers, rounds = 2, 20
+	const writers = 2
+	rounds := longtest.Logf(t, "rounds per writer", 8, 20)
 	type kept struct {
 		name string
 		refs []asl.Reference // the pinned list first

@@ -12,14 +12,17 @@ import (
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/s3store"
 	"github.com/amduat/amduat/asl/s3store/miniotest"
+	"github.com/amduat/amduat/internal/longtest"
 )
 
 // TestRestartUnderLoad: four writers and readers (small artifacts, and
-// large ones of two parts) run while MinIO is stopped and restarted three
-// times. Every failure must be an I/O error naming the bucket (never a
-// content error, never wrong bytes); every put that was acknowledged must
-// read back intact at the end: nothing acknowledged is lost. The counts go
-// to the log (for BENCHMARKS.md's fault figures).
+// large ones of two parts) run while MinIO is stopped and restarted. Every
+// failure must be an I/O error naming the bucket (never a content error,
+// never wrong bytes); every put that was acknowledged must read back
+// intact at the end: nothing acknowledged is lost. The counts go to the
+// log (for BENCHMARKS.md's fault figures). The default run restarts MinIO
+// once; AMDUAT_LONG=1 (internal/longtest) three times (each restart and
+// its rounds of load cost seconds of CPU; issue 25).
 func TestRestartUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("restarts MinIO three times")
@@ -123,7 +126,8 @@ func TestRestartUnderLoad(t *testing.T) {
 	// Each round: some puts acknowledged, MinIO stopped, some puts failed
 	// while it is down, MinIO restarted; at the end, puts acknowledged
 	// after the last restart.
-	for range 3 {
+	restarts := longtest.Logf(t, "MinIO restarts", 1, 3)
+	for range restarts {
 		ok := putOK.Load()
 		waitFor(func() bool { return putOK.Load() >= ok+8 })
 		m.Stop()
@@ -143,8 +147,8 @@ func TestRestartUnderLoad(t *testing.T) {
 			t.Errorf("acknowledged %s lost: %v", a.ref, errors.Unwrap(err))
 		}
 	}
-	t.Logf("3 MinIO restarts under load: puts %d (acknowledged %d, failed with I/O errors naming the object %d), gets %d (ok %d, failed with I/O errors %d), content errors %d, wrong bytes %d, errors naming no object %d; acknowledged artifacts re-read after the last restart: %d, lost %d",
-		puts.Load(), putOK.Load(), putFail.Load(), gets.Load(), getOK.Load(), getFail.Load(), contentErr.Load(), wrong.Load(), unnamed.Load(), len(ack), lost)
+	t.Logf("%d MinIO restarts under load: puts %d (acknowledged %d, failed with I/O errors naming the object %d), gets %d (ok %d, failed with I/O errors %d), content errors %d, wrong bytes %d, errors naming no object %d; acknowledged artifacts re-read after the last restart: %d, lost %d",
+		restarts, puts.Load(), putOK.Load(), putFail.Load(), gets.Load(), getOK.Load(), getFail.Load(), contentErr.Load(), wrong.Load(), unnamed.Load(), len(ack), lost)
 	if putFail.Load() == 0 || putOK.Load() == 0 {
 		t.Errorf("the restarts did not interrupt puts (%d failed, %d acknowledged)", putFail.Load(), putOK.Load())
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/amduat/amduat/asl/s3store"
 	"github.com/amduat/amduat/asl/s3store/miniotest"
 	"github.com/amduat/amduat/asl/storetest"
+	"github.com/amduat/amduat/internal/longtest"
 )
 
 // testStore is the store under test with the suite's Corrupter hook, which
@@ -72,20 +73,28 @@ func createB(b *testing.B, m *miniotest.Server, o s3store.Options) *s3store.Stor
 }
 
 // TestStoreSuite runs the shared backend suite (asl/storetest) against a
-// real MinIO, with the default part size and with the smallest one (5
-// MiB, so that the suite's large artifacts take the multipart path) and
-// little parallelism.
+// real MinIO with the default options and, with AMDUAT_LONG=1
+// (internal/longtest), again with the smallest part size (5 MiB) and
+// little parallelism (2). The suite's largest artifact (3 MiB+5) is below
+// either part size, so the second run differs in request parallelism
+// only; the multipart path has tests of its own here (TestLarge,
+// TestLargeDamage, TestLargeLayout). The default run does Default alone:
+// each run costs about a fifth of the package's CPU seconds (issue 25).
 func TestStoreSuite(t *testing.T) {
 	t.Parallel()
 	m := sharedServer(t)
 	for _, c := range []struct {
 		name string
+		long bool
 		o    func(s3store.Options) s3store.Options
 	}{
-		{"Default", func(o s3store.Options) s3store.Options { return o }},
-		{"SmallParts", func(o s3store.Options) s3store.Options { o.PartSize = 5 << 20; o.Parallel = 2; return o }},
+		{"Default", false, func(o s3store.Options) s3store.Options { return o }},
+		{"SmallParts", true, func(o s3store.Options) s3store.Options { o.PartSize = 5 << 20; o.Parallel = 2; return o }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			if c.long && !longtest.Enabled() {
+				t.Skipf("little parallelism: %s=1 runs it", longtest.Env)
+			}
 			t.Parallel()
 			storetest.Run(t, func(t *testing.T) storetest.Backend {
 				return testStore{create(t, m, "suite", c.o(options(m)))}
