@@ -113,7 +113,7 @@ func TestWatchHWMIsTheChilds(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			resetPeak = c.reset
 			cmd := exec.Command(os.Args[0], "-test.run=^TestWatchHWMIsTheChilds$")
-			cmd.Env = append(os.Environ(), "AMDUAT_BENCH_HWM_CHILD="+strconv.Itoa(32<<20))
+			cmd.Env = append(os.Environ(), "AMDUAT_BENCH_HWM_CHILD="+strconv.Itoa(32<<20), "GORACE=atexit_sleep_ms=0")
 			stdin, err := cmd.StdinPipe()
 			if err != nil {
 				t.Fatal(err)

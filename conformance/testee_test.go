@@ -84,7 +84,9 @@ func selfTestee(t testing.TB, mode string) ([]string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return []string{"/usr/bin/env", testeeEnv + "=" + mode, exe}, ""
+	// GORACE: the testee is this race-built binary, whose runtime would
+	// otherwise sleep a second at every exit (each restart).
+	return []string{"/usr/bin/env", testeeEnv + "=" + mode, "GORACE=atexit_sleep_ms=0", exe}, ""
 }
 
 // TestTesteeGoVectors: every embedded vector and 300 generated cases
