@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -97,7 +98,7 @@ var referenceRunList = sync.OnceValue(func() []referenceRun {
 })
 
 // sampledRun reports whether run i (named name) of referenceRunList is in
-// the passes that follow the golden one: in the default run every fourth
+// the passes of TestRunsMatchReference: in the default run every fourth
 // random run and large-outputs (whose outputs are streamed into the
 // store); with AMDUAT_LONG=1 (internal/longtest) every run.
 func sampledRun(i int, name string) bool {
@@ -137,11 +138,10 @@ func referenceRuns(t *testing.T, st asl.Store, memo, sampled bool) []string {
 	return lines
 }
 
-// TestRunsMatchReference: the references of every run above, on a
-// memstore, equal those in testdata/reference_runs.golden; so do those of
-// the sampled runs (sampledRun: all of them with AMDUAT_LONG=1) on a
-// Pebble store with the node memo, twice, and over the HTTP client, on a
-// server. The golden file was written by the
+// TestRunsMatchReference: the references of the sampled runs above
+// (sampledRun: all of them with AMDUAT_LONG=1) equal those in
+// testdata/reference_runs.golden on a memstore, on a Pebble store with
+// the node memo, twice, and over the HTTP client, on a server. The golden file was written by the
 // surface as it was before it read inputs lazily and streamed outputs
 // (commit 39853a0, `go test -run TestRunsMatchReference -update`).
 func TestRunsMatchReference(t *testing.T) {
@@ -149,14 +149,29 @@ func TestRunsMatchReference(t *testing.T) {
 		t.Skip("writes about 200 MiB")
 	}
 	const path = "testdata/reference_runs.golden"
-	all := referenceRuns(t, memstore.New(), false, false)
-	golden.Check(t, path, []byte(strings.Join(all, "")))
+	if golden.Updating() {
+		golden.Check(t, path, []byte(strings.Join(referenceRuns(t, memstore.New(), false, false), "")))
+	}
+	got := strings.Join(referenceRuns(t, memstore.New(), false, true), "")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	if len(lines) != len(referenceRunList()) {
+		t.Fatalf("%s has %d lines for %d runs", path, len(lines), len(referenceRunList()))
+	}
 	for i, run := range referenceRunList() {
 		if !sampledRun(i, run.name) {
-			all[i] = ""
+			lines[i] = ""
 		}
 	}
-	got := strings.Join(all, "")
+	if want := strings.Join(lines, ""); got != want {
+		t.Fatalf("memstore:\n%s\n%s (the sampled runs):\n%s", got, path, want)
+	}
 	ps, err := pebblestore.Create(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)

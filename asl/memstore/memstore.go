@@ -43,14 +43,24 @@ func checkRef(ref asl.Reference) error {
 	return nil
 }
 
-// Put implements asl.Receiver.
+// preallocMax bounds the buffer Put sizes from the header's claim before
+// any byte arrives; a larger payload grows the buffer as it is read.
+const preallocMax = 64 << 20
+
+// Put implements asl.Receiver. The payload is read straight into one
+// buffer of the size the header claims (up to preallocMax), so an honest
+// put copies its bytes once.
 func (s *Store) Put(ctx context.Context, id asl.HashID, hdr asl.Header, r io.Reader) (asl.Reference, error) {
 	h, err := asl.NewHasher(id, hdr)
 	if err != nil {
 		return asl.Reference{}, err
 	}
 	var buf bytes.Buffer
-	n, err := io.Copy(io.MultiWriter(&buf, h), io.LimitReader(r, int64(hdr.Size)+1))
+	// Room for one byte past the claim (a longer payload is refused) and
+	// for ReadFrom's minimum read, so the buffer never grows when the
+	// claim is honest.
+	buf.Grow(int(min(hdr.Size, preallocMax)) + bytes.MinRead + 1)
+	n, err := buf.ReadFrom(io.TeeReader(io.LimitReader(r, int64(hdr.Size)+1), h))
 	if err != nil {
 		return asl.Reference{}, fmt.Errorf("put: reading payload: %w", err)
 	}
