@@ -11,6 +11,7 @@ import (
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/memstore"
+	"github.com/amduat/amduat/internal/longtest"
 	"github.com/amduat/amduat/internal/progtest"
 	"github.com/amduat/amduat/opreg"
 	"github.com/amduat/amduat/pel"
@@ -78,9 +79,10 @@ func resultText(outs []asl.Artifact, res pel.ExecutionResultValue) string {
 // identical results, outputs and node events: the kernel on byte slices
 // (RunRope removed), the kernel on in-memory ropes (RunWith), and the
 // kernel on store-backed ropes (RunRopes over a memstore), with and without
-// an output-bytes limit.
+// an output-bytes limit. The default run draws 500 programs;
+// AMDUAT_LONG=1 (internal/longtest) 1,500.
 func TestRopesMatchMaterialised(t *testing.T) {
-	n := 1500
+	n := longtest.Logf(t, "random programs", 500, 1500)
 	if testing.Short() {
 		n = 200
 	}

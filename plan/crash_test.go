@@ -27,7 +27,8 @@ import (
 // Then it resumes every execution to its end and checks that no
 // external_send was called twice, that every call whose outcome the
 // runner could not know is surfaced as unknown_outcome, and that every
-// succeeded step's receipt and outputs are stored.
+// succeeded step's receipt and outputs are stored. The default run kills
+// the runner 10 times; AMDUAT_LONG=1 (internal/longtest) 100 times.
 
 const (
 	envChild = "AMDUAT_PLAN_CRASH_CHILD"
@@ -96,7 +97,7 @@ func TestPlanCrashResume(t *testing.T) {
 	if os.Getenv(envChild) == "1" {
 		t.Skip("in the child")
 	}
-	kills := longtest.Logf(t, "kill -9 of a running plan", 20, 100)
+	kills := longtest.Logf(t, "kill -9 of a running plan", 10, 100)
 	dir := t.TempDir()
 	st := newPebble(t, dir)
 	pref := putPlan(t, st, crashPlan(t, st))
