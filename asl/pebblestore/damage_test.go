@@ -17,10 +17,12 @@ import (
 )
 
 // damageStore writes artifacts of every size class in several batches, part
-// of them flushed to a table, and closes the store: the files a damage test
-// starts from.
+// of them flushed to a table with 1 KiB blocks (withTableBlockSize; Pebble's
+// default is 4 KiB), and closes the store: the files a damage test starts
+// from.
 func damageStore(t *testing.T) (memFiles, map[asl.Reference]asl.Artifact) {
 	t.Helper()
+	defer withTableBlockSize(1 << 10)()
 	ctx := context.Background()
 	fs := vfs.NewMem()
 	s, err := Create("store", &Options{FS: fs, ChunkSize: MinChunkSize})
