@@ -18,6 +18,7 @@ import (
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/s3store"
 	"github.com/amduat/amduat/asl/s3store/miniotest"
+	"github.com/amduat/amduat/internal/longtest"
 )
 
 func TestParseURL(t *testing.T) {
@@ -536,7 +537,8 @@ func TestRestart(t *testing.T) {
 }
 
 // TestGetBatch: the batch read calls fn in input order with each artifact
-// or its own content error.
+// or its own content error. It reads 100 artifacts (300 with AMDUAT_LONG=1,
+// internal/longtest) through 3 parallel requests (issue 25).
 func TestGetBatch(t *testing.T) {
 	t.Parallel()
 	m := sharedServer(t)
@@ -544,7 +546,7 @@ func TestGetBatch(t *testing.T) {
 	o.Parallel = 3
 	st := create(t, m, "batch", o)
 	ctx := t.Context()
-	arts := make([]asl.Artifact, 300)
+	arts := make([]asl.Artifact, longtest.Count(100, 300))
 	for i := range arts {
 		arts[i] = asl.Tagged(asl.TypeTag(i), gen(uint64(i), i))
 	}
