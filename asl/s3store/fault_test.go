@@ -17,7 +17,6 @@ import (
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/s3store"
-	"github.com/amduat/amduat/asl/s3store/miniotest"
 	"github.com/amduat/amduat/internal/longtest"
 )
 
@@ -426,9 +425,9 @@ func (s *stopAt) Read(p []byte) (int, error) {
 // quarter of the other large tests' (issue 25): what crosses the crash is
 // counted in parts.
 func TestRestart(t *testing.T) {
-	t.Parallel() // its own MinIO, which it stops
+	t.Parallel() // the stoppable MinIO, which it stops
 	const partSize = 256 << 10
-	m := miniotest.Start(t)
+	m := stoppableServer(t)
 	o := options(m)
 	o.MaxRetries = 2
 	st := create(t, m, "restart", o)
