@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/internal/longtest"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -79,12 +80,19 @@ type pipeArtifact struct {
 	ref  asl.Reference
 }
 
-// putPipeArtifacts stores chunked artifacts of 2 to 38 chunks of pipeChunk
-// bytes, compressible and not.
+// putPipeArtifacts stores chunked artifacts of 2 to 20 chunks of pipeChunk
+// bytes (to 38 with AMDUAT_LONG=1, internal/longtest), compressible and
+// not. The largest has more chunks than a reader has buffers
+// (maxFetchWorkers+fetchSpare), so every buffer is reused; it was most of
+// the bytes the fetch tests put and read (issue 25).
 func putPipeArtifacts(t *testing.T, s *Store) []pipeArtifact {
 	t.Helper()
 	var arts []pipeArtifact
-	for _, size := range []int{pipeChunk + 1, 2 * pipeChunk, 7*pipeChunk - 1, 37*pipeChunk + 123} {
+	largest := longtest.Count(19, 37)*pipeChunk + 123
+	if largest/pipeChunk <= maxFetchWorkers+fetchSpare {
+		t.Fatalf("the largest artifact has %d chunks, no more than a reader's %d buffers", largest/pipeChunk+1, maxFetchWorkers+fetchSpare)
+	}
+	for _, size := range []int{pipeChunk + 1, 2 * pipeChunk, 7*pipeChunk - 1, largest} {
 		for _, text := range []bool{false, true} {
 			data := genBytes(uint64(size), size, text)
 			ref := put(t, s, asl.HashSHA256, asl.Untagged(data))

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/internal/longtest"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -28,8 +29,9 @@ import (
 // (detected). A pin or record missing or changed is a failure, and so is
 // a deleted artifact that comes back.
 //
-// AMDUAT_FLIPS=N runs N flips per kind (default 20, 10 under -race or
-// -short); AMDUAT_FLIP_SEED varies which bytes are hit; AMDUAT_FLIPS_OUT=FILE
+// AMDUAT_FLIPS=N runs N flips per kind (default 20; under -race or -short
+// 4, 10 with AMDUAT_LONG=1, internal/longtest: issue 25);
+// AMDUAT_FLIP_SEED varies which bytes are hit; AMDUAT_FLIPS_OUT=FILE
 // writes the table there.
 func TestFlipMeta(t *testing.T) {
 	if flipLegacy() {
@@ -45,7 +47,7 @@ func TestFlipMeta(t *testing.T) {
 	}
 	per := 20
 	if raceEnabled || testing.Short() {
-		per = 10
+		per = longtest.Count(4, 10)
 	}
 	if v := os.Getenv("AMDUAT_FLIPS"); v != "" {
 		n, err := strconv.Atoi(v)

@@ -30,9 +30,12 @@ func init() {
 // salvageStore builds a store holding every layout the store reads: packed
 // whole and large artifacts (format 3), and, written with PackMin < 0, an
 // inline record, a single chunk and chunks staged in Pebble (format 2),
-// under both hashes, with index entries; part of it flushed to a table.
+// under both hashes, with index entries; part of it flushed to a table,
+// whose blocks are of 1 KiB (withTableBlockSize; Pebble's default is 4 KiB:
+// a damaged block is searched for a flipped bit on every read).
 func salvageStore(t *testing.T, fs vfs.FS) (acked map[asl.Reference]asl.Artifact, packed map[asl.Reference]bool, entries []asl.IndexEntry) {
 	t.Helper()
+	defer withTableBlockSize(1 << 10)()
 	ctx := context.Background()
 	acked, packed = map[asl.Reference]asl.Artifact{}, map[asl.Reference]bool{}
 	for round, packMin := range []int64{-1, 0} {

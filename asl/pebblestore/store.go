@@ -271,6 +271,14 @@ func (quietLogger) Infof(string, ...any)           {}
 func (quietLogger) Errorf(string, ...any)          {}
 func (quietLogger) Fatalf(format string, a ...any) { panic(fmt.Sprintf("pebble: "+format, a...)) }
 
+// tableBlockSize, when positive, is the target size of the data blocks of
+// the tables Pebble writes (its Levels[i].BlockSize); zero keeps Pebble's
+// default of 4 KiB. Only tests set it: on every read of a damaged block
+// Pebble searches the block for a single flipped bit, 8 checksums of the
+// whole block per byte, and the damage tests read damaged blocks many
+// times (issue 25).
+var tableBlockSize int
+
 func pebbleOptions(s settings) *pebble.Options {
 	o := &pebble.Options{
 		FS:                          s.fs,
@@ -310,6 +318,9 @@ func pebbleOptions(s settings) *pebble.Options {
 	for i := range o.Levels {
 		o.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
 		o.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		if tableBlockSize > 0 {
+			o.Levels[i].BlockSize = tableBlockSize
+		}
 	}
 	return o
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/s3store"
-	"github.com/amduat/amduat/asl/s3store/miniotest"
 )
 
 func dirBytes(t *testing.T, dir string) (n int64, files int) {
@@ -38,8 +37,8 @@ func dirBytes(t *testing.T, dir string) (n int64, files int) {
 // (set after Create, which refuses parts below S3's 5 MiB) and the cache
 // 7 MiB: the same cases with a quarter of the bytes (issue 25).
 func TestCache(t *testing.T) {
-	t.Parallel() // its own MinIO, which it stops
-	m := miniotest.Start(t)
+	t.Parallel() // the stoppable MinIO, which it stops
+	m := stoppableServer(t)
 	o := options(m)
 	dir := t.TempDir()
 	o.CacheDir, o.CacheSize = dir, 7<<20 // the large artifact is within a quarter

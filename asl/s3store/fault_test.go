@@ -17,7 +17,7 @@ import (
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/s3store"
-	"github.com/amduat/amduat/asl/s3store/miniotest"
+	"github.com/amduat/amduat/internal/longtest"
 )
 
 func TestParseURL(t *testing.T) {
@@ -425,9 +425,9 @@ func (s *stopAt) Read(p []byte) (int, error) {
 // quarter of the other large tests' (issue 25): what crosses the crash is
 // counted in parts.
 func TestRestart(t *testing.T) {
-	t.Parallel() // its own MinIO, which it stops
+	t.Parallel() // the stoppable MinIO, which it stops
 	const partSize = 256 << 10
-	m := miniotest.Start(t)
+	m := stoppableServer(t)
 	o := options(m)
 	o.MaxRetries = 2
 	st := create(t, m, "restart", o)
@@ -536,7 +536,8 @@ func TestRestart(t *testing.T) {
 }
 
 // TestGetBatch: the batch read calls fn in input order with each artifact
-// or its own content error.
+// or its own content error. It reads 100 artifacts (300 with AMDUAT_LONG=1,
+// internal/longtest) through 3 parallel requests (issue 25).
 func TestGetBatch(t *testing.T) {
 	t.Parallel()
 	m := sharedServer(t)
@@ -544,7 +545,7 @@ func TestGetBatch(t *testing.T) {
 	o.Parallel = 3
 	st := create(t, m, "batch", o)
 	ctx := t.Context()
-	arts := make([]asl.Artifact, 300)
+	arts := make([]asl.Artifact, longtest.Count(100, 300))
 	for i := range arts {
 		arts[i] = asl.Tagged(asl.TypeTag(i), gen(uint64(i), i))
 	}

@@ -117,14 +117,14 @@ func TestLargeLayout(t *testing.T) {
 // TestLargeDamage: a large artifact whose manifest or parts are deleted,
 // cut, replaced or altered behind the store reads as ERR_NOT_FOUND or
 // ERR_INTEGRITY, never as wrong bytes; a plain re-put repairs every case
-// (SPECS.md §6.7, "Repair"). Its parts are 256 KiB, a quarter of the
+// (SPECS.md §6.7, "Repair"). Its parts are 64 KiB, a sixteenth of the
 // other large tests' (nine cases each put and read the artifact five
 // times; issue 25): the cases are about the manifest and the parts, not
 // their size.
 func TestLargeDamage(t *testing.T) {
 	t.Parallel()
 	m := sharedServer(t)
-	const partSize = 256 << 10
+	const partSize = 64 << 10
 	st := create(t, m, "ldamage", options(m))
 	s3store.SetPartSize(st, partSize)
 	ctx := t.Context()

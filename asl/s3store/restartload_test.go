@@ -11,7 +11,6 @@ import (
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/s3store"
-	"github.com/amduat/amduat/asl/s3store/miniotest"
 	"github.com/amduat/amduat/internal/longtest"
 )
 
@@ -27,8 +26,8 @@ func TestRestartUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("restarts MinIO three times")
 	}
-	t.Parallel() // its own MinIO, which it stops
-	m := miniotest.Start(t)
+	t.Parallel() // the stoppable MinIO, which it stops
+	m := stoppableServer(t)
 	o := options(m)
 	o.MaxRetries = 2
 	st := create(t, m, "restartload", o)

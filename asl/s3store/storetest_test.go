@@ -75,8 +75,8 @@ func createB(b *testing.B, m *miniotest.Server, o s3store.Options) *s3store.Stor
 // TestStoreSuite runs the shared backend suite (asl/storetest) against a
 // real MinIO with the default options and, with AMDUAT_LONG=1
 // (internal/longtest), again with the smallest part size (5 MiB) and
-// little parallelism (2). The suite's largest artifact (3 MiB+5) is below
-// either part size, so the second run differs in request parallelism
+// little parallelism (2). The suite's largest artifact (3 MiB+5 at most)
+// is below either part size, so the second run differs in request parallelism
 // only; the multipart path has tests of its own here (TestLarge,
 // TestLargeDamage, TestLargeLayout). The default run does Default alone:
 // each run costs about a fifth of the package's CPU seconds (issue 25).

@@ -66,6 +66,7 @@ type Server struct {
 	bin  string
 	dir  string
 	mu   sync.Mutex
+	lend sync.Mutex // held by the test that borrowed the server
 	cmd  *exec.Cmd
 	done chan struct{}
 	log  *os.File
@@ -223,6 +224,26 @@ func (s *Server) Restart() {
 			panic(err)
 		}
 		s.t.Fatal(err)
+	}
+}
+
+// Borrow lends a Launched server to t until t's cleanup, one test at a
+// time: it waits while another test holds the server. For tests that stop
+// and restart MinIO, which cannot share one with tests running beside them
+// but can take turns on one instead of each starting its own (a start
+// costs seconds of CPU; issue 25). When Borrow returns the server is
+// running (restarted if the previous borrower left it stopped), and
+// Restart reports a failure through t.
+func (s *Server) Borrow(t testing.TB) {
+	t.Helper()
+	s.lend.Lock()
+	t.Cleanup(func() {
+		s.t = nil
+		s.lend.Unlock()
+	})
+	s.t = t
+	if s.PID() == 0 {
+		s.Restart()
 	}
 }
 
