@@ -11,6 +11,7 @@ import (
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/memstore"
+	"github.com/amduat/amduat/internal/longtest"
 )
 
 // countingFetcher counts fetches.
@@ -26,8 +27,10 @@ func (c *countingFetcher) Fetch(ctx context.Context, ref asl.Reference) (io.Read
 
 // TestRopeModel builds random ropes by concatenation and slicing over
 // in-memory and stored leaves and checks every way of reading them against
-// the same operations on byte slices.
+// the same operations on byte slices: 1,000 ropes in the default run,
+// 3,000 with AMDUAT_LONG=1 (internal/longtest).
 func TestRopeModel(t *testing.T) {
+	ropes := longtest.Logf(t, "ropes", 1000, 3000)
 	ctx := context.Background()
 	st := memstore.New()
 	r := rand.New(rand.NewPCG(5, 5))
@@ -52,7 +55,7 @@ func TestRopeModel(t *testing.T) {
 		}
 		pool = append(pool, pair{asl.StoredRope(st, ref, a.Header()), b})
 	}
-	for i := 0; i < 3000; i++ {
+	for i := 0; i < ropes; i++ {
 		var p pair
 		if r.IntN(2) == 0 {
 			var parts []*asl.Rope
