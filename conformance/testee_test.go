@@ -16,6 +16,7 @@ import (
 
 	"github.com/amduat/amduat/conformance"
 	"github.com/amduat/amduat/internal/longtest"
+	"github.com/amduat/amduat/internal/testexit"
 	"github.com/amduat/amduat/vectors"
 )
 
@@ -36,7 +37,7 @@ func TestMain(m *testing.M) {
 		// the runner must fail that case, restart it, and go on.
 		os.Exit(serveCrashing())
 	}
-	os.Exit(m.Run())
+	testexit.Main(m)
 }
 
 func serveCrashing() int {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/amduat/amduat/internal/testexit"
 	"github.com/amduat/amduat/internal/wasmcachetest"
 )
 
@@ -32,7 +33,7 @@ func TestMain(m *testing.M) {
 	if own {
 		os.RemoveAll(dir)
 	}
-	os.Exit(code)
+	testexit.Exit(code)
 }
 
 // warmCache compiles module under pages into compCacheDir once for every

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/amduat/amduat/asl/s3store/miniotest"
+	"github.com/amduat/amduat/internal/testexit"
 )
 
 // shared is the one MinIO the tests that never stop their server share
@@ -84,5 +85,5 @@ func TestMain(m *testing.M) {
 			}
 		}
 	}
-	os.Exit(code)
+	testexit.Exit(code)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/internal/amduatbin"
 	"github.com/amduat/amduat/internal/longtest"
+	"github.com/amduat/amduat/internal/testexit"
 )
 
 // amduatBin is the amduat executable built once by TestMain.
@@ -37,7 +38,7 @@ func TestMain(m *testing.M) {
 	amduatBin = bin
 	code := m.Run()
 	stopSharedMinio()
-	os.Exit(code)
+	testexit.Exit(code)
 }
 
 type result struct {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/amduat/amduat/asl/memstore"
+	"github.com/amduat/amduat/internal/testexit"
 	"github.com/amduat/amduat/plan/effect"
 	"github.com/amduat/amduat/plan/effect/internal/fxutil"
 	"github.com/amduat/amduat/plan/effect/policy"
@@ -29,7 +30,7 @@ func TestMain(m *testing.M) {
 	// The fake executors are this race-built binary: without this, each
 	// one that exits sleeps a second in the race runtime first.
 	os.Setenv("GORACE", "atexit_sleep_ms=0")
-	os.Exit(m.Run())
+	testexit.Main(m)
 }
 
 func fakeExecutor(mode string) int {
