@@ -25,14 +25,16 @@ var gcServersRun atomic.Int32
 // that finds part of its tree collected fails with ERR_NOT_FOUND and the
 // client puts and pins again (counted). At the end every reference of
 // every pin a client saw acknowledged is read back through both servers,
-// and `amduat verify` passes.
+// and `amduat verify` passes. The default run has each client do 4 rounds
+// (one unpin among them), AMDUAT_LONG=1 40 (internal/longtest); gc runs
+// until both clients are done, then once more.
 func TestGCTwoServers(t *testing.T) {
 	t.Parallel()
 	// Every re-put rewrites its object, so that every race of the
 	// protocol is exercised (a --grace of 0 needs a touch age of 0).
 	touch := "AMDUAT_S3_TOUCH_AGE=0s"
 	c, _ := bucketCLI(t, fmt.Sprintf("gcservers/p%d", gcServersRun.Add(1)), touch) // a prefix per run (-count)
-	rounds := longtest.Logf(t, "rounds per client", 8, 40)
+	rounds := longtest.Logf(t, "rounds per client", 4, 40)
 	const servers = 2
 	clients := make([]*httpstore.Client, servers)
 	for i := range servers {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -201,7 +202,11 @@ func TestGcCLI(t *testing.T) {
 	c.must(6, "--store", "http://127.0.0.1:1", "gc")
 }
 
-// copyTree copies the regular files under src to dst.
+// copyTree copies the regular files under src to dst. Each file goes
+// file to file (io.Copy between two *os.File: copy_file_range on Linux),
+// not through a buffer of this process: under -race reading a store's
+// 24 MiB RESERVE into memory and writing it out cost the race runtime
+// a range check per byte, most of TestGcKill9's own CPU.
 func copyTree(t *testing.T, src, dst string) {
 	t.Helper()
 	err := filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
@@ -212,24 +217,39 @@ func copyTree(t *testing.T, src, dst string) {
 		if info.IsDir() {
 			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
 		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, info.Mode())
+		return copyFile(p, filepath.Join(dst, rel), info.Mode())
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 }
 
+// copyFile copies the file src to a new file dst with mode perm.
+func copyFile(src, dst string, perm os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return fmt.Errorf("copying %s: %w", src, err)
+	}
+	return out.Close()
+}
+
 // kill -9 of `amduat gc` at evenly spread moments of its run, each on a
 // fresh copy of a store: afterwards the store verifies, the pinned run
 // replays (everything it reaches is there), and a second gc finishes the
 // job (a dry run then finds nothing to delete). The default run kills at
-// 4 moments of a gc over a store of 1,000 files, AMDUAT_LONG=1 at 24
-// moments over 3,000 files (internal/longtest); the moments are fractions
-// of the whole gc's measured time, so either size spreads them over it.
+// 3 moments of a gc over a store of 400 files and 3 runs (one pinned),
+// AMDUAT_LONG=1 at 24 moments over 3,000 files and 10 runs
+// (internal/longtest); the moments are fractions of the whole gc's
+// measured time, so either size spreads them over it.
 func TestGcKill9(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -241,7 +261,7 @@ func TestGcKill9(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	files := longtest.Logf(t, "files in the store", 1000, 3000)
+	files := longtest.Logf(t, "files in the store", 400, 3000)
 	for i := range files {
 		b := make([]byte, 1024+i%7*4096)
 		copy(b, fmt.Sprintf("file %d", i))
@@ -252,7 +272,7 @@ func TestGcKill9(t *testing.T) {
 	refs := strings.Fields(c.must(0, "put", "-r", dir).stdout)
 	prog := strings.TrimSpace(c.must(0, "pel", "seed", "concat").stdout)
 	var res string
-	for i := range 10 {
+	for i := range longtest.Count(3, 10) {
 		c.must(0, "pel", "run", "--quiet", "--program", prog, "--input", refs[i], "--input", refs[i+1])
 		if i == 0 {
 			var run struct {
@@ -280,7 +300,7 @@ func TestGcKill9(t *testing.T) {
 	if err := json.Unmarshal([]byte(out.stdout), &fullRep); err != nil || fullRep.Deleted == 0 {
 		t.Fatalf("gc: %s %v", out.stdout, err)
 	}
-	trials := longtest.Logf(t, "gc kill -9 trials", 4, 24)
+	trials := longtest.Logf(t, "gc kill -9 trials", 3, 24)
 	killed, before, mid, after := 0, 0, 0, 0
 	for i := range trials {
 		st := filepath.Join(c.cwd, fmt.Sprintf("trial%02d", i))

@@ -56,20 +56,30 @@ func planPost(t *testing.T, url string, body, out any) {
 // external_send POST to a loopback service that counts calls per
 // Idempotency-Key) are submitted to both, in auto mode. Both servers'
 // workers compete for every execution through its lease (SPECS.md §24.7):
-// every execution completes, and no key is called twice.
+// every execution completes, and no key is called twice. The default run
+// submits 4 plans (one per worker), AMDUAT_LONG=1 40 (internal/longtest).
 func TestPlanTwoServers(t *testing.T) {
 	t.Parallel()
 	c, _ := bucketCLI(t, fmt.Sprintf("planservers/p%d", planServersRun.Add(1)))
-	n := longtest.Logf(t, "plans", 6, 40)
+	n := longtest.Logf(t, "plans", 4, 40)
 	svc := &callCounter{calls: map[string]int{}}
 	loop := httptest.NewServer(svc)
 	t.Cleanup(loop.Close)
 	pol := c.write("policy.json", fmt.Appendf(nil, `{"version":1,"http":{"hosts":[{"host":%q,"schemes":["http"]}]}}`, strings.TrimPrefix(loop.URL, "http://")))
 	prog := strings.TrimSpace(c.must(0, "pel", "seed", "concat").stdout)
 	suffix := strings.TrimSpace(c.must(0, "put", c.write("suffix", []byte(" (counted)"))).stdout)
-	var plans []string
+	// The documents in one put: a process per document would test
+	// nothing more.
+	putArgs := []string{"put"}
 	for i := range n {
-		doc := strings.TrimSpace(c.must(0, "put", c.write("doc", fmt.Appendf(nil, "document %d", i))).stdout)
+		putArgs = append(putArgs, c.write(fmt.Sprintf("doc%d", i), fmt.Appendf(nil, "document %d", i)))
+	}
+	docs := strings.Fields(c.must(0, putArgs...).stdout)
+	if len(docs) != n {
+		t.Fatalf("put of %d documents printed %q", n, docs)
+	}
+	var plans []string
+	for _, doc := range docs {
 		planJSON := fmt.Sprintf(`{"steps":[
  {"id":"count","inputs":{"0":%q,"1":%q},"pel":{"program":%q}},
  {"id":"post","inputs":{"body":{"step":"count","output":"0"}},

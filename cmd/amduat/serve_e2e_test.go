@@ -129,12 +129,15 @@ func killBytes(key uint64, size int) []byte {
 // clients put single and batched artifacts and one client is in the middle
 // of a large upload, then restarts it on the same store: every put a
 // client saw acknowledged is present and its bytes verify, and no cut
-// upload is ever visible. AMDUAT_SERVE_KILLS sets the number of kills
-// (default 3, 10 with AMDUAT_LONG=1), AMDUAT_SERVE_SEED the seed of the
-// timings and sizes.
+// upload is ever visible. The default run kills twice (one round whose
+// large upload the client abandons before the kill, one whose upload the
+// kill cuts) with 4 uploading clients; AMDUAT_LONG=1 kills 10 times with 8
+// clients (internal/longtest). AMDUAT_SERVE_KILLS sets the number of
+// kills, AMDUAT_SERVE_SEED the seed of the timings and sizes.
 func TestServeKill9DuringUploads(t *testing.T) {
 	t.Parallel()
-	kills := longtest.Logf(t, "serve kill -9 rounds", 3, 10)
+	kills := longtest.Logf(t, "serve kill -9 rounds", 2, 10)
+	clients := longtest.Logf(t, "uploading clients", 4, 8)
 	if v := os.Getenv("AMDUAT_SERVE_KILLS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
@@ -217,7 +220,6 @@ func TestServeKill9DuringUploads(t *testing.T) {
 		}
 	}
 
-	const clients = 8
 	for round := range kills {
 		srv := launchKillableServe(t, dir, logPath)
 		check(srv, round)
