@@ -259,3 +259,53 @@ func (s *Server) PID() int {
 
 // DataDir is the server's data directory.
 func (s *Server) DataDir() string { return filepath.Join(s.dir, "data") }
+
+// Shared is one MinIO that a test package's tests share, started by the
+// first test that asks for it (in a temporary directory whose name starts
+// with Prefix) and stopped by Close, which the package's TestMain calls
+// after its tests. A start costs seconds of CPU on a loaded machine
+// (issue 25). The zero value with Prefix set is ready to use.
+type Shared struct {
+	// Prefix names the temporary data directory (os.MkdirTemp's pattern).
+	Prefix string
+	// Started, when set, runs once after the server is up, before any
+	// test gets it.
+	Started func(*Server)
+
+	once sync.Once
+	dir  string
+	m    *Server
+	err  error
+}
+
+// Get returns the shared server, starting it on the first call; it skips
+// t when MinIO is not installed and fails t when the server cannot start.
+func (s *Shared) Get(t testing.TB) *Server {
+	t.Helper()
+	if Binary() == "" {
+		t.Skip(SkipMessage)
+	}
+	s.once.Do(func() {
+		if s.dir, s.err = os.MkdirTemp("", s.Prefix); s.err != nil {
+			return
+		}
+		if s.m, s.err = Launch(s.dir); s.err == nil && s.Started != nil {
+			s.Started(s.m)
+		}
+	})
+	if s.err != nil {
+		t.Fatalf("starting the shared MinIO: %v", s.err)
+	}
+	return s.m
+}
+
+// Close stops the server, if one was started, and removes its data.
+func (s *Shared) Close() error {
+	if s.m != nil {
+		s.m.Stop()
+	}
+	if s.dir == "" {
+		return nil
+	}
+	return os.RemoveAll(s.dir)
+}
