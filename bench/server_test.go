@@ -14,6 +14,7 @@ import (
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/pebblestore"
+	"github.com/amduat/amduat/internal/testexit"
 )
 
 // lyingTarget answers the load test with damaged bytes and claims every
@@ -79,7 +80,7 @@ func TestWatchHWMIsTheChilds(t *testing.T) {
 		// Hold the memory until the parent has seen it: it closes stdin.
 		io.Copy(io.Discard, os.Stdin)
 		runtime.KeepAlive(b)
-		os.Exit(0)
+		testexit.Exit(0)
 	}
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		t.Skip("no /proc")
@@ -113,7 +114,7 @@ func TestWatchHWMIsTheChilds(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			resetPeak = c.reset
 			cmd := exec.Command(os.Args[0], "-test.run=^TestWatchHWMIsTheChilds$")
-			cmd.Env = append(os.Environ(), "AMDUAT_BENCH_HWM_CHILD="+strconv.Itoa(32<<20), "GORACE=atexit_sleep_ms=0")
+			cmd.Env = append(os.Environ(), "AMDUAT_BENCH_HWM_CHILD="+strconv.Itoa(32<<20))
 			stdin, err := cmd.StdinPipe()
 			if err != nil {
 				t.Fatal(err)

@@ -29,13 +29,13 @@ func TestMain(m *testing.M) {
 	case "go":
 		if err := conformance.ServeTestee(context.Background(), os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "testee:", err)
-			os.Exit(1)
+			testexit.Exit(1)
 		}
-		os.Exit(0)
+		testexit.Exit(0)
 	case "crash-on-derive":
 		// A testee that exits in the middle of a BLAKE3 reference_derive request:
 		// the runner must fail that case, restart it, and go on.
-		os.Exit(serveCrashing())
+		testexit.Exit(serveCrashing())
 	}
 	testexit.Main(m)
 }
@@ -85,9 +85,7 @@ func selfTestee(t testing.TB, mode string) ([]string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// GORACE: the testee is this race-built binary, whose runtime would
-	// otherwise sleep a second at every exit (each restart).
-	return []string{"/usr/bin/env", testeeEnv + "=" + mode, "GORACE=atexit_sleep_ms=0", exe}, ""
+	return []string{"/usr/bin/env", testeeEnv + "=" + mode, exe}, ""
 }
 
 // TestTesteeGoVectors: every embedded vector and 300 generated cases

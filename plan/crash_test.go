@@ -135,7 +135,7 @@ func TestPlanCrashResume(t *testing.T) {
 	svc.mu.Unlock()
 	start := func(input string) *exec.Cmd {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestPlanCrashChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), envChild+"=1", envStore+"="+dir, envURL+"="+svc.url, envPlan+"="+pref.String(), envInput+"="+input, "GORACE=atexit_sleep_ms=0")
+		cmd.Env = append(os.Environ(), envChild+"=1", envStore+"="+dir, envURL+"="+svc.url, envPlan+"="+pref.String(), envInput+"="+input)
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/internal/longtest"
+	"github.com/amduat/amduat/internal/testexit"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 )
@@ -66,7 +67,7 @@ func TestHelperProcess(t *testing.T) {
 		fmt.Println("error", err)
 		os.Exit(3)
 	}
-	os.Exit(0)
+	testexit.Exit(0)
 }
 
 // helperArtifacts are the batches the helper writes: small artifacts kept
@@ -96,7 +97,7 @@ type helperProc struct {
 func startHelper(t *testing.T, mode, dir string) *helperProc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), helperEnv+"="+mode, helperEnv+"_DIR="+dir, "GORACE=atexit_sleep_ms=0")
+	cmd.Env = append(os.Environ(), helperEnv+"="+mode, helperEnv+"_DIR="+dir)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

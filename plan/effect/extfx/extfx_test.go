@@ -25,11 +25,8 @@ import (
 // `extfx.test fake-executor MODE`.
 func TestMain(m *testing.M) {
 	if len(os.Args) == 3 && os.Args[1] == "fake-executor" {
-		os.Exit(fakeExecutor(os.Args[2]))
+		testexit.Exit(fakeExecutor(os.Args[2]))
 	}
-	// The fake executors are this race-built binary: without this, each
-	// one that exits sleeps a second in the race runtime first.
-	os.Setenv("GORACE", "atexit_sleep_ms=0")
 	testexit.Main(m)
 }
 
@@ -131,7 +128,7 @@ func fakeConfig(t *testing.T, mode, extra string) policy.Executor {
 		t.Fatal(err)
 	}
 	args, _ := json.Marshal([]string{"fake-executor", mode})
-	p, err := policy.Parse([]byte(fmt.Sprintf(`{"version":1,"executors":[{"name":"fake","path":%q,"args":%s,"timeout_ms":5000,"start_timeout_ms":20000,"max_frame_bytes":65536,"pass_env":["GORACE"]%s}]}`, self, args, extra)))
+	p, err := policy.Parse([]byte(fmt.Sprintf(`{"version":1,"executors":[{"name":"fake","path":%q,"args":%s,"timeout_ms":5000,"start_timeout_ms":20000,"max_frame_bytes":65536%s}]}`, self, args, extra)))
 	if err != nil {
 		t.Fatal(err)
 	}
