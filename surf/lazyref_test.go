@@ -141,9 +141,10 @@ func referenceRuns(t *testing.T, st asl.Store, memo, sampled bool) []string {
 // TestRunsMatchReference: the references of the sampled runs above
 // (sampledRun: all of them with AMDUAT_LONG=1) equal those in
 // testdata/reference_runs.golden on a memstore, on a Pebble store with
-// the node memo, twice, and over the HTTP client, on a server. The golden file was written by the
-// surface as it was before it read inputs lazily and streamed outputs
-// (commit 39853a0, `go test -run TestRunsMatchReference -update`).
+// the node memo, twice, and over the HTTP client, on a server. The golden
+// file was written by the surface as it was before it read inputs lazily
+// and streamed outputs (commit 39853a0, `go test -run
+// TestRunsMatchReference -update`).
 func TestRunsMatchReference(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes about 200 MiB")
