@@ -271,6 +271,7 @@ func TestGC(t *testing.T) {
 	if err := st.Pin(ctx, "root", root, asl.PinOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	waitListedClockPast(t, st)
 	// The default grace keeps everything just written.
 	rep, err := st.GC(ctx, s3store.GCOptions{})
 	if err != nil || rep.Deleted != 0 || rep.Young != 2 || rep.Reachable != 2 {
@@ -293,6 +294,7 @@ func TestGC(t *testing.T) {
 	// running collection condemned (unpinned, older than the grace) keeps
 	// it: the writer claims its shard.
 	again := put(t, st, asl.Artifact{Bytes: []byte("again")})
+	waitListedClockPast(t, st)
 	started := make(chan struct{})
 	release := make(chan struct{})
 	type result struct {
@@ -341,6 +343,7 @@ func TestGCPinAfterCollection(t *testing.T) {
 	st.SetChildren(childrenOf(st))
 	leafArt := asl.Artifact{Bytes: []byte("put before a collection, pinned after it")}
 	leaf := put(t, st, leafArt)
+	waitListedClockPast(t, st)
 	rep, err := st.GC(ctx, s3store.GCOptions{Grace: -1})
 	if err != nil || rep.Deleted != 1 {
 		t.Fatalf("GC = %+v, %v; want the leaf deleted", rep, err)
@@ -527,6 +530,27 @@ func TestGCLease(t *testing.T) {
 	}
 	if b := string(getObject(t, st, stateKey)); !strings.Contains(b, `"gen":8,"running":false`) {
 		t.Fatalf("state after GC = %s", b)
+	}
+}
+
+// waitListedClockPast returns once an object written after it is sure to
+// be listed with a modification time after every object written before
+// it. A listing gives times to the millisecond, and a collection with no
+// grace takes as candidates only objects listed strictly before its own
+// state object (SPECS.md §6.7): without this, an artifact put in the same
+// millisecond as the collection begins is young and kept. It waits on the
+// object store's clock itself, not on a sleep: it rewrites a probe object
+// outside the store's keys until the listing shows its time move on.
+func waitListedClockPast(t *testing.T, st *s3store.Store) {
+	t.Helper()
+	key := st.Prefix() + "test/clock-probe"
+	putObject(t, st, key, nil)
+	first := getObjectInfo(t, st, key).LastModified
+	for {
+		putObject(t, st, key, nil)
+		if getObjectInfo(t, st, key).LastModified.After(first) {
+			return
+		}
 	}
 }
 
