@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/bench/shapes"
 	"github.com/amduat/amduat/internal/amduatbin"
 	"github.com/amduat/amduat/internal/longtest"
 	"github.com/amduat/amduat/opreg"
@@ -22,9 +23,9 @@ import (
 
 func TestTextbookOrderMatchesCanonical(t *testing.T) {
 	progs := map[string]pel.Program{
-		"chain":  ChainShape(50).Program,
-		"fanin":  FanInShape(50).Program,
-		"single": ChainShape(1).Program,
+		"chain":  shapes.Chain(50).Program,
+		"fanin":  shapes.FanIn(50).Program,
+		"single": shapes.Chain(1).Program,
 	}
 	// Random DAGs: node i reads up to three earlier nodes; ids have gaps so
 	// id order and index order differ from 1..n.
@@ -67,7 +68,7 @@ func TestTextbookOrderMatchesCanonical(t *testing.T) {
 }
 
 func TestShapesDirectMatchesExec(t *testing.T) {
-	for _, sh := range []Shape{ChainShape(1), ChainShape(2), ChainShape(100), FanInShape(2), FanInShape(100)} {
+	for _, sh := range []shapes.Shape{shapes.Chain(1), shapes.Chain(2), shapes.Chain(100), shapes.FanIn(2), shapes.FanIn(100)} {
 		t.Run(fmt.Sprintf("%s-%d", sh.Name, len(sh.Program.Nodes)), func(t *testing.T) {
 			want, err := sh.Direct()
 			if err != nil {
@@ -88,10 +89,10 @@ func TestShapesDirectMatchesExec(t *testing.T) {
 		})
 	}
 	// The fan-in's output is one byte per leaf; the chain's is 8 bytes.
-	if out, _ := FanInShape(10).Direct(); string(out.Bytes) != "xxxxxxxxx" {
+	if out, _ := shapes.FanIn(10).Direct(); string(out.Bytes) != "xxxxxxxxx" {
 		t.Fatalf("fan-in output %q", out.Bytes)
 	}
-	if out, _ := ChainShape(10).Direct(); string(out.Bytes) != "01234567" {
+	if out, _ := shapes.Chain(10).Direct(); string(out.Bytes) != "01234567" {
 		t.Fatalf("chain output %q", out.Bytes)
 	}
 }
@@ -334,7 +335,7 @@ func BenchmarkGroups(b *testing.B) {
 // BenchmarkPlanRun and BenchmarkDirect measure one Exec_DAG of the quick
 // chain and fan-in against the direct calls, per node, in b.N loops.
 func BenchmarkPlanRun(b *testing.B) {
-	for _, sh := range []Shape{ChainShape(100_000), FanInShape(100_000)} {
+	for _, sh := range []shapes.Shape{shapes.Chain(100_000), shapes.FanIn(100_000)} {
 		pl, err := pel.Prepare(sh.Program, nil)
 		if err != nil {
 			b.Fatal(err)

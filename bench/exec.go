@@ -11,116 +11,9 @@ import (
 	"time"
 
 	"github.com/amduat/amduat/asl"
-	"github.com/amduat/amduat/opreg"
+	"github.com/amduat/amduat/bench/shapes"
 	"github.com/amduat/amduat/pel"
 )
-
-// Shape is a benchmark program together with the same computation written
-// as direct calls of the kernel operation functions.
-type Shape struct {
-	Name    string
-	Program pel.Program
-	// Direct makes the same operation calls, with the same inputs and
-	// decoded params, in canonical order, and returns the root output.
-	Direct func() (asl.Artifact, error)
-}
-
-func kernelOp(id opreg.OperationID) *opreg.Operation {
-	op, ok := opreg.Kernel().Lookup(id)
-	if !ok {
-		panic("kernel operation missing: " + id.String())
-	}
-	return op
-}
-
-func decodedParams(id opreg.OperationID, b []byte) any {
-	v, err := kernelOp(id).DecodeParams(b)
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
-
-func opFailed(e *opreg.OpError) error {
-	if e == nil {
-		return nil
-	}
-	return e
-}
-
-// ChainShape is n nodes: pel.bytes.const of 16 bytes, then n-1
-// pel.bytes.slice nodes each taking bytes [0, 8) of the previous output.
-func ChainShape(n int) Shape {
-	cp, err := opreg.EncodeConstParams(opreg.ConstParams{Bytes: []byte("0123456789abcdef")})
-	if err != nil {
-		panic(err)
-	}
-	sp := opreg.EncodeSliceParams(opreg.SliceParams{Offset: 0, Length: 8})
-	nodes := make([]pel.Node, n)
-	inputs := make([]pel.DagInput, n) // one backing array for all nodes' inputs
-	nodes[0] = pel.Node{ID: 1, Op: opreg.OpConst, Params: cp}
-	for i := 1; i < n; i++ {
-		inputs[i] = pel.FromNode(pel.NodeID(i), 0)
-		nodes[i] = pel.Node{ID: pel.NodeID(i + 1), Op: opreg.OpSlice, Inputs: inputs[i : i+1 : i+1], Params: sp}
-	}
-	constOp, sliceOp := kernelOp(opreg.OpConst), kernelOp(opreg.OpSlice)
-	cv, sv := decodedParams(opreg.OpConst, cp), decodedParams(opreg.OpSlice, sp)
-	return Shape{
-		Name:    "chain",
-		Program: pel.Program{Nodes: nodes, Roots: []pel.RootRef{{NodeID: pel.NodeID(n)}}},
-		Direct: func() (asl.Artifact, error) {
-			outs, oerr := constOp.Run(opreg.Call{Params: cv})
-			if oerr != nil {
-				return asl.Artifact{}, oerr
-			}
-			in := make([]asl.Artifact, 1)
-			for i := 1; i < n; i++ {
-				in[0] = outs[0]
-				if outs, oerr = sliceOp.Run(opreg.Call{Inputs: in, Params: sv}); oerr != nil {
-					return asl.Artifact{}, oerr
-				}
-			}
-			return outs[0], nil
-		},
-	}
-}
-
-// FanInShape is n nodes: n-1 pel.bytes.const leaves of one byte and one
-// pel.bytes.concat node reading all of them.
-func FanInShape(n int) Shape {
-	cp, err := opreg.EncodeConstParams(opreg.ConstParams{Bytes: []byte("x")})
-	if err != nil {
-		panic(err)
-	}
-	nodes := make([]pel.Node, n)
-	ins := make([]pel.DagInput, n-1)
-	for i := range n - 1 {
-		nodes[i] = pel.Node{ID: pel.NodeID(i + 1), Op: opreg.OpConst, Params: cp}
-		ins[i] = pel.FromNode(pel.NodeID(i+1), 0)
-	}
-	nodes[n-1] = pel.Node{ID: pel.NodeID(n), Op: opreg.OpConcat, Inputs: ins, Params: []byte{}}
-	constOp, concatOp := kernelOp(opreg.OpConst), kernelOp(opreg.OpConcat)
-	cv, ev := decodedParams(opreg.OpConst, cp), decodedParams(opreg.OpConcat, nil)
-	return Shape{
-		Name:    "fanin",
-		Program: pel.Program{Nodes: nodes, Roots: []pel.RootRef{{NodeID: pel.NodeID(n)}}},
-		Direct: func() (asl.Artifact, error) {
-			leaves := make([]asl.Artifact, n-1)
-			for i := range leaves {
-				outs, oerr := constOp.Run(opreg.Call{Params: cv})
-				if oerr != nil {
-					return asl.Artifact{}, oerr
-				}
-				leaves[i] = outs[0]
-			}
-			outs, oerr := concatOp.Run(opreg.Call{Inputs: leaves, Params: ev})
-			if oerr != nil {
-				return asl.Artifact{}, oerr
-			}
-			return outs[0], nil
-		},
-	}
-}
 
 // TextbookOrder is the reference the canonical ordering is compared with:
 // Kahn's algorithm with a container/heap min-heap of node indices (ready
@@ -243,7 +136,7 @@ func nsPer(d time.Duration, n int) float64 { return float64(d.Nanoseconds()) / f
 func runExec(ctx context.Context, e *Env) ([]Row, error) {
 	n, reps := e.Sizes.ExecNodes, max(e.Sizes.ExecReps, 1)
 	var rows []Row
-	for _, build := range []func(int) Shape{ChainShape, FanInShape} {
+	for _, build := range []func(int) shapes.Shape{shapes.Chain, shapes.FanIn} {
 		sh := build(n)
 		name := "exec/" + sh.Name
 		label := fmt.Sprintf("%s of %d nodes", sh.Name, n)

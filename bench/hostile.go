@@ -17,43 +17,11 @@ import (
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/pebblestore"
+	"github.com/amduat/amduat/bench/shapes"
 	"github.com/amduat/amduat/opreg"
 	"github.com/amduat/amduat/pel"
 	"github.com/amduat/amduat/report"
 )
-
-// HostileConcatShape is a 1 MiB pel.bytes.const and one pel.bytes.concat of
-// n inputs all reading it: a program of about 1 MB that declares n MiB of
-// output (5.2 GB for n = 5,000).
-func HostileConcatShape(n int) pel.Program {
-	cp, err := opreg.EncodeConstParams(opreg.ConstParams{Bytes: bytes.Repeat([]byte{0x5a}, opreg.MaxConstBytes)})
-	if err != nil {
-		panic(err)
-	}
-	ins := make([]pel.DagInput, n)
-	for i := range ins {
-		ins[i] = pel.FromNode(1, 0)
-	}
-	return pel.Program{Nodes: []pel.Node{{ID: 1, Op: opreg.OpConst, Params: cp}, {ID: 2, Op: opreg.OpConcat, Inputs: ins, Params: []byte{}}},
-		Roots: []pel.RootRef{{NodeID: 2}}}
-}
-
-// DoublingShape is n nodes: a one-byte pel.bytes.const, then n-1
-// pel.bytes.concat(prev, prev): node k's output is 2^(k-1) bytes, 2^63 for
-// the last of 64.
-func DoublingShape(n int) pel.Program {
-	cp, err := opreg.EncodeConstParams(opreg.ConstParams{Bytes: []byte("x")})
-	if err != nil {
-		panic(err)
-	}
-	nodes := make([]pel.Node, n)
-	nodes[0] = pel.Node{ID: 1, Op: opreg.OpConst, Params: cp}
-	for i := 1; i < n; i++ {
-		prev := pel.FromNode(pel.NodeID(i), 0)
-		nodes[i] = pel.Node{ID: pel.NodeID(i + 1), Op: opreg.OpConcat, Inputs: []pel.DagInput{prev, prev}, Params: []byte{}}
-	}
-	return pel.Program{Nodes: nodes, Roots: []pel.RootRef{{NodeID: pel.NodeID(n)}}}
-}
 
 // hostileOutcome is how one `amduat pel run` child ended.
 type hostileOutcome struct {
@@ -206,7 +174,7 @@ func runHostile(ctx context.Context, e *Env) ([]Row, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	shapes := []pel.Program{HostileConcatShape(5000), DoublingShape(64), ChainShape(n).Program, FanInShape(n).Program}
+	progs := []pel.Program{shapes.HostileConcat(5000), shapes.Doubling(64), shapes.Chain(n).Program, shapes.FanIn(n).Program}
 	cp, err := opreg.EncodeConstParams(opreg.ConstParams{Bytes: []byte("x")})
 	if err != nil {
 		return nil, err
@@ -214,16 +182,16 @@ func runHostile(ctx context.Context, e *Env) ([]Row, error) {
 	trivial := pel.Program{Nodes: []pel.Node{{ID: 1, Op: opreg.OpConst, Params: cp}}, Roots: []pel.RootRef{{NodeID: 1}}}
 	// Each program has a store of its own, so that no run pays for opening
 	// a store that holds the others' programs.
-	stores := make([]string, len(shapes)+1)
-	refs := make([]asl.Reference, len(shapes)+1)
-	for k, p := range append(shapes, trivial) {
+	stores := make([]string, len(progs)+1)
+	refs := make([]asl.Reference, len(progs)+1)
+	for k, p := range append(progs, trivial) {
 		stores[k] = filepath.Join(dir, fmt.Sprintf("store%d", k))
 		if refs[k], err = putProgram(ctx, stores[k], p); err != nil {
 			return nil, err
 		}
 	}
 	e.logf("hostile: a one-node run for the baseline")
-	base, err := runHostileChild(ctx, e.AmduatBin, stores[len(shapes)], budget, timeout, refs[len(shapes)])
+	base, err := runHostileChild(ctx, e.AmduatBin, stores[len(progs)], budget, timeout, refs[len(progs)])
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/amduat/amduat/bench/shapes"
 	"github.com/amduat/amduat/pel"
 )
 
@@ -25,7 +26,7 @@ const millionTarget = 256
 func runMillion(ctx context.Context, e *Env, dir string) ([]Row, error) {
 	n := e.Sizes.ExecNodes
 	names := []string{"hostile/chain-build-rss", "hostile/chain-run-rss"}
-	prog := ChainShape(n).Program
+	prog := shapes.Chain(n).Program
 	art, err := pel.ProgramArtifact(prog)
 	if err != nil {
 		return nil, err

@@ -9,24 +9,11 @@ import (
 	"time"
 
 	"github.com/amduat/amduat/asl"
-	"github.com/amduat/amduat/opreg"
+	"github.com/amduat/amduat/bench/shapes"
 	"github.com/amduat/amduat/pel"
 )
 
 const parallelSeed = 6
-
-// WideHashShape is n pel.bytes.hash.asl1 nodes, node i hashing external
-// input i, and one concat of the n digests (the root).
-func WideHashShape(n int) pel.Program {
-	nodes := make([]pel.Node, n+1)
-	digests := make([]pel.DagInput, n)
-	for i := range n {
-		nodes[i] = pel.Node{ID: pel.NodeID(i + 1), Op: opreg.OpHash, Inputs: []pel.DagInput{pel.External(uint32(i))}, Params: []byte{}}
-		digests[i] = pel.FromNode(pel.NodeID(i+1), 0)
-	}
-	nodes[n] = pel.Node{ID: pel.NodeID(n + 1), Op: opreg.OpConcat, Inputs: digests, Params: []byte{}}
-	return pel.Program{Nodes: nodes, Roots: []pel.RootRef{{NodeID: pel.NodeID(n + 1)}}}
-}
 
 // wideInputs returns n distinct random inputs of size bytes.
 func wideInputs(n, size int) []asl.Artifact {
@@ -46,7 +33,7 @@ func wideInputs(n, size int) []asl.Artifact {
 // the evaluator leaves sequential because the hand-off would cost more.
 func runParallel(ctx context.Context, e *Env) ([]Row, error) {
 	n, reps, workers := e.Sizes.ParallelNodes, max(e.Sizes.ExecReps, 1)*2, runtime.GOMAXPROCS(0)
-	shapes := []struct {
+	cases := []struct {
 		name, what string
 		size       int
 		target     *Target
@@ -55,8 +42,8 @@ func runParallel(ctx context.Context, e *Env) ([]Row, error) {
 		{"narrow-hash", "cheap nodes, left sequential by the policy", 4 << 10, &Target{">= 0.9x baseline", OnRatio, AtLeast, 0.9}},
 	}
 	var rows []Row
-	for _, sh := range shapes {
-		pl, err := pel.Prepare(WideHashShape(n), nil)
+	for _, sh := range cases {
+		pl, err := pel.Prepare(shapes.WideHash(n), nil)
 		if err != nil {
 			return nil, err
 		}

@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/amduat/amduat/bench"
+	"github.com/amduat/amduat/bench/shapes"
 	"github.com/amduat/amduat/pel"
 )
 
@@ -62,13 +62,13 @@ func BenchmarkValidate(b *testing.B) {
 	}
 }
 
-// BenchmarkExecOverhead compares Exec_DAG on bench.ChainShape (a chain of n
+// BenchmarkExecOverhead compares Exec_DAG on shapes.Chain (a chain of n
 // slice nodes, each taking bytes [0, 8) of the previous output, so the
 // operation itself is trivial) with the shape's direct calls of the same
 // operation functions from Go. The difference is the engine's per-node cost.
 func BenchmarkExecOverhead(b *testing.B) {
 	for _, n := range []int{1_000, 100_000} {
-		shape := bench.ChainShape(n)
+		shape := shapes.Chain(n)
 		a := mustArtifact(b, shape.Program)
 		pl, err := pel.Prepare(shape.Program, nil)
 		if err != nil {

@@ -18,7 +18,7 @@ import (
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/memstore"
-	"github.com/amduat/amduat/bench"
+	"github.com/amduat/amduat/bench/shapes"
 	"github.com/amduat/amduat/internal/longtest"
 	"github.com/amduat/amduat/opreg"
 	"github.com/amduat/amduat/pel"
@@ -519,7 +519,7 @@ func TestParallelFailureAtCanonicalPosition(t *testing.T) {
 	})
 }
 
-// wideHash is bench.WideHashShape(n) (n hash nodes, node i hashing input
+// wideHash is shapes.WideHash(n) (n hash nodes, node i hashing input
 // i, and a concat of the digests) with n distinct inputs of size bytes.
 func wideHash(t testing.TB, n, size int) (asl.Artifact, []asl.Artifact) {
 	inputs := make([]asl.Artifact, n)
@@ -528,7 +528,7 @@ func wideHash(t testing.TB, n, size int) (asl.Artifact, []asl.Artifact) {
 		binary.LittleEndian.PutUint64(b, uint64(i))
 		inputs[i] = asl.Untagged(b)
 	}
-	return mustArtifact(t, bench.WideHashShape(n)), inputs
+	return mustArtifact(t, shapes.WideHash(n)), inputs
 }
 
 // TestParallelWideHash: the 64 hash nodes give the same root with any
