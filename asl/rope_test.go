@@ -12,6 +12,7 @@ import (
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/memstore"
 	"github.com/amduat/amduat/internal/longtest"
+	"github.com/amduat/amduat/internal/testrand"
 )
 
 // countingFetcher counts fetches.
@@ -33,7 +34,8 @@ func TestRopeModel(t *testing.T) {
 	ropes := longtest.Logf(t, "ropes", 1000, 3000)
 	ctx := context.Background()
 	st := memstore.New()
-	r := rand.New(rand.NewPCG(5, 5))
+	pcg := rand.NewPCG(5, 5)
+	r := rand.New(pcg)
 	type pair struct {
 		rope *asl.Rope
 		b    []byte
@@ -41,9 +43,7 @@ func TestRopeModel(t *testing.T) {
 	var pool []pair
 	for i := 0; i < 6; i++ {
 		b := make([]byte, r.IntN(5000))
-		for j := range b {
-			b[j] = byte(r.Uint32())
-		}
+		testrand.Fill(pcg, b)
 		a := asl.Untagged(b)
 		if i%2 == 0 {
 			pool = append(pool, pair{asl.NewRope(a), b})

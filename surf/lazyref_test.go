@@ -17,6 +17,7 @@ import (
 	"github.com/amduat/amduat/internal/golden"
 	"github.com/amduat/amduat/internal/longtest"
 	"github.com/amduat/amduat/internal/progtest"
+	"github.com/amduat/amduat/internal/testrand"
 	"github.com/amduat/amduat/opreg"
 	"github.com/amduat/amduat/pel"
 	"github.com/amduat/amduat/server"
@@ -40,12 +41,11 @@ type referenceRun struct {
 // memory), plus fixed programs whose outputs total more than 16 MiB (the
 // size above which outputs are streamed into the store).
 var referenceRunList = sync.OnceValue(func() []referenceRun {
-	r := rand.New(rand.NewPCG(2026, 13))
+	pcg := rand.NewPCG(2026, 13)
+	r := rand.New(pcg)
 	artifact := func(size int, tagged bool) asl.Artifact {
 		x := make([]byte, size)
-		for i := range x {
-			x[i] = byte(r.Uint32())
-		}
+		testrand.Fill(pcg, x)
 		if tagged {
 			return asl.Tagged(0x00002000, x)
 		}

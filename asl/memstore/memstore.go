@@ -55,11 +55,11 @@ func (s *Store) Put(ctx context.Context, id asl.HashID, hdr asl.Header, r io.Rea
 	if err != nil {
 		return asl.Reference{}, err
 	}
-	var buf bytes.Buffer
 	// Room for one byte past the claim (a longer payload is refused) and
 	// for ReadFrom's minimum read, so the buffer never grows when the
-	// claim is honest.
-	buf.Grow(int(min(hdr.Size, preallocMax)) + bytes.MinRead + 1)
+	// claim is honest. (Buffer.Grow would copy a zeroed slice of that size
+	// into a new one.)
+	buf := bytes.NewBuffer(make([]byte, 0, int(min(hdr.Size, preallocMax))+bytes.MinRead+1))
 	n, err := buf.ReadFrom(io.TeeReader(io.LimitReader(r, int64(hdr.Size)+1), h))
 	if err != nil {
 		return asl.Reference{}, fmt.Errorf("put: reading payload: %w", err)
