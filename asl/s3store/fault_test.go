@@ -390,7 +390,7 @@ func (s *stopAt) Read(p []byte) (int, error) {
 // quarter of the other large tests' (issue 25): what crosses the crash is
 // counted in parts.
 func TestRestart(t *testing.T) {
-	t.Parallel() // the stoppable MinIO, which it stops
+	// Not parallel: it stops the package's MinIO (stoppableServer).
 	const partSize = 256 << 10
 	m := stoppableServer(t)
 	o := options(m)
