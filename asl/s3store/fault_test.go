@@ -135,8 +135,11 @@ func incomplete(t *testing.T, st *s3store.Store) int {
 // TestLarge: artifacts above the part size stream as content-addressed
 // parts and a manifest (SPECS.md §6.7), and read back verified; a short or
 // long stream leaves no artifact, no staging object and no open upload.
+// Its parts are 256 KiB, as TestRestart's (a quarter of the package's
+// partSize: the cases count parts, not bytes; issue 25).
 func TestLarge(t *testing.T) {
 	t.Parallel()
+	const partSize = 256 << 10
 	m := sharedServer(t)
 	st := create(t, m, "large", options(m))
 	s3store.SetPartSize(st, partSize)
