@@ -272,19 +272,23 @@ func flip(b []byte, i int) []byte {
 
 // TestTwoStores: two stores on one bucket and prefix see each other's
 // puts and index entries; concurrent puts of the same artifacts through
-// both are safe.
+// both are safe. The parts are 256 KiB (set after Create and Open, which
+// refuse parts below S3's 5 MiB) and the large artifact six of them and a
+// tail: the same parts path with a quarter of 5 MiB parts' bytes (issue 25).
 func TestTwoStores(t *testing.T) {
 	t.Parallel()
+	const partSize = 256 << 10
 	m := sharedServer(t)
 	ctx := t.Context()
 	o := options(m)
-	o.PartSize = 5 << 20 // the large artifact below takes the parts path
 	a := create(t, m, "shared", o)
 	b, err := s3store.Open(ctx, a.Bucket(), a.Prefix(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
+	s3store.SetPartSize(a, partSize)
+	s3store.SetPartSize(b, partSize)
 	arts := make([]asl.Artifact, 64)
 	for i := range arts {
 		arts[i] = asl.Untagged(gen(uint64(i), 100+i))
@@ -313,7 +317,7 @@ func TestTwoStores(t *testing.T) {
 	}
 	// The same large artifact put through both at once: both succeed with
 	// the same reference, one manifest, no staging object left.
-	big := asl.Untagged(gen(77, 6<<20+3))
+	big := asl.Untagged(gen(77, 6*partSize+3))
 	bigRefs := make([]asl.Reference, 2)
 	for i, st := range []*s3store.Store{a, b} {
 		go func() {
