@@ -266,7 +266,7 @@ func TestStat(t *testing.T) {
 		{"chunk compressible", asl.Untagged(genBytes(45, 500<<10, true)), "zstd", true, false},
 		{"chunk random", asl.Untagged(genBytes(46, 500<<10, false)), "none", false, true},
 		{"multi compressible", asl.Untagged(genBytes(47, mib, true)), "zstd", true, false},
-		{"multi random", asl.Untagged(genBytes(48, 3*mib, false)), "none", false, true},
+		{"multi random", asl.Untagged(genBytes(48, mib, false)), "none", false, true},
 		{"mixed", asl.Untagged(mixed), "mixed", true, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -403,8 +403,8 @@ func TestErrors(t *testing.T) {
 	}{
 		{"short small", 10, []byte("12345")},
 		{"long small", 3, []byte("12345")},
-		{"short large", 3 * mib, genBytes(60, 2*mib, false)},
-		{"long large", 2 * mib, genBytes(61, 2*mib+1, false)},
+		{"short large", 2 * mib, genBytes(60, mib+mib/2, false)},
+		{"long large", mib, genBytes(61, mib+1, false)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := s.Put(ctx, asl.HashSHA256, asl.Header{Size: c.size}, bytes.NewReader(c.data))
@@ -467,7 +467,7 @@ func TestLifecycle(t *testing.T) {
 	if s.DefaultHash() != asl.HashBLAKE3 {
 		t.Fatalf("DefaultHash = %v", s.DefaultHash())
 	}
-	big := asl.Untagged(genBytes(70, 2*mib+3, false))
+	big := asl.Untagged(genBytes(70, mib+3, false))
 	ref := put(t, s, s.DefaultHash(), big)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
