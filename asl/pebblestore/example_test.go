@@ -60,7 +60,7 @@ func (r *repeatReader) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Example_stream streams a 16 MiB artifact (64 chunks) through Put and Fetch; memory
+// Example_stream streams a 4 MiB artifact (16 chunks) through Put and Fetch; memory
 // stays at a few chunks whatever the size.
 func Example_stream() {
 	dir, err := os.MkdirTemp("", "amduat-example")
@@ -75,7 +75,7 @@ func Example_stream() {
 	defer s.Close()
 
 	ctx := context.Background()
-	const size = 16 << 20
+	const size = 4 << 20
 	hdr := asl.Header{Size: size, Tag: 0x00001234, HasTag: true}
 	ref, err := s.Put(ctx, s.DefaultHash(), hdr, &repeatReader{pattern: []byte("amduat "), n: size})
 	if err != nil {
@@ -99,8 +99,8 @@ func Example_stream() {
 	fmt.Println(n, got.TagString(), head.String())
 	fmt.Println(info.Compression, info.StoredSize < size/100)
 	// Output:
-	// 8001fc568108b9bc11e3172ef7a24b3fd48a13677559d991856b8828b47e857e8f77
-	// 16777216 0x00001234 amduat amduat
+	// 80016a42ec7b6570591ea0c011a982c1c7cf69e44c5a86299a751146d89888a4e123
+	// 4194304 0x00001234 amduat amduat
 	// zstd true
 }
 

@@ -37,7 +37,7 @@ func dirBytes(t *testing.T, dir string) (n int64, files int) {
 // (set after Create, which refuses parts below S3's 5 MiB) and the cache
 // 7 MiB: the same cases with a quarter of the bytes (issue 25).
 func TestCache(t *testing.T) {
-	t.Parallel() // the stoppable MinIO, which it stops
+	// Not parallel: it stops the package's MinIO (stoppableServer).
 	m := stoppableServer(t)
 	o := options(m)
 	dir := t.TempDir()

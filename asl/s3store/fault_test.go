@@ -135,8 +135,11 @@ func incomplete(t *testing.T, st *s3store.Store) int {
 // TestLarge: artifacts above the part size stream as content-addressed
 // parts and a manifest (SPECS.md §6.7), and read back verified; a short or
 // long stream leaves no artifact, no staging object and no open upload.
+// Its parts are 256 KiB, as TestRestart's (a quarter of the package's
+// partSize: the cases count parts, not bytes; issue 25).
 func TestLarge(t *testing.T) {
 	t.Parallel()
+	const partSize = 256 << 10
 	m := sharedServer(t)
 	st := create(t, m, "large", options(m))
 	s3store.SetPartSize(st, partSize)
@@ -269,19 +272,23 @@ func flip(b []byte, i int) []byte {
 
 // TestTwoStores: two stores on one bucket and prefix see each other's
 // puts and index entries; concurrent puts of the same artifacts through
-// both are safe.
+// both are safe. The parts are 256 KiB (set after Create and Open, which
+// refuse parts below S3's 5 MiB) and the large artifact six of them and a
+// tail: the same parts path with a quarter of 5 MiB parts' bytes (issue 25).
 func TestTwoStores(t *testing.T) {
 	t.Parallel()
+	const partSize = 256 << 10
 	m := sharedServer(t)
 	ctx := t.Context()
 	o := options(m)
-	o.PartSize = 5 << 20 // the large artifact below takes the parts path
 	a := create(t, m, "shared", o)
 	b, err := s3store.Open(ctx, a.Bucket(), a.Prefix(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
+	s3store.SetPartSize(a, partSize)
+	s3store.SetPartSize(b, partSize)
 	arts := make([]asl.Artifact, 64)
 	for i := range arts {
 		arts[i] = asl.Untagged(gen(uint64(i), 100+i))
@@ -310,7 +317,7 @@ func TestTwoStores(t *testing.T) {
 	}
 	// The same large artifact put through both at once: both succeed with
 	// the same reference, one manifest, no staging object left.
-	big := asl.Untagged(gen(77, 6<<20+3))
+	big := asl.Untagged(gen(77, 6*partSize+3))
 	bigRefs := make([]asl.Reference, 2)
 	for i, st := range []*s3store.Store{a, b} {
 		go func() {
@@ -390,7 +397,7 @@ func (s *stopAt) Read(p []byte) (int, error) {
 // quarter of the other large tests' (issue 25): what crosses the crash is
 // counted in parts.
 func TestRestart(t *testing.T) {
-	t.Parallel() // the stoppable MinIO, which it stops
+	// Not parallel: it stops the package's MinIO (stoppableServer).
 	const partSize = 256 << 10
 	m := stoppableServer(t)
 	o := options(m)

@@ -374,8 +374,8 @@ func TestGCPinAfterCollection(t *testing.T) {
 // writer got back and then pinned (or that a pinned list reaches) must
 // still be there at the end. A pin that finds part of its closure already
 // collected fails (asl.ErrNotFound): the writer puts again and pins again,
-// and that is counted, not lost. Each writer does 6 rounds by default
-// (two of them drop an older pin), 20 with AMDUAT_LONG=1
+// and that is counted, not lost. Each writer does 3 rounds by default
+// (the third drops an older pin), 20 with AMDUAT_LONG=1
 // (internal/longtest): the collector collects for as long as the writers
 // write, which made this the package's costliest test in CPU seconds
 // (issue 25).
@@ -386,7 +386,7 @@ func TestGCConcurrentWriters(t *testing.T) {
 	base := create(t, m, "gcrace", gcStoreOptions(m))
 	collector := openSame(t, m, base, gcStoreOptions(m))
 	const writers = 2
-	rounds := longtest.Logf(t, "rounds per writer", 6, 20)
+	rounds := longtest.Logf(t, "rounds per writer", 3, 20)
 	type kept struct {
 		name string
 		refs []asl.Reference // the pinned list first

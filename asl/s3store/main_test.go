@@ -9,10 +9,13 @@ import (
 	"github.com/amduat/amduat/internal/testexit"
 )
 
-// shared is the one MinIO the tests that never stop their server share;
-// each test works under a prefix of its own (create), so they run in
-// parallel. Tests that stop or restart MinIO take turns on another
-// (stoppableServer).
+// shared is the package's one MinIO (a start costs more than a CPU second;
+// issue 25). The tests that never stop it run in parallel, each under a
+// prefix of its own (create). The tests that stop and restart it
+// (TestCache, TestRestart, TestRestartUnderLoad; stoppableServer) are not
+// parallel: go test runs every sequential top-level test, one at a time,
+// before it releases the parallel ones, so they have the server to
+// themselves and leave it running for the rest.
 var shared = miniotest.Shared{Prefix: "s3store-test-minio-*"}
 
 // sharedServer returns the shared MinIO, skipping t when none is
@@ -22,28 +25,26 @@ func sharedServer(t *testing.T) *miniotest.Server {
 	return shared.Get(t)
 }
 
-// stoppable is the one MinIO the tests that stop and restart their server
-// (TestCache, TestRestart, TestRestartUnderLoad) take in turn
-// (miniotest.Server.Borrow), each under buckets of its own: one start
-// where each started its own (issue 25).
-var stoppable = miniotest.Shared{Prefix: "s3store-test-minio-*"}
-
-// stoppableServer borrows the stoppable MinIO for t (waiting while another
-// test holds it), skipping t when none is installed; t may stop and
-// restart it.
+// stoppableServer lends the shared MinIO to t, a test that may stop and
+// restart it and must therefore not call t.Parallel (see shared). At t's
+// end a server left stopped (t failed between a Stop and a Restart) is
+// restarted for the parallel tests.
 func stoppableServer(t *testing.T) *miniotest.Server {
 	t.Helper()
-	m := stoppable.Get(t)
+	m := shared.Get(t)
 	m.Borrow(t)
+	t.Cleanup(func() {
+		if m.PID() == 0 {
+			m.Restart()
+		}
+	})
 	return m
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	for _, s := range []*miniotest.Shared{&shared, &stoppable} {
-		if err := s.Close(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
+	if err := shared.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 	}
 	testexit.Exit(code)
 }

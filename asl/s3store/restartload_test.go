@@ -26,7 +26,7 @@ func TestRestartUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("restarts MinIO three times")
 	}
-	t.Parallel() // the stoppable MinIO, which it stops
+	// Not parallel: it stops the package's MinIO (stoppableServer).
 	m := stoppableServer(t)
 	o := options(m)
 	o.MaxRetries = 2
