@@ -239,9 +239,10 @@ func TestSnapshotRefused(t *testing.T) {
 // compiler only (each example costs compilations of a 3 MB module, and the
 // interpreter runs the Go runtime's _initialize slowly: minutes under
 // -race on a loaded machine); AMDUAT_LONG=1 takes every example, under the
-// interpreter too, and a 300 KiB input. The examples' own golden tests,
-// and TestExampleModulesDeterminism under both engines, run every example
-// with snapshots too.
+// interpreter too, and a 300 KiB input. The examples' own golden tests
+// run every example with snapshots too, and TestExampleModulesDeterminism
+// runs the thumbnail (every example under AMDUAT_LONG=1) under both
+// engines.
 func TestSnapshotExamples(t *testing.T) {
 	t.Parallel() // engines of its own; the compiler's cache is shared
 	exs := examples.All()
