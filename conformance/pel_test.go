@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -16,10 +15,11 @@ import (
 	"github.com/amduat/amduat/surf"
 )
 
-// loadKind returns every vector of the given kinds, decoded generically.
+// loadKinds returns every vector of the given kinds, decoded generically
+// (from the files loaded once, FrozenVectors).
 func loadKinds(t *testing.T, kinds ...string) map[string][]map[string]any {
 	t.Helper()
-	files, err := conformance.Load(os.DirFS(vectorDir))
+	files, err := conformance.FrozenVectors()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 // so both backends disagree with the expectation). The runner is given
 // the files that hold surface_run vectors (TestVectors runs them all).
 func TestSurfaceRunUsesBothBackends(t *testing.T) {
-	files, err := Load(os.DirFS("../vectors"))
+	files, err := FrozenVectors()
 	if err != nil {
 		t.Fatal(err)
 	}

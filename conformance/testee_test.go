@@ -7,11 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/amduat/amduat/conformance"
@@ -88,17 +91,64 @@ func selfTestee(t testing.TB, mode string) ([]string, string) {
 	return []string{"/usr/bin/env", testeeEnv + "=" + mode, exe}, ""
 }
 
+// bigVector is the size of input and expectation (JSON bytes) from which a
+// vector is left out of the testee tests' default run: only
+// pel.exec.ok.const-1mib and pel.exec.invalid-program.params-const-1mib-plus-1
+// reach it (2 MiB each; the next largest is 23 KiB). Through a race-built
+// testee those two cost 3 CPU-seconds, more than the other 900 vectors
+// together. TestVectors runs them in every run.
+const bigVector = 64 << 10
+
+// testeeVectors returns the vector files the testee tests drive: under
+// AMDUAT_LONG=1 (internal/longtest) the embedded files as they are; else
+// the same files without the vectors of bigVector bytes or more.
+func testeeVectors(t *testing.T) fs.FS {
+	t.Helper()
+	if longtest.Enabled() {
+		return vectors.FS()
+	}
+	fsys, err := smallVectors()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fsys
+}
+
+var smallVectors = sync.OnceValues(func() (fs.FS, error) {
+	files, err := conformance.FrozenVectors()
+	if err != nil {
+		return nil, err
+	}
+	out := fstest.MapFS{}
+	for _, f := range files {
+		small := f.File
+		small.Vectors = nil
+		for _, v := range f.Vectors {
+			if len(v.Input)+len(v.Expect) < bigVector {
+				small.Vectors = append(small.Vectors, v)
+			}
+		}
+		data, err := json.Marshal(small)
+		if err != nil {
+			return nil, err
+		}
+		out[f.Name] = &fstest.MapFile{Data: data}
+	}
+	return out, nil
+})
+
 // TestTesteeGoVectors: every embedded vector and 300 generated cases
 // (3,000 with AMDUAT_LONG=1; .ci/run drives 20,000 through the command)
 // pass against the Go testee over the pipe, with no expected failures, and
-// no category is skipped.
+// no category is skipped. The default run leaves out the two vectors of
+// bigVector bytes or more (testeeVectors); AMDUAT_LONG=1 drives them too.
 func TestTesteeGoVectors(t *testing.T) {
 	t.Parallel()
 	cmd, _ := selfTestee(t, "go")
 	generate := longtest.Logf(t, "generated cases", 300, 3000)
 	var fails []string
 	rep, err := conformance.Test(context.Background(), conformance.TestOptions{
-		Command: cmd, Vectors: vectors.FS(), Generate: generate, Seed: 1, FailDir: t.TempDir(), Stderr: os.Stderr,
+		Command: cmd, Vectors: testeeVectors(t), Generate: generate, Seed: 1, FailDir: t.TempDir(), Stderr: os.Stderr,
 		Report: func(r conformance.CaseResult) {
 			if r.Outcome != conformance.OutcomePass && len(fails) < 20 {
 				fails = append(fails, r.ID+": "+r.Outcome+": "+r.Reason)
@@ -156,12 +206,35 @@ func TestGeneratorDeterministic(t *testing.T) {
 // are skipped (never passed), a listed failure that passes is an
 // unexpected pass, and a failing case is written as a vector file that
 // `conformance run` accepts and that fails again against the testee.
+// The runner is given the asl files and tgk.edge.json (a category to
+// filter out), not all of them: the runner loads every file given, and
+// the others are 5 MiB. Every failure file is checked by `conformance
+// run`; the default run gives two of them to the testee again (each
+// failure costs a restart of the race-built testee, 0.15 CPU-s), and
+// AMDUAT_LONG=1 (internal/longtest) all of them.
 func TestTesteeSkipsAndExpectedFailures(t *testing.T) {
 	t.Parallel()
 	cmd, _ := selfTestee(t, "crash-on-derive")
+	given := fstest.MapFS{}
+	names, err := fs.Glob(vectors.FS(), "*.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, "asl.") || n == "tgk.edge.json" {
+			data, err := fs.ReadFile(vectors.FS(), n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			given[n] = &fstest.MapFile{Data: data}
+		}
+	}
+	if len(given) < 3 {
+		t.Fatalf("only %d files given to the runner", len(given))
+	}
 	dir := t.TempDir()
 	rep, err := conformance.Test(context.Background(), conformance.TestOptions{
-		Command: cmd, Vectors: vectors.FS(), Categories: []string{"asl"}, FailDir: dir,
+		Command: cmd, Vectors: given, Categories: []string{"asl"}, FailDir: dir,
 		// An exact id must fail; a pattern's cases may fail (§21.5).
 		ExpectedFailures: []string{"asl.derive.blake3.untagged-empty", "asl.artifact.encode.untagged-empty", "asl.reference.*"},
 	})
@@ -197,9 +270,17 @@ func TestTesteeSkipsAndExpectedFailures(t *testing.T) {
 	if err != nil || sum.Failed != 0 || sum.Passed != d.Failed {
 		t.Fatalf("conformance run over the failure files: %v %v", sum, err)
 	}
-	again, err := conformance.Test(context.Background(), conformance.TestOptions{Command: cmd, Vectors: os.DirFS(dir)})
-	if err != nil || again.Total.Failed != d.Failed {
-		t.Fatalf("rerun: %s, %v", again.Total, err)
+	rerun := fstest.MapFS{}
+	for _, p := range rep.FailureFiles[:min(len(rep.FailureFiles), longtest.Count(2, len(rep.FailureFiles)))] {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rerun[filepath.Base(p)] = &fstest.MapFile{Data: data}
+	}
+	again, err := conformance.Test(context.Background(), conformance.TestOptions{Command: cmd, Vectors: rerun})
+	if err != nil || again.Total.Failed != len(rerun) {
+		t.Fatalf("rerun of %d failure files: %s, %v", len(rerun), again.Total, err)
 	}
 }
 
@@ -285,7 +366,9 @@ func TestCanonicalJSON(t *testing.T) {
 // TestTesteePython runs the runner against the Python testee
 // (conformance/testee-python) with its expected-failures file: every
 // embedded vector and 700 generated cases (2,000 with AMDUAT_LONG=1;
-// .ci/run drives 5,000 through the command).
+// .ci/run drives 5,000 through the command). The default run leaves out
+// the two vectors of bigVector bytes or more (testeeVectors);
+// AMDUAT_LONG=1 drives them too.
 func TestTesteePython(t *testing.T) {
 	t.Parallel()
 	py, err := exec.LookPath("python3")
@@ -303,7 +386,7 @@ func TestTesteePython(t *testing.T) {
 	generate := longtest.Logf(t, "generated cases", 700, 2000)
 	var fails []string
 	rep, err := conformance.Test(context.Background(), conformance.TestOptions{
-		Command: []string{py, filepath.Join("testee-python", "testee.py")}, Vectors: vectors.FS(),
+		Command: []string{py, filepath.Join("testee-python", "testee.py")}, Vectors: testeeVectors(t),
 		ExpectedFailures: xf, Generate: generate, Seed: 3, Stderr: os.Stderr,
 		Report: func(r conformance.CaseResult) {
 			if (r.Outcome == conformance.OutcomeFail || r.Outcome == conformance.OutcomeUnexpectedPass) && len(fails) < 20 {

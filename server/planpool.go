@@ -37,6 +37,13 @@ type planPool struct {
 	again   map[asl.Reference]bool
 	timers  map[*time.Timer]bool
 	closed  bool
+
+	// counted holds the runs counted in amduat_plan_runs_total so far,
+	// by outcome; countedCond (on mu) is broadcast as it grows. A run's
+	// outcome is counted after its last ledger event is written, so a
+	// test that saw the event waits here for the count.
+	counted     map[string]int
+	countedCond *sync.Cond
 }
 
 func newPlanPool(cfg PlanConfig, log *slog.Logger, m *serverMetrics) *planPool {
@@ -47,6 +54,7 @@ func newPlanPool(cfg PlanConfig, log *slog.Logger, m *serverMetrics) *planPool {
 		p.rescan = time.Minute
 	}
 	p.cond = sync.NewCond(&p.mu)
+	p.counted, p.countedCond = map[string]int{}, sync.NewCond(&p.mu)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	cfg.Runner.Ledger().Observe(m.planEvent)
 	return p
@@ -180,29 +188,35 @@ func (p *planPool) work() {
 		delete(p.again, id)
 		p.mu.Unlock()
 		var held *plan.LeaseHeldError
+		var outcome string
 		switch {
 		case p.ctx.Err() != nil:
 			return
 		case errors.As(err, &held):
 			// Another runner drives it; look again when its lease may
 			// have expired (it may have died).
-			p.m.planRuns.WithLabelValues("lease_held").Inc()
+			outcome = "lease_held"
 			p.later(id, held.Wait+time.Second)
 		case errors.Is(err, plan.ErrLeaseLost):
-			p.m.planRuns.WithLabelValues("lease_lost").Inc()
+			outcome = "lease_lost"
 			p.later(id, p.leases.TTL())
 		case err != nil:
-			p.m.planRuns.WithLabelValues("error").Inc()
+			outcome = "error"
 			p.log.Error("plan run", "exec", id.String(), "error", err.Error())
 			p.later(id, p.leases.TTL())
 		default:
-			p.m.planRuns.WithLabelValues(x.Status.String()).Inc()
+			outcome = x.Status.String()
 			if keyClaimed(x) {
 				// Waits on another execution's claim, which is recorded
 				// nowhere in this ledger: look again later.
 				p.later(id, p.leases.TTL())
 			}
 		}
+		p.m.planRuns.WithLabelValues(outcome).Inc()
+		p.mu.Lock()
+		p.counted[outcome]++
+		p.countedCond.Broadcast()
+		p.mu.Unlock()
 		if again {
 			p.enqueue(id)
 		}

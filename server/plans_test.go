@@ -180,6 +180,8 @@ func TestPlanRoutes(t *testing.T) {
 	if r := do(t, ts, call{method: "GET", path: "/v1/plans/executions/" + prog.String(), header: tok["approver"]}); r.status != 404 {
 		t.Fatalf("status of no execution: %d %s", r.status, r.body)
 	}
+	// The run's outcome is counted after its last event is written.
+	s.waitPlanRunsCounted("completed", 1)
 	r = do(t, ts, call{method: "GET", path: "/metrics", header: tok["approver"]})
 	for _, want := range []string{
 		`amduat_plan_events_total{type="completed"} 1`,
@@ -190,6 +192,20 @@ func TestPlanRoutes(t *testing.T) {
 		if !strings.Contains(string(r.body), want) {
 			t.Errorf("metrics lack %q", want)
 		}
+	}
+}
+
+// waitPlanRunsCounted waits until the plan workers have counted n runs
+// of the given outcome in amduat_plan_runs_total: a worker counts a run
+// after the run's last event is in the log, so a client that saw the
+// event may read the metrics before the count (TestPlanRoutes failed so
+// under load).
+func (s *Server) waitPlanRunsCounted(outcome string, n int) {
+	p := s.plans
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for p.counted[outcome] < n {
+		p.countedCond.Wait()
 	}
 }
 

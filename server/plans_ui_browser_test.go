@@ -24,7 +24,7 @@ import (
 // a server's worker does) the page shows send succeeded with the receipt
 // of its one call, whose link opens the receipt's artifact page.
 func TestPlanBrowser(t *testing.T) {
-	bctx := browsertest.Start(t, 90*time.Second)
+	bctx := browsertest.Shared(t, 90*time.Second)
 	f := newPlanUIFixture(t, true)
 	execPath := "/ui/plans/" + f.exec.String()
 	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {

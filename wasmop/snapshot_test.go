@@ -137,14 +137,37 @@ func wasmVectors(t testing.TB) (ids []string, programs []asl.Artifact, inputs []
 	return ids, programs, inputs
 }
 
+// tableLimitVectors are the wasm.run vectors whose tables reach 2^20
+// elements (8 MiB of table each): three quarters of TestSnapshotVectors'
+// CPU under -race. TestHostileTables runs the same modules at the same
+// limits under both engines, and the conformance runner runs the vectors,
+// in every run.
+var tableLimitVectors = map[string]bool{"wasm.run.tables-64-at-limit": true, "wasm.run.table-grow-limit": true}
+
 // TestSnapshotVectors runs every wasm.run vector with snapshots, in the
 // file's order and then in reverse order on the same engines (so calls
 // start from instances an earlier call of another export or input left),
-// and demands the outcome of fresh instances each time.
+// and demands the outcome of fresh instances each time. The default run
+// leaves out tableLimitVectors; AMDUAT_LONG=1 (internal/longtest) runs
+// every vector.
 func TestSnapshotVectors(t *testing.T) {
 	t.Parallel() // engines of its own; the compiler's cache is shared
 	se := newSnapshotEngines(t)
 	ids, programs, inputs := wasmVectors(t)
+	if !longtest.Enabled() {
+		n := len(ids)
+		for i := len(ids) - 1; i >= 0; i-- {
+			if tableLimitVectors[ids[i]] {
+				ids = slices.Delete(ids, i, i+1)
+				programs = slices.Delete(programs, i, i+1)
+				inputs = slices.Delete(inputs, i, i+1)
+			}
+		}
+		if n-len(ids) != len(tableLimitVectors) {
+			t.Fatalf("%d of the %d table limit vectors found", n-len(ids), len(tableLimitVectors))
+		}
+		t.Logf("%d of %d vectors (%s=1 runs all)", len(ids), n, longtest.Env)
+	}
 	want := make([]outcome, len(ids))
 	for i := range ids {
 		want[i] = se.run(t, ids[i], programs[i], inputs[i])
@@ -239,9 +262,10 @@ func TestSnapshotRefused(t *testing.T) {
 // compiler only (each example costs compilations of a 3 MB module, and the
 // interpreter runs the Go runtime's _initialize slowly: minutes under
 // -race on a loaded machine); AMDUAT_LONG=1 takes every example, under the
-// interpreter too, and a 300 KiB input. The examples' own golden tests,
-// and TestExampleModulesDeterminism under both engines, run every example
-// with snapshots too.
+// interpreter too, and a 300 KiB input. The examples' own golden tests
+// run every example with snapshots too, and TestExampleModulesDeterminism
+// runs the thumbnail (every example under AMDUAT_LONG=1) under both
+// engines.
 func TestSnapshotExamples(t *testing.T) {
 	t.Parallel() // engines of its own; the compiler's cache is shared
 	exs := examples.All()
