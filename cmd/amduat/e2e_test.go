@@ -38,6 +38,7 @@ func TestMain(m *testing.M) {
 	amduatBin = bin
 	code := m.Run()
 	stopSharedMinio()
+	removeStoreTemplates()
 	testexit.Exit(code)
 }
 
