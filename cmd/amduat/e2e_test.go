@@ -396,7 +396,7 @@ func (quietLog) Fatalf(f string, args ...any) { panic(fmt.Sprintf(f, args...)) }
 func TestVerifyDetectsCorruption(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	small := demoBytes("inline", 8<<10)    // kept inside its index record
 	large := demoBytes("chunked", 300<<10) // kept as a separate chunk
 	other := []byte("an intact artifact")
@@ -595,7 +595,7 @@ func TestErrorsOneLineWithCodes(t *testing.T) {
 		r := c.must(exitStore, args...)
 		oneErrorLine(t, r, args[0])
 	}
-	c.must(0, "init")
+	c.initStore()
 	dirArg := c.cwd
 	// The --json error document follows one rule for every failure: the
 	// default run checks it for the unknown command and the first case

@@ -122,7 +122,7 @@ func TestAbbreviatedReferences(t *testing.T) {
 	// Ambiguous: "0001" + one digit cannot reach 8 digits; build a store
 	// where two references share 8 digits.
 	amb := newCLI(t)
-	amb.must(0, "init")
+	amb.initStore()
 	var files []string
 	for i := 0; i < 1500; i++ {
 		files = append(files, amb.write(fmt.Sprint("f", i), []byte{byte(i), byte(i >> 8), 1}))

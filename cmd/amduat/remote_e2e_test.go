@@ -81,7 +81,7 @@ func serveStore(t *testing.T, dir string, extra ...string) string {
 func TestRemoteSameOutput(t *testing.T) {
 	t.Parallel()
 	local := newCLI(t)
-	local.must(0, "init")
+	local.initStore()
 	remote := newCLI(t)
 	remote.store = startServe(t, filepath.Join(t.TempDir(), "served"))
 

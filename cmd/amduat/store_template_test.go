@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,4 +85,24 @@ func amduatIn(store, work string, args ...string) error {
 		return fmt.Errorf("amduat %s: %w: %s", strings.Join(args, " "), err, out.Bytes())
 	}
 	return nil
+}
+
+// emptyTemplate is a store just made by `amduat init` (SHA-256).
+var emptyTemplate = storeTemplate{make: func(store, work string) error {
+	return amduatIn(store, work, "init")
+}}
+
+// initStore gives c the store `amduat init` makes: a copy of emptyTemplate
+// when c's store is a directory not made yet, else (a bucket, a server, a
+// path taken) the command itself, which must exit 0. Tests whose subject is
+// init run the command.
+func (c *cli) initStore() {
+	c.t.Helper()
+	if filepath.IsAbs(c.store) {
+		if _, err := os.Lstat(c.store); errors.Is(err, fs.ErrNotExist) {
+			emptyTemplate.copyTo(c.t, c)
+			return
+		}
+	}
+	c.must(0, "init")
 }

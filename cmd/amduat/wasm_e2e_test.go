@@ -37,7 +37,7 @@ const wordcountProgram = `{"nodes":[{"id":1,"op":"amduat.wasm.run","version":1,
 func TestWasmAddInspect(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	mod := c.write("wordcount.wasm", examples.Wordcount().Module)
 	ref := strings.TrimSpace(c.must(0, "wasm", "add", mod).stdout)
 	if ref != untaggedRef(examples.Wordcount().Module) {
@@ -84,7 +84,7 @@ func TestWasmAddInspect(t *testing.T) {
 func TestWasmPELRun(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	mod := strings.TrimSpace(c.must(0, "wasm", "add", c.write("wordcount.wasm", examples.Wordcount().Module)).stdout)
 	prog := strings.TrimSpace(c.must(0, "pel", "build", c.write("wc.json", []byte(wordcountProgram))).stdout)
 	text := c.write("text.txt", []byte("one two  three\nfour\n"))
@@ -129,7 +129,7 @@ func TestWasmPELRun(t *testing.T) {
 func TestWasmServe(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	srv := launchKillableServe(t, c.store, filepath.Join(c.cwd, "serve.log"))
 	defer srv.kill9(t)
 	remote := &cli{t: t, cwd: c.cwd, store: srv.url}
