@@ -1,31 +1,42 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/amduat/amduat/bench"
+	"github.com/amduat/amduat/internal/longtest"
 )
 
-// TestBenchQuickSmoke runs the light groups of `amduat bench --quick`
-// through the real binary (each group in its child process) and checks the
-// shape of the JSON report, not the timings.
+// TestBenchQuickSmoke runs light groups of `amduat bench --quick` through
+// the real binary (each group in its child process) and checks the shape
+// of the JSON report, not the timings. The default run takes small and
+// surface (about 2 CPU-seconds); AMDUAT_LONG=1 adds exec, whose quick
+// 100,000-node programs cost some 5 CPU-seconds (internal/longtest; issue
+// 25).
 func TestBenchQuickSmoke(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
 	dir := t.TempDir()
-	r := c.must(0, "bench", "--quick", "--only", "surface,exec", "--dir", dir, "--json")
+	groups := []string{"small", "surface"}
+	want := []string{
+		"small/put-batch", "small/put-batch-10000", "small/put-vs-fsync", "small/get-random",
+		"surface/run-p50", "surface/run-p99", "surface/cache-hit-p50",
+	}
+	if longtest.Enabled() {
+		groups = []string{"small", "exec", "surface"}
+		want = slices.Insert(want, 4,
+			"exec/chain/order", "exec/chain/overhead", "exec/chain/alloc", "exec/chain/peak-heap",
+			"exec/fanin/order", "exec/fanin/overhead", "exec/fanin/alloc", "exec/fanin/peak-heap")
+	}
+	r := c.must(0, "bench", "--quick", "--only", strings.Join(groups, ","), "--dir", dir, "--json")
 	var rep bench.Report
 	oneJSON(t, r.stdout, &rep)
 	if !rep.Quick || rep.Sizes != bench.QuickSizes() || rep.Machine.CPUs < 1 || rep.RSSMethod == "" {
 		t.Fatalf("report header %+v", rep)
-	}
-	want := []string{
-		"exec/chain/order", "exec/chain/overhead", "exec/chain/alloc", "exec/chain/peak-heap",
-		"exec/fanin/order", "exec/fanin/overhead", "exec/fanin/alloc", "exec/fanin/peak-heap",
-		"surface/run-p50", "surface/run-p99", "surface/cache-hit-p50",
 	}
 	var got []string
 	for _, row := range rep.Rows {
@@ -52,8 +63,10 @@ func TestBenchQuickSmoke(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("rows %v, want %v", got, want)
 	}
-	if !strings.Contains(r.stderr, "bench: [1/2] exec:") || !strings.Contains(r.stderr, "bench: [2/2] surface:") {
-		t.Errorf("stderr lacks the progress lines: %q", r.stderr)
+	for i, g := range groups {
+		if line := fmt.Sprintf("bench: [%d/%d] %s:", i+1, len(groups), g); !strings.Contains(r.stderr, line) {
+			t.Errorf("stderr lacks the progress line %q: %q", line, r.stderr)
+		}
 	}
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
 		t.Errorf("bench left %d entries in --dir", len(left))

@@ -14,7 +14,7 @@ import (
 func TestExportImportJSONTypes(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	ref := strings.TrimSpace(c.runIn(strings.NewReader("hello"), "put").stdout)
 	file := filepath.Join(c.cwd, "b.amdb")
 	var ex map[string]any
@@ -37,7 +37,7 @@ func TestExportImportJSONTypes(t *testing.T) {
 		t.Fatalf("export --json %v", ex)
 	}
 	other := newCLI(t)
-	other.must(0, "init")
+	other.initStore()
 	var im struct {
 		Files []map[string]any `json:"files"`
 	}

@@ -36,7 +36,7 @@ func TestExportImport(t *testing.T) {
 	}
 
 	d := newCLI(t)
-	d.must(0, "init")
+	d.initStore()
 	r = d.must(0, "import", bundleFile)
 	if !strings.HasPrefix(r.stdout, "imported 7 artifacts") || !strings.Contains(r.stdout, ", 1 roots\nroot "+run.ResultRef) {
 		t.Fatalf("import: %q", r.stdout)
@@ -76,7 +76,7 @@ func TestExportImport(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			bad := c.write("bad-"+tc.name+".amdb", tc.mut(append([]byte(nil), data...)))
 			e := newCLI(t)
-			e.must(0, "init")
+			e.initStore()
 			r := e.must(exitIntegrity, "import", bad)
 			oneErrorLine(t, r, "import")
 			if !strings.Contains(r.stderr, "bundle:") || !strings.Contains(r.stderr, "offset") {
@@ -94,7 +94,7 @@ func TestExportImport(t *testing.T) {
 		t.Fatalf("get --stdin: %d %q", r.code, r.stderr)
 	}
 	f := newCLI(t)
-	f.must(0, "init")
+	f.initStore()
 	r = f.runIn(strings.NewReader(r.stdout), "--json", "import", "-")
 	var im importResult
 	oneJSON(t, r.stdout, &im)
@@ -132,7 +132,7 @@ func TestRunLogCLI(t *testing.T) {
 func TestPutTreeNamesStdinPaths(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	dir := filepath.Join(c.cwd, "tree")
 	os.MkdirAll(filepath.Join(dir, "a", "b"), 0o755)
 	os.WriteFile(filepath.Join(dir, "a", "b", "z"), []byte("z"), 0o644)
@@ -265,7 +265,7 @@ func TestFollowAndInterrupt(t *testing.T) {
 func TestLifeCommandsRemote(t *testing.T) {
 	t.Parallel()
 	local := newCLI(t)
-	local.must(0, "init")
+	local.initStore()
 	remote := &cli{t: t, cwd: t.TempDir()}
 	remote.store = startServe(t, filepath.Join(remote.cwd, "store"))
 	var res string

@@ -123,7 +123,7 @@ func withoutGlobalFlags(args []string) []string {
 func TestClosedStdoutPipe(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	big := c.write("big", bytes.Repeat([]byte("0123456789abcdef"), 1<<16)) // 1 MiB
 	ref := strings.TrimSpace(c.must(0, "put", big).stdout)
 	// ls needs more output than a pipe buffer holds: 1,000 artifacts.
@@ -173,7 +173,7 @@ func TestClosedStdoutPipe(t *testing.T) {
 func TestPelBuildOutputIndexCheckedAtRun(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	src := c.write("p.json", []byte(`{"nodes":[{"id":1,"op":"pel.bytes.const","version":1,"params":{"text":"x"}}],"roots":[{"node":1,"output":5}]}`))
 	var b struct {
 		Ref     string `json:"ref"`
@@ -332,7 +332,7 @@ func TestStdoutWriteError(t *testing.T) {
 	}
 	defer full.Close()
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	file := c.write("f", []byte("x"))
 	c.must(0, "pin", "add", "p", strings.TrimSpace(c.must(0, "put", file).stdout))
 	for _, args := range [][]string{

@@ -17,14 +17,48 @@ const (
 	refEmpty = "00013e7077fd2f66d689e0cee6a7cf5b37bf2dca7c979af356d0a31cbc5c85605c7d"
 )
 
+// lifeFiles are the files of lifeStore's artifacts.
+var lifeFiles = []struct {
+	name string
+	data []byte
+}{
+	{"hello", []byte("hello")},
+	{"empty", nil},
+	{"hi", []byte("hi")},
+	{"big", []byte(strings.Repeat("x", 3000))},
+}
+
+// lifeTemplate is the store of lifeStore, made by the commands each test
+// used to run: init, a put of hello and empty, one of hi, one of big.
+var lifeTemplate = storeTemplate{make: func(store, work string) error {
+	for _, f := range lifeFiles {
+		if err := os.WriteFile(filepath.Join(work, f.name), f.data, 0o644); err != nil {
+			return err
+		}
+	}
+	for _, args := range [][]string{
+		{"init"},
+		{"put", "hello", "empty"},
+		{"put", "--type-tag", "0x101", "hi"},
+		{"put", "--type-tag", "259", "big"},
+	} {
+		if err := amduatIn(store, work, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}}
+
 // lifeStore is a store with "hello" (untagged), "hi" (tag 0x101), the
-// empty artifact and a 3000-byte artifact tagged 0x103.
+// empty artifact and a 3000-byte artifact tagged 0x103 (259), and their
+// files in the working directory: a copy of lifeTemplate.
 func lifeStore(t *testing.T) *cli {
+	t.Helper()
 	c := newCLI(t)
-	c.must(0, "init")
-	c.must(0, "put", c.write("hello", []byte("hello")), c.write("empty", nil))
-	c.must(0, "put", "--type-tag", "0x101", c.write("hi", []byte("hi")))
-	c.must(0, "put", "--type-tag", "259", c.write("big", []byte(strings.Repeat("x", 3000))))
+	lifeTemplate.copyTo(t, c)
+	for _, f := range lifeFiles {
+		c.write(f.name, f.data)
+	}
 	return c
 }
 
@@ -88,7 +122,7 @@ func TestAbbreviatedReferences(t *testing.T) {
 	// Ambiguous: "0001" + one digit cannot reach 8 digits; build a store
 	// where two references share 8 digits.
 	amb := newCLI(t)
-	amb.must(0, "init")
+	amb.initStore()
 	var files []string
 	for i := 0; i < 1500; i++ {
 		files = append(files, amb.write(fmt.Sprint("f", i), []byte{byte(i), byte(i >> 8), 1}))

@@ -383,7 +383,7 @@ func metricValue(t *testing.T, url, name string) float64 {
 func TestServeMaxSize(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	const max = 64 << 10
 	srv := launchServeArgs(t, c.store, filepath.Join(c.cwd, "serve.log"), "--max-size", "64K")
 	prog := strings.TrimSpace(c.must(0, "--store", srv.url, "pel", "seed", "concat").stdout)

@@ -18,7 +18,7 @@ import (
 func TestOutputTargets(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	data := bytes.Repeat([]byte("output target "), 1000)
 	ref := strings.TrimSpace(c.must(0, "put", c.write("in", data)).stdout)
 
@@ -96,7 +96,7 @@ func TestInterruptedPutLeavesNoSpool(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			c := newCLI(t)
-			c.must(0, "init")
+			c.initStore()
 			tmp := t.TempDir()
 			cmd := exec.Command(amduatBin, "put")
 			cmd.Dir = c.cwd

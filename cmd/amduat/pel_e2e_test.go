@@ -89,7 +89,7 @@ func TestPELSeedList(t *testing.T) {
 	}
 	oneErrorLine(t, c.must(exitUsage, "pel", "seed", "--list", "const"), "pel seed")
 	oneErrorLine(t, c.must(exitStore, "pel", "seed", "const"), "pel seed")
-	c.must(0, "init")
+	c.initStore()
 	oneErrorLine(t, c.must(exitUsage, "pel", "seed", "nope"), "pel seed")
 	oneErrorLine(t, c.must(exitUsage, "pel", "seed"), "pel seed")
 }
@@ -104,7 +104,7 @@ func TestPELSeedList(t *testing.T) {
 func TestPELSeedsRun(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	hello := c.putData([]byte("hello"))
 	space := c.putData([]byte("hello "))
 	world := c.putData([]byte("world"))
@@ -181,7 +181,7 @@ func TestPELSeedsRun(t *testing.T) {
 func TestPELRunFailures(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	hello := c.putData([]byte("hello"))
 	ab := c.putData([]byte("ab"))
 	absent := untaggedRef([]byte("never stored"))
@@ -306,7 +306,7 @@ func TestPELRunFailures(t *testing.T) {
 func TestPELRunDamagedInput(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	data := demoBytes("pel damaged input", 2000)
 	in := c.putData(data)
 	prog := strings.TrimSpace(c.must(0, "pel", "seed", "hash").stdout)
@@ -326,7 +326,7 @@ func TestPELRunUsage(t *testing.T) {
 	c := newCLI(t)
 	sha0 := "0001" + strings.Repeat("00", 32)
 	oneErrorLine(t, c.must(exitStore, "pel", "run", "--program", sha0), "pel run")
-	c.must(0, "init")
+	c.initStore()
 	prog := strings.TrimSpace(c.must(0, "pel", "seed", "const").stdout)
 	for _, args := range [][]string{
 		{"pel", "run"},
@@ -366,7 +366,7 @@ func TestPELRunUsage(t *testing.T) {
 func TestPELBuild(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	src := []byte("{\"nodes\":[\n  {\"id\":2,\"op\":\"pel.bytes.concat\",\"version\":1,\"inputs\":[{\"node\":1},{\"input\":0}]},\n  {\"id\":1,\"op\":\"pel.bytes.const\",\"version\":1,\"params\":{\"text\":\"hi \"}}\n],\"roots\":[{\"node\":2,\"output\":0}]}\n")
 	file := c.write("prog.json", src)
 	p, err := pel.ProgramFromJSON(src, nil)
@@ -444,7 +444,7 @@ func TestPELShowGolden(t *testing.T) {
 	t.Parallel()
 	jsonDotSample := map[string]bool{"program-diamond": true, "result-runtime-failed": true, "trace-ok": true}
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	constHash := strings.TrimSpace(c.must(0, "pel", "seed", "const-hash").stdout)
 	concat := strings.TrimSpace(c.must(0, "pel", "seed", "concat").stdout)
 	slice := strings.TrimSpace(c.must(0, "pel", "seed", "slice").stdout)
@@ -578,7 +578,7 @@ func checkDOT(t *testing.T, dot string) {
 func TestPELRunCacheMemoLimitsVerify(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	constHash := strings.TrimSpace(c.must(0, "pel", "seed", "const-hash").stdout)
 	run := func(code int, args ...string) report.Run {
 		t.Helper()
@@ -665,7 +665,7 @@ func TestPELRunCacheMemoLimitsVerify(t *testing.T) {
 func TestPELRunHostileConcat(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	cp, err := opreg.EncodeConstParams(opreg.ConstParams{Bytes: bytes.Repeat([]byte{1}, opreg.MaxConstBytes)})
 	if err != nil {
 		t.Fatal(err)
@@ -714,7 +714,7 @@ func TestPELRunHostileConcat(t *testing.T) {
 func TestPELRunJobs(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	const n = 8
 	nodes := make([]pel.Node, n+1)
 	digests := make([]pel.DagInput, n)

@@ -18,7 +18,7 @@ import (
 func TestPutPinAndPinLog(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	refA := strings.TrimSpace(c.must(0, "put", "--pin", "docs", c.write("a", []byte("version a"))).stdout)
 	if r := c.must(0, "pin", "ls"); r.stdout != "docs "+refA+"\n" {
 		t.Fatalf("pin ls: %q", r.stdout)
@@ -117,7 +117,7 @@ func TestPutPinAndPinLog(t *testing.T) {
 func TestImportPin(t *testing.T) {
 	t.Parallel()
 	src := newCLI(t)
-	src.must(0, "init")
+	src.initStore()
 	one := strings.TrimSpace(src.must(0, "put", src.write("one", []byte("one"))).stdout)
 	two := strings.TrimSpace(src.must(0, "put", src.write("two", []byte("two"))).stdout)
 	b1 := filepath.Join(src.cwd, "one.bundle")
@@ -126,7 +126,7 @@ func TestImportPin(t *testing.T) {
 	src.must(0, "export", "-o", b2, one, two)
 
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	r := c.must(0, "import", "--pin", "backup", b1)
 	if !strings.Contains(r.stdout, "pinned backup "+one+"\n") {
 		t.Fatalf("import --pin: %q", r.stdout)

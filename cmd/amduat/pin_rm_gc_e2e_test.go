@@ -96,7 +96,7 @@ func TestRepairCLI(t *testing.T) {
 	for _, via := range []string{"put", "verify --repair"} {
 		t.Run(via, func(t *testing.T) {
 			c := newCLI(t)
-			c.must(0, "init")
+			c.initStore()
 			data := []byte("bytes that will be damaged and repaired")
 			file := c.write("f", data)
 			ref := strings.TrimSpace(c.must(0, "put", file).stdout)
@@ -256,7 +256,7 @@ func TestGcKill9(t *testing.T) {
 		t.Skip("short")
 	}
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	dir := filepath.Join(c.cwd, "files")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)

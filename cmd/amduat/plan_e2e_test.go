@@ -16,7 +16,7 @@ import (
 func TestPlanCLI(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	prog := strings.TrimSpace(c.must(0, "pel", "seed", "concat").stdout)
 	a := strings.TrimSpace(c.must(0, "put", c.write("a", []byte("hello "))).stdout)
 	b := strings.TrimSpace(c.must(0, "put", c.write("b", []byte("world"))).stdout)

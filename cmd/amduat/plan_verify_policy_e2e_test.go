@@ -12,7 +12,7 @@ import (
 func TestPlanVerifyPolicyChanged(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	planJSON := `{"steps":[{"id":"post","effect":{"kind":"http","params":{"method":"POST","url":"http://127.0.0.1:9/"},
   "class":"external_send","gate":"none","retry":{"max_attempts":1,"base_ms":100,"cap_ms":100},"cache":"none"}}]}`
 	pref := strings.TrimSpace(c.must(0, "plan", "build", c.write("plan.json", []byte(planJSON))).stdout)

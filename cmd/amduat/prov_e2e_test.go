@@ -10,7 +10,7 @@ import (
 func TestProvWhyAndUses(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	prog := strings.TrimSpace(c.must(0, "pel", "seed", "concat").stdout)
 	a := c.putData([]byte("a"))
 	b := c.putData([]byte("b"))
@@ -73,7 +73,7 @@ func TestProvWhyAndUses(t *testing.T) {
 func TestPELCacheSalt(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	prog := strings.TrimSpace(c.must(0, "pel", "seed", "const").stdout)
 	cacheOf := func() string {
 		var j report.Run
@@ -96,7 +96,7 @@ func TestPELCacheSalt(t *testing.T) {
 func TestPELVerifyCatchesAlteredTrace(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	prog := strings.TrimSpace(c.must(0, "pel", "seed", "slice").stdout)
 	in := c.putData([]byte("abcdef"))
 	var run report.Run

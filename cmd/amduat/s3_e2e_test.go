@@ -35,7 +35,7 @@ func TestS3TwoServers(t *testing.T) {
 	direct := newCLI(t)
 	direct.store = url
 	direct.must(7, "get", "0001"+strings.Repeat("ab", 32)) // no store yet: exit 7
-	direct.must(0, "init")
+	direct.initStore()
 	direct.must(7, "init") // exists already
 	direct.must(7, "init", "--hash", "blake3")
 	one, two := newCLI(t), newCLI(t)
@@ -91,7 +91,7 @@ func TestCopy(t *testing.T) {
 			if mid != "" {
 				hop.store = mid
 			}
-			hop.must(0, "init")
+			hop.initStore()
 			src.must(2, "copy", "--from", src.store, "--to", hop.store)
 			src.must(2, "copy", "--from", src.store, "--to", src.store, "--all")
 			src.must(3, "copy", "--from", src.store, "--to", hop.store, "0001"+strings.Repeat("ab", 32))
@@ -111,7 +111,7 @@ func TestCopy(t *testing.T) {
 
 			// From the hop, only the run's closure goes on.
 			dst := newCLI(t)
-			dst.must(0, "init")
+			dst.initStore()
 			dst.must(0, "copy", "--from", hop.store, "--to", dst.store, "--closure", run.ResultRef.String())
 			if got := dst.must(0, "get", run.OutputRefs[0].String()).stdout; !strings.HasPrefix(got, "alpha") {
 				t.Fatalf("output after the closure copy = %.20q", got)
@@ -140,14 +140,14 @@ func TestCopyClosureChain(t *testing.T) {
 
 	srvBucket := newCLI(t)
 	srvBucket.store = bucket("srv")
-	srvBucket.must(0, "init")
+	srvBucket.initStore()
 	server := newCLI(t)
 	server.store = serveStore(t, srvBucket.store)
 	dstBucket := newCLI(t)
 	dstBucket.store = bucket("dst")
-	dstBucket.must(0, "init")
+	dstBucket.initStore()
 	dst := newCLI(t)
-	dst.must(0, "init")
+	dst.initStore()
 
 	hops := []*cli{src, server, dstBucket, dst}
 	for i := range len(hops) - 1 {
@@ -414,7 +414,7 @@ func TestS3ServeCache(t *testing.T) {
 	url := fmt.Sprintf("s3://cache/c?endpoint=%s&insecure=1&path-style=1", m.Endpoint)
 	direct := newCLI(t)
 	direct.store = url
-	direct.must(0, "init")
+	direct.initStore()
 	direct.write("f", []byte("cached"))
 	ref := strings.Fields(direct.must(0, "put", "f").stdout)[0]
 	dir := t.TempDir()
@@ -429,7 +429,7 @@ func TestS3ServeCache(t *testing.T) {
 		t.Fatalf("no cache file: %v", err)
 	}
 	local := newCLI(t)
-	local.must(0, "init")
+	local.initStore()
 	local.must(2, "serve", "--cache-dir", dir)
 	direct.must(2, "serve", "--cache-size", "1M")
 }
@@ -443,7 +443,7 @@ func bucketCLI(t *testing.T, bucketPrefix string, env ...string) (*cli, *s3store
 	c := newCLI(t)
 	c.env = env
 	c.store = fmt.Sprintf("s3://%s?endpoint=%s&insecure=1&path-style=1", bucketPrefix, m.Endpoint)
-	c.must(0, "init")
+	c.initStore()
 	st, err := s3store.OpenURL(t.Context(), c.store, false, s3store.Options{AccessKey: m.AccessKey, SecretKey: m.SecretKey})
 	if err != nil {
 		t.Fatal(err)
@@ -457,7 +457,7 @@ func bucketCLI(t *testing.T, bucketPrefix string, env ...string) (*cli, *s3store
 func copySource(t *testing.T, big []byte) (src *cli, run report.Run, bigRef, unrelated string) {
 	t.Helper()
 	src = newCLI(t)
-	src.must(0, "init")
+	src.initStore()
 	src.write("a", []byte("alpha"))
 	src.write("big", big)
 	a := strings.Fields(src.must(0, "put", "a").stdout)[0]

@@ -114,7 +114,7 @@ func TestServeTLSAndTokens(t *testing.T) {
 	}
 	// Without a token file, only loopback: another address is refused.
 	other := newCLI(t)
-	other.must(0, "init")
+	other.initStore()
 	r = other.run("serve", "--listen", "0.0.0.0:0")
 	if r.code != exitUsage || !strings.Contains(r.stderr, "--auth-file") {
 		t.Fatalf("serve on 0.0.0.0 without --auth-file: exit %d: %s", r.code, r.stderr)

@@ -77,7 +77,7 @@ func lockHeld(path string) bool {
 func TestStoreInUse(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	ref := strings.TrimSpace(c.must(0, "put", c.write("a", []byte("shared"))).stdout)
 	release := c.holdStore()
 	for _, args := range [][]string{{"put", c.write("b", []byte("b"))}, {"pel", "seed", "concat"}} {
@@ -142,7 +142,7 @@ func readOnlyCommands(t *testing.T, c *cli, refs map[string]string) {
 
 func prepareReadOnlyStore(t *testing.T, c *cli) map[string]string {
 	t.Helper()
-	c.must(0, "init")
+	c.initStore()
 	refs := map[string]string{"data": strings.TrimSpace(c.must(0, "put", c.write("d", []byte("read-only data"))).stdout)}
 	prog := strings.TrimSpace(c.must(0, "pel", "seed", "concat").stdout)
 	var out struct {
@@ -242,7 +242,7 @@ func TestSignalEndsCommand(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			c := newCLI(t)
-			c.must(0, "init")
+			c.initStore()
 			cmd := exec.Command(amduatBin, "put")
 			cmd.Env = append(os.Environ(), "AMDUAT_STORE="+c.store, "GORACE=atexit_sleep_ms=20")
 			w, err := cmd.StdinPipe()
@@ -301,7 +301,7 @@ func TestFullDisk(t *testing.T) {
 	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
 	c := newCLI(t)
 	c.store = filepath.Join(mnt, "store")
-	c.must(0, "init")
+	c.must(0, "init") // on the small tmpfs: init allocates the reserve there
 	type acked struct{ ref, file string }
 	var all []acked
 	var full result

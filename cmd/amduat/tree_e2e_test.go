@@ -104,7 +104,7 @@ var treeRefLine = regexp.MustCompile(`^0001[0-9a-f]{64}$`)
 func TestSnapshotRoundTrip(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	src := filepath.Join(c.cwd, "src")
 	snapshotDir(t, src)
 	ignore := c.write("ignore", []byte("# build outputs\nbuild/\n"))
@@ -216,7 +216,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 func TestSnapshotRestoreRefusals(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	src := filepath.Join(c.cwd, "src")
 	os.MkdirAll(filepath.Join(src, "sub"), 0o755)
 	os.WriteFile(filepath.Join(src, "sub", "f"), []byte("new"), 0o644)
@@ -272,7 +272,7 @@ func TestSnapshotRestoreRefusals(t *testing.T) {
 func TestSnapshotPinnedSurvivesGC(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	src := filepath.Join(c.cwd, "src")
 	os.MkdirAll(filepath.Join(src, "d"), 0o755)
 	os.WriteFile(filepath.Join(src, "d", "f"), []byte("kept"), 0o644)

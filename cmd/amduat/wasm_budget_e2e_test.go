@@ -23,7 +23,7 @@ const writerProgram = `{"nodes":[{"id":1,"op":"amduat.wasm.run","version":1,
 func TestWasmMemoryBudget(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	c.must(0, "init")
+	c.initStore()
 	mod := strings.TrimSpace(c.must(0, "wasm", "add", c.write("hostile.wasm", testmod.MustModule("hostile"))).stdout)
 	prog := strings.TrimSpace(c.must(0, "pel", "build", c.write("writer.json", []byte(writerProgram))).stdout)
 	n := c.write("n", binary.LittleEndian.AppendUint32(nil, 1024)) // 64 MiB
