@@ -17,6 +17,7 @@ import (
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/s3store"
 	"github.com/amduat/amduat/internal/longtest"
+	"github.com/amduat/amduat/internal/testrand"
 )
 
 func TestParseURL(t *testing.T) {
@@ -88,22 +89,11 @@ type onlyReader struct{ r io.Reader }
 
 func (o onlyReader) Read(p []byte) (int, error) { return o.r.Read(p) }
 
-// gen returns n deterministic bytes from seed, one per draw of
-// math/rand/v2's PCG(seed, 7) (the low byte of each draw's high half, as
-// byte(rand.Uint32()) gives). They are drawn into a buffer on the stack
-// and copied in blocks: under -race every byte written to the heap is a
-// call (issue 25).
+// gen returns n deterministic bytes from seed: byte(rand.Uint32()) of
+// math/rand/v2's PCG(seed, 7), one draw per byte (internal/testrand).
 func gen(seed uint64, n int) []byte {
 	b := make([]byte, n)
-	p := rand.NewPCG(seed, 7)
-	var buf [4096]byte
-	for off := 0; off < n; off += len(buf) {
-		m := min(len(buf), n-off)
-		for i := range m {
-			buf[i] = byte(p.Uint64() >> 32)
-		}
-		copy(b[off:], buf[:m])
-	}
+	testrand.Fill(rand.NewPCG(seed, 7), b)
 	return b
 }
 
