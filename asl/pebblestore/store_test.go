@@ -154,11 +154,16 @@ func TestIdempotent(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var opts *Options
-			if strings.HasSuffix(c.name, "ingested") {
-				opts = &Options{IngestMin: mib / 2}
+			ingested := strings.HasSuffix(c.name, "ingested")
+			if ingested {
+				// IngestMin applies to a store without packs (Options).
+				opts = &Options{IngestMin: mib / 2, PackMin: -1}
 			}
 			s := newMemStore(t, opts)
 			ref := put(t, s, asl.HashSHA256, c.a)
+			if n := s.db.Metrics().Ingest.Count; ingested != (n > 0) {
+				t.Fatalf("%d ingestions of SSTables after the first put", n)
+			}
 			before := indexOf(t, s, ref)
 			commits := s.commits.Load()
 			wal := s.db.Metrics().WAL.BytesIn
