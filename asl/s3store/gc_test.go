@@ -292,10 +292,14 @@ func TestGC(t *testing.T) {
 	}
 	// A second collection at once is refused; a re-put of an artifact the
 	// running collection condemned (unpinned, older than the grace) keeps
-	// it: the writer claims its shard.
+	// it: the writer claims its shard. The re-put comes once the
+	// collection has listed its candidates (BeforeSweep): a re-put before
+	// the listing refreshes the object, which is then listed as young and
+	// kept without a claim.
 	again := put(t, st, asl.Artifact{Bytes: []byte("again")})
 	waitListedClockPast(t, st)
 	started := make(chan struct{})
+	listed := make(chan struct{})
 	release := make(chan struct{})
 	type result struct {
 		rep s3store.GCReport
@@ -303,13 +307,18 @@ func TestGC(t *testing.T) {
 	}
 	done := make(chan result)
 	go func() {
-		rep, err := st.GC(ctx, s3store.GCOptions{Grace: -1, Started: func() { close(started) }, BeforeSweep: func() { <-release }})
+		rep, err := st.GC(ctx, s3store.GCOptions{Grace: -1, Started: func() { close(started) }, BeforeSweep: func() { close(listed); <-release }})
 		done <- result{rep, err}
 	}()
 	<-started
 	s2 := openSame(t, m, st, gcStoreOptions(m))
 	if _, err := s2.GC(ctx, s3store.GCOptions{Grace: -1}); !errors.Is(err, s3store.ErrGCRunning) {
 		t.Errorf("concurrent GC = %v, want ErrGCRunning", err)
+	}
+	select {
+	case <-listed:
+	case r := <-done:
+		t.Fatalf("GC ended before it listed its candidates: %+v, %v", r.rep, r.err)
 	}
 	if ref := put(t, s2, asl.Artifact{Bytes: []byte("again")}); ref != again {
 		t.Fatal("re-put gave another reference")
