@@ -73,11 +73,7 @@ func (c *cli) runIn(stdin io.Reader, args ...string) result {
 // when that is not nil (result.stdout is then empty).
 func (c *cli) runTo(stdin io.Reader, stdout io.Writer, args ...string) result {
 	c.t.Helper()
-	cmd := exec.Command(amduatBin, args...)
-	cmd.Dir = c.cwd
-	// Under -race the child reports races by exiting 66; atexit_sleep_ms
-	// drops the race runtime's default one-second pause at exit.
-	cmd.Env = append(append(os.Environ(), "AMDUAT_STORE="+c.store, "TMPDIR="+c.cwd, "GORACE=atexit_sleep_ms=20"), c.env...)
+	cmd := c.command(args...)
 	cmd.Stdin = stdin
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -92,6 +88,16 @@ func (c *cli) runTo(stdin io.Reader, stdout io.Writer, args ...string) result {
 		c.t.Fatalf("running amduat %v: %v", args, err)
 	}
 	return result{code, out.String(), errb.String()}
+}
+
+// command is the binary with args, to run in c.cwd on c.store with c.env.
+func (c *cli) command(args ...string) *exec.Cmd {
+	cmd := exec.Command(amduatBin, args...)
+	cmd.Dir = c.cwd
+	// Under -race the child reports races by exiting 66; atexit_sleep_ms
+	// drops the race runtime's default one-second pause at exit.
+	cmd.Env = append(append(os.Environ(), "AMDUAT_STORE="+c.store, "TMPDIR="+c.cwd, "GORACE=atexit_sleep_ms=20"), c.env...)
+	return cmd
 }
 
 func (c *cli) run(args ...string) result { c.t.Helper(); return c.runIn(nil, args...) }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -73,12 +72,10 @@ func removeStoreTemplates() {
 }
 
 // amduatIn runs the amduat under test with args in the working directory
-// work on the store store, as cli.run does, and returns an error naming the
+// work on the store store, as cli.run does (it has no test to fail), and returns an error naming the
 // command unless it exits 0.
 func amduatIn(store, work string, args ...string) error {
-	cmd := exec.Command(amduatBin, args...)
-	cmd.Dir = work
-	cmd.Env = append(os.Environ(), "AMDUAT_STORE="+store, "TMPDIR="+work, "GORACE=atexit_sleep_ms=20")
+	cmd := (&cli{cwd: work, store: store}).command(args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
