@@ -18,6 +18,7 @@ import (
 	"github.com/amduat/amduat/internal/amduatbin"
 	"github.com/amduat/amduat/internal/longtest"
 	"github.com/amduat/amduat/internal/testexit"
+	"github.com/amduat/amduat/internal/testparallel"
 )
 
 // amduatBin is the amduat executable built once by TestMain.
@@ -36,6 +37,13 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	amduatBin = bin
+	// The tests wait on their amduat children most of the time: three
+	// per core keep the cores busy, and under load they finish the
+	// package in 117 s instead of 156 (issue 25).
+	if err := testparallel.Raise(3); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	stopSharedMinio()
 	removeStoreTemplates()
