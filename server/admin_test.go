@@ -76,6 +76,7 @@ func (f *adminFixture) runConcat(t *testing.T, a, b string) report.Run {
 }
 
 func TestAdminRoutes(t *testing.T) {
+	t.Parallel()
 	f := newAdminFixture(t, Config{})
 	res, out := f.run.ResultRef, f.run.OutputRefs[0]
 	absent := asl.MustDerive(asl.HashSHA256, asl.Untagged([]byte("never stored")))
@@ -217,6 +218,7 @@ type hiddenStore struct {
 }
 
 func TestAdminUnsupported(t *testing.T) {
+	t.Parallel()
 	_, _, st := newTestServer(t, Config{})
 	s, err := New(Config{Store: hiddenStore{st, st}})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 // server stores nothing for it (SPECS.md §12.8, §18.2). (A concat would
 // not do: it refers to its inputs' bytes and holds none, §12.9.)
 func TestRunMemoryBudget(t *testing.T) {
+	t.Parallel()
 	_, ts, st := newTestServer(t, Config{Limits: Limits{RunMemoryBudget: 10}})
 	built := do(t, ts, call{method: "POST", path: "/v1/pel/programs",
 		body: []byte(`{"nodes":[{"id":1,"op":"pel.bytes.const","version":1,"params":{"text":"eleven byte"}}],"roots":[{"node":1}]}`)})

@@ -14,6 +14,7 @@ import (
 // also gives their space back (SPECS.md §18.11): the pack bytes and the
 // store directory fall by about the evicted bytes.
 func TestEvictReclaimsDisk(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "store")
 	st, err := pebblestore.Create(dir, nil)
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 // so in ReferenceBytes order) down to the low-water mark; what the pin
 // reaches and what was read stays; /metrics counts it.
 func TestEvictLRU(t *testing.T) {
+	t.Parallel()
 	st, err := pebblestore.Create(filepath.Join(t.TempDir(), "store"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -145,6 +146,7 @@ func TestEvictLRU(t *testing.T) {
 // TestEvictPinnedAboveBound: when what the pins reach alone passes the
 // bound, every other artifact goes and no protected one.
 func TestEvictPinnedAboveBound(t *testing.T) {
+	t.Parallel()
 	_, ts, st := newTestServer(t, Config{})
 	ctx := t.Context()
 	pinned, err := asl.PutArtifact(ctx, st, asl.HashSHA256, asl.Untagged(bytes.Repeat([]byte{7}, 5000)))

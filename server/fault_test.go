@@ -248,6 +248,7 @@ func refHex(t *testing.T, a asl.Artifact) string {
 // a JSON error body naming the problem, never a 500 or a panic, and the
 // server stays healthy.
 func TestFaultMalformedRequests(t *testing.T) {
+	t.Parallel()
 	fs := startFaultServer(t, faultConfig{limits: server.Limits{MaxArtifactBytes: 1 << 20, MaxBatchBytes: 64 << 10,
 		MaxBatchCount: 4, MaxJSONBytes: 4 << 10}})
 	ctx := context.Background()
@@ -452,6 +453,7 @@ func TestFaultMalformedRequests(t *testing.T) {
 // TestFaultGarbageBodies posts seeded random bytes to every POST route:
 // never a 5xx, never a panic.
 func TestFaultGarbageBodies(t *testing.T) {
+	t.Parallel()
 	fs := startFaultServer(t, faultConfig{limits: server.Limits{MaxJSONBytes: 64 << 10, MaxBatchBytes: 1 << 20}})
 	rng := rand.New(rand.NewPCG(1, 2))
 	routes := []string{"/v1/artifacts/batch", "/v1/artifacts/missing", "/v1/pel/programs", "/v1/pel/run", "/v1/pel/verify"}
@@ -559,6 +561,7 @@ func (fs *faultServer) baseline() resources {
 // vanishing runs 4 rounds, cut at 4 points of the 32 MiB and closed in
 // both manners; AMDUAT_LONG=1 (internal/longtest) runs 8.
 func TestFaultClientDisconnects(t *testing.T) {
+	// Sequential: settle counts the process's goroutines and open files.
 	fs := startFaultServer(t, faultConfig{})
 	ctx := context.Background()
 	const size = 32 << 20
@@ -682,6 +685,7 @@ func (f *failingReader) Read([]byte) (int, error) { return 0, f.err }
 // handler, and headers sent slowly are cut by ReadHeaderTimeout. The
 // server stays healthy and leaks nothing.
 func TestFaultSlowClients(t *testing.T) {
+	// Sequential: settle counts the process's goroutines and open files.
 	const idle = 300 * time.Millisecond
 	fs := startFaultServer(t, faultConfig{limits: server.Limits{IdleTimeout: idle}, readHeaderTimeout: 500 * time.Millisecond, sendBuffer: 64 << 10})
 	ctx := context.Background()
@@ -874,6 +878,7 @@ func TestFaultSlowClients(t *testing.T) {
 // token lacking the scope (403), and serves the right token; a revoked
 // token is refused, and an added one served, within about a second.
 func TestFaultAuth(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "tokens.json")
 	tokens := map[string]string{}

@@ -20,6 +20,7 @@ import (
 // response stops before that chunk and everything sent is a prefix of the
 // true bytes.
 func TestGetLarge(t *testing.T) {
+	t.Parallel()
 	_, ts, st := newTestServer(t, Config{})
 	p := make([]byte, 3<<20+12345)
 	rand.NewChaCha8([32]byte{2}).Read(p)

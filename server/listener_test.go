@@ -16,6 +16,7 @@ import (
 // it cannot parse carry the {error, code} JSON body (issue 20), and the
 // server's own responses pass unchanged.
 func TestJSONErrorsGoOwn(t *testing.T) {
+	t.Parallel()
 	s, _, _ := newTestServer(t, Config{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -22,6 +22,7 @@ var (
 // order, and that every family SPECS.md §18.8, §18.11 and §18.12 document
 // is there.
 func TestMetricsExposition(t *testing.T) {
+	t.Parallel()
 	_, ts, _ := newTestServer(t, Config{Limits: Limits{MaxStoreBytes: 1 << 30}})
 	if r := do(t, ts, call{method: "POST", path: "/v1/artifacts", body: []byte("hello")}); r.status != 200 {
 		t.Fatalf("put: %d %s", r.status, r.body)

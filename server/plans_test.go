@@ -48,6 +48,7 @@ func (k *keyCounter) snapshot() map[string]int {
 // the approve scope, the call made once, attach, verify, refusals by scope
 // and by state, the log's long poll and the counters.
 func TestPlanRoutes(t *testing.T) {
+	t.Parallel()
 	svc := &keyCounter{calls: map[string]int{}}
 	loop := httptest.NewServer(svc)
 	t.Cleanup(loop.Close)

@@ -24,6 +24,7 @@ import (
 // a server's worker does) the page shows send succeeded with the receipt
 // of its one call, whose link opens the receipt's artifact page.
 func TestPlanBrowser(t *testing.T) {
+	t.Parallel()
 	bctx := browsertest.Shared(t, 90*time.Second)
 	f := newPlanUIFixture(t, true)
 	execPath := "/ui/plans/" + f.exec.String()

@@ -231,6 +231,7 @@ func formCall(path string, form url.Values, header map[string]string) call {
 // file: the CSRF token, the session, the approve scope, the bearer
 // token's way in, and what is recorded (SPECS.md §18.7).
 func TestPlanDecisionRoute(t *testing.T) {
+	t.Parallel()
 	f := newPlanUIFixture(t, true)
 	aliceC, aliceCSRF := f.session(t, f.alice)
 	bobC, bobCSRF := f.session(t, f.bob)
@@ -294,6 +295,7 @@ func TestPlanDecisionRoute(t *testing.T) {
 // token file: the CSRF token is bound to the amduat_csrf cookie the page
 // sets, and the decision is recorded as made by "anonymous".
 func TestPlanDecisionNoAuth(t *testing.T) {
+	t.Parallel()
 	f := newPlanUIFixture(t, false)
 	page := do(t, f.ts, call{method: "GET", path: "/ui/plans/" + f.exec.String()})
 	var bind *http.Cookie

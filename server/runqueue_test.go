@@ -55,6 +55,7 @@ func waits(s *Server) <-chan struct{} {
 // wait in the queue instead of being refused, and all succeed once the
 // slot frees.
 func TestRunQueueAdmitsAll(t *testing.T) {
+	t.Parallel()
 	const runs = 6
 	s, ts, _ := newTestServer(t, Config{Limits: Limits{MaxConcurrentRuns: 1, RunQueueLength: runs}})
 	body := runBody(t, ts)
@@ -106,6 +107,7 @@ func TestRunQueueAdmitsAll(t *testing.T) {
 // wait expires 503, both with Retry-After; a run still queued is served
 // once the slot frees.
 func TestRunQueueRefuses(t *testing.T) {
+	t.Parallel()
 	s, ts, _ := newTestServer(t, Config{Limits: Limits{MaxConcurrentRuns: 1, RunQueueLength: 1, RunQueueWait: time.Hour}})
 	body := runBody(t, ts)
 	waiting := waits(s)
@@ -152,6 +154,7 @@ func TestRunQueueRefuses(t *testing.T) {
 // TestRunQueueHandsOn: a queued run whose client goes away leaves the
 // queue, and a slot released to nobody returns to the pool.
 func TestRunQueueHandsOn(t *testing.T) {
+	t.Parallel()
 	q := newRunQueue(1, 2, time.Hour)
 	waiting := make(chan struct{}, 2)
 	q.onWait = func() { waiting <- struct{}{} }
@@ -192,6 +195,7 @@ func TestRunQueueHandsOn(t *testing.T) {
 // past its Retries count while its context has a deadline, and succeeds
 // once a slot frees.
 func TestClientWaitsOutBusyServer(t *testing.T) {
+	t.Parallel()
 	s, ts, _ := newTestServer(t, Config{Limits: Limits{MaxConcurrentRuns: 1, RunQueueLength: -1}})
 	body := runBody(t, ts)
 	var req report.RunRequest

@@ -98,6 +98,7 @@ var (
 )
 
 func TestArtifactRoutes(t *testing.T) {
+	t.Parallel()
 	_, ts, st := newTestServer(t, Config{Limits: Limits{MaxArtifactBytes: 1 << 20}})
 	tagged := asl.Tagged(0x101, []byte("tagged bytes"))
 	tagRef := asl.MustDerive(asl.HashSHA256, tagged)
@@ -224,6 +225,7 @@ func TestArtifactRoutes(t *testing.T) {
 }
 
 func TestBatch(t *testing.T) {
+	t.Parallel()
 	_, ts, st := newTestServer(t, Config{Limits: Limits{MaxBatchCount: 3, MaxBatchBytes: 1000}})
 	arts := []asl.Artifact{asl.Untagged([]byte("a")), asl.Tagged(7, []byte("b")), asl.Untagged(nil)}
 	var body []byte
@@ -289,6 +291,7 @@ func putProgram(t *testing.T, ts *httptest.Server) asl.Reference {
 }
 
 func TestPELRoutes(t *testing.T) {
+	t.Parallel()
 	s, ts, _ := newTestServer(t, Config{Limits: Limits{MaxConcurrentRuns: 1, RunQueueLength: -1}})
 	prog := putProgram(t, ts)
 	do(t, ts, call{method: "POST", path: "/v1/artifacts", body: []byte("hello, ")})
@@ -414,6 +417,7 @@ func TestPELRoutes(t *testing.T) {
 }
 
 func TestAuth(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "tokens.json")
 	reader, err := AddToken(file, "reader", []string{"read"})
 	if err != nil {
@@ -486,6 +490,7 @@ func mustRead(t *testing.T, path string) []byte {
 }
 
 func TestWebView(t *testing.T) {
+	t.Parallel()
 	_, ts, _ := newTestServer(t, Config{})
 	prog := putProgram(t, ts)
 	r := do(t, ts, call{method: "GET", path: "/"})
@@ -499,6 +504,7 @@ func TestWebView(t *testing.T) {
 }
 
 func TestBatchRead(t *testing.T) {
+	t.Parallel()
 	_, ts, st := newTestServer(t, Config{Limits: Limits{MaxBatchBytes: 3000}})
 	c, err := httpstore.Open(t.Context(), ts.URL, httpstore.Options{})
 	if err != nil {
@@ -559,6 +565,7 @@ func TestBatchRead(t *testing.T) {
 
 // TestBatchReadExample is the worked example of SPECS.md §18.4.
 func TestBatchReadExample(t *testing.T) {
+	t.Parallel()
 	_, ts, _ := newTestServer(t, Config{})
 	do(t, ts, call{method: "POST", path: "/v1/artifacts", body: hello})
 	absent := "0001" + strings.Repeat("00", 32)
@@ -572,6 +579,7 @@ func TestBatchReadExample(t *testing.T) {
 // /batch gets its surf.trace index entry (SPECS.md §18.4), so the result's
 // trace is found on a store that received the run by copy.
 func TestPutDerivesIndexEntries(t *testing.T) {
+	t.Parallel()
 	_, ts, st := newTestServer(t, Config{})
 	prog := putProgram(t, ts)
 	do(t, ts, call{method: "POST", path: "/v1/artifacts", body: []byte("a")})

@@ -14,6 +14,7 @@ import (
 // the pinned tree from the home page, walks into a directory by name, and
 // signs out (SPECS.md §18.8).
 func TestSignInBrowser(t *testing.T) {
+	t.Parallel()
 	bctx := browsertest.Shared(t, 90*time.Second)
 	f := newSigninFixture(t)
 	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {

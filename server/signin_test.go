@@ -109,6 +109,7 @@ var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 // downloads) but never writes; the forms are CSRF-protected; revoking the
 // token or signing out ends the session (SPECS.md §18.8).
 func TestSignIn(t *testing.T) {
+	t.Parallel()
 	f := newSigninFixture(t)
 	c := browser(t)
 

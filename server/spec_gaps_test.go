@@ -18,6 +18,7 @@ import (
 // */SIZE (RFC 9110 §15.5.17, §18.2), past-the-end and empty-suffix ranges
 // alike; HEAD ignores Range, as RFC 9110 §14.2 says of every method but GET.
 func TestRange416ContentRange(t *testing.T) {
+	t.Parallel()
 	_, ts, _ := newTestServer(t, Config{})
 	do(t, ts, call{method: "POST", path: "/v1/artifacts", body: hello})
 	for _, c := range []call{
@@ -40,6 +41,7 @@ func TestRange416ContentRange(t *testing.T) {
 // TestTypeTagHeaderCase: a put accepts the prefix 0x or 0X and digits of
 // either case; the server always answers 0x and 8 lowercase digits.
 func TestTypeTagHeaderCase(t *testing.T) {
+	t.Parallel()
 	_, ts, _ := newTestServer(t, Config{})
 	for _, in := range []string{"0XABCDEF", "0xabcdef", "0x00AbCdEf"} {
 		r := do(t, ts, call{method: "POST", path: "/v1/artifacts", body: []byte("tagged"), header: map[string]string{httpstore.HeaderTypeTag: in}})
@@ -62,6 +64,7 @@ func TestTypeTagHeaderCase(t *testing.T) {
 // failing the request; an absent reference asked twice is listed twice, in
 // request order.
 func TestMissingUnregisteredAndRepeated(t *testing.T) {
+	t.Parallel()
 	_, ts, _ := newTestServer(t, Config{})
 	do(t, ts, call{method: "POST", path: "/v1/artifacts", body: hello})
 	unknown := "7777" + strings.Repeat("ab", 32)
@@ -78,6 +81,7 @@ func TestMissingUnregisteredAndRepeated(t *testing.T) {
 // maximum (with "next" when more follow), not refused; 0, negative and
 // non-numeric limits stay 400.
 func TestListLimitClamped(t *testing.T) {
+	t.Parallel()
 	_, ts, _ := newTestServer(t, Config{Limits: Limits{MaxListLimit: 2}})
 	for _, b := range []string{"a", "b", "c"} {
 		do(t, ts, call{method: "POST", path: "/v1/artifacts", body: []byte(b)})
@@ -103,6 +107,7 @@ func TestListLimitClamped(t *testing.T) {
 // route; Content-Type is not checked (clients send
 // application/vnd.amduat.artifact-batch).
 func TestBatchContentTypeNotRequired(t *testing.T) {
+	t.Parallel()
 	_, ts, _ := newTestServer(t, Config{})
 	frame := httpstore.AppendFrame(nil, asl.Untagged([]byte("hi")))
 	for _, ct := range []string{"", "text/plain", httpstore.ContentTypeBatch} {
@@ -120,6 +125,7 @@ func TestBatchContentTypeNotRequired(t *testing.T) {
 // TestMetaScopesOrder: /v1/meta lists the caller's scopes in the fixed
 // order read, write, run, whatever order the token file gives.
 func TestMetaScopesOrder(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "tokens.json")
 	tok, err := AddToken(file, "ci", []string{"run", "read"})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 // TestTokenFileTrailingData: a token file with anything but white space
 // after its JSON object is refused, by the server and by token list.
 func TestTokenFileTrailingData(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "tokens.json")
 	if _, err := AddToken(file, "ci", []string{"read"}); err != nil {
 		t.Fatal(err)

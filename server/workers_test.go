@@ -18,6 +18,7 @@ import (
 // overlap with four workers and never with one, and the result is the same
 // bytes either way.
 func TestRunWorkers(t *testing.T) {
+	t.Parallel()
 	var inFlight, most atomic.Int32
 	// With several workers each operation waits until two are in flight
 	// (the overlap itself, not a sleep that hopes for it; a minute bounds

@@ -21,6 +21,7 @@ func waiting(g *writeGate, n int) {
 }
 
 func TestWriteGate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	g := newWriteGate(10)
 	a, err := g.acquire(ctx, 6)
@@ -53,6 +54,7 @@ func TestWriteGate(t *testing.T) {
 // TestWriteGateCancel: a put whose request ends leaves the queue holding
 // nothing, and the put behind it goes on.
 func TestWriteGateCancel(t *testing.T) {
+	t.Parallel()
 	g := newWriteGate(4)
 	held, _ := g.acquire(context.Background(), 3)
 	ctx, cancel := context.WithCancel(context.Background())

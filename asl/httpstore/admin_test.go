@@ -38,6 +38,7 @@ func openEmbedded(t *testing.T) (*httpstore.Client, *pebblestore.Store) {
 // TestMaintenance drives pins, deletion and gc of a served embedded store
 // through the client, and checks each against the store itself.
 func TestMaintenance(t *testing.T) {
+	t.Parallel()
 	c, st := openEmbedded(t)
 	ctx := t.Context()
 	a, err := asl.PutArtifact(ctx, c, asl.HashSHA256, asl.Untagged([]byte("kept")))
@@ -120,6 +121,7 @@ func TestMaintenance(t *testing.T) {
 // protocol violations, and a store without the capability answers
 // ErrUnsupported.
 func TestMaintenanceDistrust(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, httpstore.Options{})
 	ctx := t.Context()
 	ref := asl.MustDerive(asl.HashSHA256, asl.Untagged([]byte("x")))

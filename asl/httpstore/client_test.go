@@ -112,6 +112,7 @@ func isArtifactGet(r *http.Request) bool {
 // returns its bytes only when they hash to the reference; otherwise
 // ErrIntegrity, from Fetch or from the final Read, never wrong bytes.
 func TestFetchDistrust(t *testing.T) {
+	t.Parallel()
 	other := asl.Tagged(1, bytes.Repeat([]byte("other artifact "), 40))
 	cases := []struct {
 		name string
@@ -226,6 +227,7 @@ func TestFetchDistrust(t *testing.T) {
 // TestAnswerDistrust: references the server acknowledges or reports must
 // be the ones the client computed or asked for.
 func TestAnswerDistrust(t *testing.T) {
+	t.Parallel()
 	a := asl.Untagged([]byte("the artifact"))
 	b := asl.Untagged([]byte("another one"))
 	refA, refB := asl.MustDerive(asl.HashSHA256, a), asl.MustDerive(asl.HashSHA256, b)
@@ -351,6 +353,7 @@ func TestAnswerDistrust(t *testing.T) {
 // by the server when the client sent X-Amduat-Expect-Ref (nothing stored),
 // and caught by the client from the acknowledged reference otherwise.
 func TestTamperedUpload(t *testing.T) {
+	t.Parallel()
 	a := asl.Untagged([]byte("sent in good faith"))
 	want := asl.MustDerive(asl.HashSHA256, a)
 	for _, streamed := range []bool{false, true} {
@@ -401,6 +404,7 @@ func TestTamperedUpload(t *testing.T) {
 // Retry-After) and on broken connections, a bounded number of times;
 // others are not; cancellation ends the wait at once.
 func TestRetry(t *testing.T) {
+	t.Parallel()
 	a := asl.Untagged([]byte("retried"))
 	ref := asl.MustDerive(asl.HashSHA256, a)
 	failFirst := func(n int, status int, retryAfter string) func(w http.ResponseWriter, r *http.Request) bool {
@@ -580,6 +584,7 @@ func TestRetry(t *testing.T) {
 // TestErrorMessages: errors name the method, the URL, the reference and
 // the status, and map the store codes to the asl sentinels.
 func TestErrorMessages(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, httpstore.Options{})
 	ctx := t.Context()
 	absent := asl.MustDerive(asl.HashSHA256, asl.Untagged([]byte("absent")))
@@ -640,6 +645,7 @@ func TestErrorMessages(t *testing.T) {
 // TestAuth: the bearer token is sent, never shown; 401 and 403 say to set
 // AMDUAT_TOKEN.
 func TestAuth(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tokens := filepath.Join(dir, "tokens.json")
 	readTok, err := server.AddToken(tokens, "reader", []string{"read"})
@@ -709,6 +715,7 @@ func TestAuth(t *testing.T) {
 // TestOpen: Open refuses what is not an amduat API v1 server, and serves
 // a base URL with a path prefix.
 func TestOpen(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	notAmduat := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "<html>not found</html>", http.StatusNotFound)
@@ -774,6 +781,7 @@ func TestOpen(t *testing.T) {
 // artifact once, in batches within the client's and the server's bounds;
 // an artifact too large for a batch goes alone.
 func TestPutBatchRequests(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, httpstore.Options{BatchCount: 3, BatchBytes: 1000})
 	ctx := t.Context()
 	var mu sync.Mutex
@@ -828,6 +836,7 @@ func TestPutBatchRequests(t *testing.T) {
 // TestIndexRoutes: lookups of absent keys, the read-only index, spaces the
 // API cannot name.
 func TestIndexRoutes(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, httpstore.Options{})
 	ctx := t.Context()
 	_, err := f.c.PutIndexed(ctx, asl.HashSHA256, nil, nil)
@@ -887,6 +896,7 @@ func (p *pattern) Read(q []byte) (int, error) {
 // whole fails; 48 MiB with AMDUAT_LONG=1 (internal/longtest; each MiB is
 // generated three times, byte by byte under -race; issue 25).
 func TestStreamingMemory(t *testing.T) {
+	// Sequential: it reads the process's allocation total (runtime.MemStats).
 	size := longtest.Logf(t, "artifact MiB", 24, 48) << 20
 	hdr := asl.Header{Size: uint64(size), Tag: 9, HasTag: true}
 	h, _ := asl.NewHasher(asl.HashSHA256, hdr)
@@ -963,6 +973,7 @@ func TestStreamingMemory(t *testing.T) {
 // finds stored artifacts. The error names the artifact and both
 // references.
 func TestTamperedBatch(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name    string
 		n       int
@@ -1011,6 +1022,7 @@ func TestTamperedBatch(t *testing.T) {
 // repeats artifacts stores each once and returns every reference in input
 // order.
 func TestFreshBatchWithRepeats(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, httpstore.Options{})
 	arts := make([]asl.Artifact, 100)
 	for i := range arts {
@@ -1035,6 +1047,7 @@ func TestFreshBatchWithRepeats(t *testing.T) {
 // failed (an I/O error, not ERR_INTEGRITY); when the server cannot send it
 // either, the stored copy is damaged (ERR_INTEGRITY).
 func TestFetchCutShort(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		probeCut  bool

@@ -18,6 +18,7 @@ import (
 // the server holds every artifact already (nothing is written), and is
 // refused with 403 as soon as one artifact has to be uploaded.
 func TestReadTokenPutOfStoredArtifacts(t *testing.T) {
+	t.Parallel()
 	tokens := filepath.Join(t.TempDir(), "tokens.json")
 	readTok, err := server.AddToken(tokens, "reader", []string{"read"})
 	if err != nil {

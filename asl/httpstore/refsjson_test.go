@@ -25,6 +25,7 @@ func someRefs(n int) []asl.Reference {
 // what encoding/json writes for RefsBody and MissingResponse, and
 // parseRefsJSON reads it back.
 func TestAppendRefsJSON(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{0, 1, 2, 1000} {
 		refs := someRefs(n)
 		for _, c := range []struct {
@@ -53,6 +54,7 @@ func TestAppendRefsJSON(t *testing.T) {
 // TestDecodeRefsFallback: an answer that is not exactly the server's form
 // is decoded by encoding/json, with its value or its error.
 func TestDecodeRefsFallback(t *testing.T) {
+	t.Parallel()
 	r := someRefs(2)
 	a, b := r[0].String(), r[1].String()
 	for _, c := range []struct {

@@ -73,6 +73,7 @@ func newPebble(t *testing.T) backend {
 // the client's, and with small pages, batches and limits that make every
 // listing, scan and batch take many requests.
 func TestStoreSuite(t *testing.T) {
+	t.Parallel()
 	configs := []struct {
 		name  string
 		store func(t *testing.T) backend
@@ -86,6 +87,7 @@ func TestStoreSuite(t *testing.T) {
 	}
 	for _, cfg := range configs {
 		t.Run(cfg.name, func(t *testing.T) {
+			t.Parallel()
 			storetest.Run(t, func(t *testing.T) storetest.Backend {
 				st := cfg.store(t)
 				c, _ := serve(t, st, cfg.cfg, cfg.opts)

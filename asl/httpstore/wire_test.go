@@ -15,6 +15,7 @@ import (
 // to what it sent, not to its claim (DESIGN: limits are checked before
 // memory is spent).
 func TestReadFramesLarge(t *testing.T) {
+	// Sequential: it reads the process's allocation total (runtime.MemStats).
 	big := asl.Tagged(5, bytes.Repeat([]byte{0xab, 0xcd, 0xef}, 1<<20+7))
 	arts := []asl.Artifact{asl.Untagged([]byte("a")), big, asl.Untagged(nil)}
 	var body []byte

@@ -22,6 +22,7 @@ import (
 // saves screenshots to t.TempDir() and, when AMDUAT_SCREENSHOT_DIR is set,
 // there too.
 func TestBrowser(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	s, err := pebblestore.Create(t.TempDir(), nil)
 	if err != nil {

@@ -28,6 +28,7 @@ func newPlanHandler(f *planFixture, forms bool) http.Handler {
 // for byte, and checks that a second store with the same content renders
 // the same bytes (SPECS.md §18.7, "The pages").
 func TestPlanGolden(t *testing.T) {
+	t.Parallel()
 	f := newPlanFixture(t, filepath.Join(t.TempDir(), "a"), "http://127.0.0.1:9")
 	again := newPlanFixture(t, filepath.Join(t.TempDir(), "b"), "http://127.0.0.1:9")
 	for _, tt := range []struct {
@@ -52,6 +53,7 @@ func TestPlanGolden(t *testing.T) {
 // codes, receipts linked to their artifact pages, forms only where a step
 // waits and only with a token, and the errors of bad addresses.
 func TestPlanPages(t *testing.T) {
+	t.Parallel()
 	f := newPlanFixture(t, t.TempDir(), "http://127.0.0.1:9")
 	h := newPlanHandler(f, true)
 	ctx := t.Context()

@@ -60,6 +60,7 @@ func expect(t *testing.T, h http.Handler, path string, status int, contains ...s
 // one failed at runtime) byte for byte, and checks that a second store with
 // the same content renders the same bytes.
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, memstore.New())
 	again := newFixture(t, memstore.New())
 	for _, tt := range []struct {
@@ -96,6 +97,7 @@ func statuses(body string) map[string]int {
 // TestRunPages checks what result, trace, program and edge pages say about
 // real runs: statuses, node colours, links and output previews.
 func TestRunPages(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, memstore.New())
 	h := newHandler(f.s)
 
@@ -196,6 +198,7 @@ func TestRunPages(t *testing.T) {
 
 // TestStatuses checks the search page and the 400, 404, 405 and 500 pages.
 func TestStatuses(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := memstore.New()
 	h := newHandler(s)
@@ -268,6 +271,7 @@ func mustSeed(t testing.TB, name string) asl.Artifact {
 // TestEscaping stores hostile bytes where a page shows them: text
 // contents, an operation name, a diagnostic. None reaches the page as markup.
 func TestEscaping(t *testing.T) {
+	t.Parallel()
 	s := memstore.New()
 	h := newHandler(s)
 	const hostile = `<script>alert("x")</script><img src=x onerror=alert(1)>`
@@ -313,6 +317,7 @@ func checkNoMarkup(t *testing.T, body string) {
 // TestPreviews checks text, binary, empty, truncated and undecodable
 // previews, the download links, and MaxPreview.
 func TestPreviews(t *testing.T) {
+	t.Parallel()
 	s := memstore.New()
 	h := webui.New(s, webui.Options{Prefix: "ui", RawURL: rawURL, MaxPreview: 10})
 	text := put(t, s, asl.Untagged([]byte("héllo wörld, and more")))
@@ -347,6 +352,7 @@ func TestPreviews(t *testing.T) {
 // TestPebbleStore runs the pages against the embedded store: a chunked
 // artifact is previewed from its start, and damage is a 500.
 func TestPebbleStore(t *testing.T) {
+	t.Parallel()
 	s, err := pebblestore.Create(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -372,6 +378,7 @@ func TestPebbleStore(t *testing.T) {
 type noIndex struct{ asl.Store }
 
 func TestNoIndex(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, memstore.New())
 	h := newHandler(noIndex{f.s})
 	body := expect(t, h, page(f.brokenRun.ResultRef), http.StatusOK, "This store keeps no provenance index.")
@@ -387,6 +394,7 @@ func TestNoIndex(t *testing.T) {
 // run: a cycle, a missing node, a program too large to draw, and one using
 // the global params.
 func TestOddPrograms(t *testing.T) {
+	t.Parallel()
 	s := memstore.New()
 	h := newHandler(s)
 	store := func(p pel.Program) asl.Reference {
@@ -443,6 +451,7 @@ func TestOddPrograms(t *testing.T) {
 
 // TestManyRuns: an input used by more runs than a page lists.
 func TestManyRuns(t *testing.T) {
+	t.Parallel()
 	s := memstore.New()
 	h := newHandler(s)
 	in := put(t, s, asl.Untagged([]byte("shared input")))
