@@ -114,6 +114,7 @@ func (f *fixture) totalCalls() int {
 // count as its partial value, runs to completion once approved, attaches a
 // second submission, and replays with no call and identical bytes.
 func TestGatedApproveReplay(t *testing.T) {
+	t.Parallel()
 	for _, sk := range storeKinds {
 		t.Run(sk.name, func(t *testing.T) {
 			f := newFixture(t, sk.open(t), false)
@@ -204,6 +205,7 @@ func replays(t *testing.T, f *fixture, id asl.Reference, n int) {
 // TestModes: dry-run calls nothing and lists the effects; draft-only
 // calls everything but the external_send; auto calls all.
 func TestModes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		mode   Mode
 		status ExecStatus
@@ -241,6 +243,7 @@ func TestModes(t *testing.T) {
 
 // TestStepGate: a step's own approval gate holds even in auto mode.
 func TestStepGateAuto(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, newMemPinned(), false)
 	id := f.submit(demoPlan(t, f.st, GateApproval), Auto, "doc")
 	f.wantStates(f.run(id, ExecWaiting), "count=succeeded fetch=succeeded post=waiting_approval")
@@ -249,6 +252,7 @@ func TestStepGateAuto(t *testing.T) {
 // TestReject: a rejected gate fails its step with REJECTED; the execution
 // ends partial with what it has.
 func TestReject(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, newMemPinned(), false)
 	id := f.submit(demoPlan(t, f.st, GateNone), Gated, "doc")
 	f.run(id, ExecWaiting)
@@ -269,6 +273,7 @@ func TestReject(t *testing.T) {
 // failures on the fetch step and checks what is retried, how often and
 // after which recorded backoff.
 func TestRetryByClass(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		script  []string
@@ -340,6 +345,7 @@ func TestRetryByClass(t *testing.T) {
 // TestUnknownOutcome: an external_send whose call may have reached the
 // world is never called again without retry --force.
 func TestUnknownOutcome(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, newMemPinned(), false)
 	p := demoPlan(t, f.st, GateNone)
 	id := f.submit(p, Auto, "doc")
@@ -395,6 +401,7 @@ func (f *fixture) runUntilPostKey(id asl.Reference) string {
 // TestReuseAcrossExecutions: a read_only step with cache policy reuse is
 // answered from the first execution's receipt.
 func TestReuseAcrossExecutions(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, newMemPinned(), false)
 	p := demoPlan(t, f.st, GateNone)
 	id1 := f.submit(p, Auto, "shared-doc")
@@ -418,6 +425,7 @@ func TestReuseAcrossExecutions(t *testing.T) {
 
 // TestCancel: a cancelled execution calls nothing more.
 func TestCancel(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, newMemPinned(), false)
 	id := f.submit(demoPlan(t, f.st, GateNone), Gated, "doc")
 	f.run(id, ExecWaiting)
@@ -436,6 +444,7 @@ func TestCancel(t *testing.T) {
 
 // TestVerifyDrift: a replay names an executor whose version changed.
 func TestVerifyDrift(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, newMemPinned(), false)
 	id := f.submit(demoPlan(t, f.st, GateNone), Auto, "doc")
 	f.run(id, ExecCompleted)
@@ -460,6 +469,7 @@ func TestVerifyDrift(t *testing.T) {
 // the policy in force, and a replay under another policy names it
 // (SPECS.md §24.9); under the same policy it verifies.
 func TestVerifyPolicyChanged(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, newMemPinned(), false)
 	const was, now = "1111111111111111111111111111111111111111111111111111111111111111", "2222222222222222222222222222222222222222222222222222222222222222"
 	verifier := func(digest string) *Runner {
@@ -512,6 +522,7 @@ func TestVerifyPolicyChanged(t *testing.T) {
 
 // TestList lists executions with their status.
 func TestList(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, newMemPinned(), false)
 	a := f.submit(demoPlan(t, f.st, GateNone), Auto, "a")
 	b := f.submit(demoPlan(t, f.st, GateNone), DryRun, "b")
