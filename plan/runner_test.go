@@ -44,6 +44,12 @@ var storeKinds = []storeKind{
 	}},
 }
 
+// callTimeout is the fixtures' CallTimeout: a scripted "hang" waits it
+// out, and every other call must end within it even on a loaded machine
+// with other tests running beside it (it was 200 ms, which a call writing
+// to a Pebble store overran under load).
+const callTimeout = time.Second
+
 func newFixture(t *testing.T, st Store, honours bool) *fixture {
 	f := &fixture{t: t, st: st, svc: startService(t), clock: newTestClock(), ctx: context.Background()}
 	f.exe = &testExec{name: "svc", version: "1.0", url: f.svc.url, honours: honours}
@@ -52,7 +58,7 @@ func newFixture(t *testing.T, st Store, honours bool) *fixture {
 }
 
 func (f *fixture) runner(exes ...effect.Executor) *Runner {
-	r, err := NewRunner(f.st, Options{Executors: exes, Clock: f.clock, CallTimeout: 200 * time.Millisecond, Writer: "test"})
+	r, err := NewRunner(f.st, Options{Executors: exes, Clock: f.clock, CallTimeout: callTimeout, Writer: "test"})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -480,7 +486,7 @@ func TestVerifyPolicyChanged(t *testing.T) {
 		return r
 	}
 	var err error
-	if f.r, err = NewRunner(f.st, Options{Executors: []effect.Executor{f.exe}, Clock: f.clock, CallTimeout: 200 * time.Millisecond, PolicyDigest: was}); err != nil {
+	if f.r, err = NewRunner(f.st, Options{Executors: []effect.Executor{f.exe}, Clock: f.clock, CallTimeout: callTimeout, PolicyDigest: was}); err != nil {
 		t.Fatal(err)
 	}
 	id := f.submit(demoPlan(t, f.st, GateNone), Auto, "doc")
