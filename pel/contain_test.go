@@ -50,6 +50,7 @@ func oneUserNode(t testing.TB) asl.Artifact {
 // registered operation ends the run with an ErrInternal error naming the
 // node, no outputs and no result (SPECS.md §12.8), never a crash.
 func TestPanickingOperationIsInternalFailure(t *testing.T) {
+	t.Parallel()
 	var nilMap map[string]int
 	tests := []struct {
 		name  string
@@ -107,6 +108,7 @@ func TestPanickingOperationIsInternalFailure(t *testing.T) {
 // 4 node limit, 5 output limit); it becomes status code 1 with diagnostic
 // 0x0011 (SPECS.md §11.3, §12.3). Codes from 0x00010000 pass unchanged.
 func TestReservedStatusCodes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		code     uint32
 		wantCode uint32
@@ -151,6 +153,7 @@ func TestReservedStatusCodes(t *testing.T) {
 // TestBrokenSizeDeclaration: an operation that declares a size and then
 // produces another, or fails, breaks its contract: an internal failure.
 func TestBrokenSizeDeclaration(t *testing.T) {
+	t.Parallel()
 	declare := func(n uint64) func(opreg.Call) (uint64, bool) {
 		return func(opreg.Call) (uint64, bool) { return n, true }
 	}
@@ -224,6 +227,7 @@ func TestDeclaredSizeStopsBeforeAllocation(t *testing.T) {
 // outcome under a limit is the same whether or not the size is declared
 // (the declaration only moves the check before the allocation).
 func TestDeclaredSizeLimitMatchesUndeclared(t *testing.T) {
+	t.Parallel()
 	undeclared := func(id opreg.OperationID) opreg.Operation {
 		op, _ := opreg.Kernel().Lookup(id)
 		c := *op
@@ -284,6 +288,7 @@ func TestDeclaredSizeLimitMatchesUndeclared(t *testing.T) {
 // internal failure: no result) before they are allocated; outputs whose
 // last reader has run no longer count.
 func TestMemoryBudget(t *testing.T) {
+	// Sequential: its "hostile concat" subtest measures the process's TotalAlloc.
 	// 1: const "aaaa" (4 bytes); 2: concat(1, 1) (8); 3: concat(2, 2) (16).
 	// When node 3 runs, node 1 is released: 8 bytes are held.
 	chain := mustArtifact(t, pel.Program{Nodes: []pel.Node{
@@ -339,6 +344,7 @@ func TestMemoryBudget(t *testing.T) {
 // internal failure: no result) before the node that would cross it, after
 // the deterministic output-bytes limit, which wins when both are crossed.
 func TestWorkBudget(t *testing.T) {
+	t.Parallel()
 	// Outputs 4, 8 and 16 bytes: 28 in all.
 	chain := mustArtifact(t, pel.Program{Nodes: []pel.Node{
 		constNode(t, 1, "aaaa"),

@@ -12,6 +12,7 @@ import (
 )
 
 func TestSchemeDescriptorGolden(t *testing.T) {
+	t.Parallel()
 	a := pel.SchemeDescriptor()
 	if !a.HasTag || a.Tag != pel.TagSchemeDescriptor || pel.TagSchemeDescriptor != 0x00000100 {
 		t.Fatalf("descriptor tag %s", a.Header().TagString())
@@ -27,6 +28,7 @@ func TestSchemeDescriptorGolden(t *testing.T) {
 }
 
 func TestDecodeDescriptorRejects(t *testing.T) {
+	t.Parallel()
 	good := pel.EncodeDescriptor(pel.DescriptorDAG1)
 	bad := bytes.Clone(good)
 	bad[len(bad)-1] = 2

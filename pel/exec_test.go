@@ -54,6 +54,7 @@ func userNode(id pel.NodeID, name string, params []byte, in ...pel.DagInput) pel
 }
 
 func TestExecDAGBranches(t *testing.T) {
+	t.Parallel()
 	reg := userRegistry(t)
 	prog := func(p pel.Program) asl.Artifact { return mustArtifact(t, p) }
 	raw := func(b []byte) asl.Artifact { return asl.Tagged(asl.TagPELProgramDAG1, b) }
@@ -235,6 +236,7 @@ func checkResultInvariants(t testing.TB, outs []asl.Artifact, res pel.ExecutionR
 // Equal arguments give byte-identical results and outputs, also when run
 // concurrently on a shared registry and program.
 func TestExecDAGDeterministic(t *testing.T) {
+	t.Parallel()
 	reg := userRegistry(t)
 	p := pel.Program{Nodes: []pel.Node{
 		constNode(t, 1, "abc"),
@@ -274,6 +276,7 @@ func TestExecDAGDeterministic(t *testing.T) {
 }
 
 func TestObserverEvents(t *testing.T) {
+	t.Parallel()
 	p := pel.Program{Nodes: []pel.Node{
 		concatNode(1, pel.FromNode(3, 0)),
 		constNode(t, 2, "two"),
@@ -313,6 +316,7 @@ func TestObserverEvents(t *testing.T) {
 }
 
 func TestPlanRunReuse(t *testing.T) {
+	t.Parallel()
 	p, _ := pel.Seed(pel.SeedConcat)
 	pl, err := pel.Prepare(p, nil)
 	if err != nil {

@@ -69,6 +69,7 @@ var jsonBytesCorpus = []string{
 // bytes for every program ProgramFromJSON accepts, listed in order or not,
 // and ProgramFromJSON's error for every text it refuses.
 func TestProgramBytesFromJSON(t *testing.T) {
+	t.Parallel()
 	for _, src := range jsonBytesCorpus {
 		sameAsProgramFromJSON(t, []byte(src))
 	}

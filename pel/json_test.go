@@ -13,6 +13,7 @@ import (
 )
 
 func TestJSONSeedsGolden(t *testing.T) {
+	t.Parallel()
 	var all bytes.Buffer
 	for _, name := range pel.SeedNames() {
 		p, _ := pel.Seed(name)
@@ -33,6 +34,7 @@ func TestJSONSeedsGolden(t *testing.T) {
 }
 
 func TestJSONHandWritten(t *testing.T) {
+	t.Parallel()
 	src := `{
 	  "roots": [{"node": 2}],
 	  "nodes": [
@@ -70,6 +72,7 @@ func TestJSONHandWritten(t *testing.T) {
 }
 
 func TestJSONRawParams(t *testing.T) {
+	t.Parallel()
 	// Unknown operations and undecodable kernel params use the raw form,
 	// and still round-trip.
 	p := pel.Program{Nodes: []pel.Node{
@@ -100,6 +103,7 @@ func TestJSONRawParams(t *testing.T) {
 }
 
 func TestJSONUserOperation(t *testing.T) {
+	t.Parallel()
 	reg, err := opreg.Kernel().Extend(opreg.Operation{
 		ID:        pel.OperationID{Name: "acme.repeat", Version: 1},
 		MinInputs: 1, MaxInputs: 1,
@@ -144,6 +148,7 @@ func TestJSONUserOperation(t *testing.T) {
 }
 
 func TestJSONRejects(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ name, src string }{
 		{"not json", `{`},
 		{"trailing", `{"nodes":[],"roots":[]} {}`},
@@ -213,6 +218,7 @@ func FuzzProgramFromJSON(f *testing.F) {
 // case variants, Unicode case folds and duplicates are rejected, in the
 // program and in readable params, while the exact form parses.
 func TestJSONMemberNamesExact(t *testing.T) {
+	t.Parallel()
 	if _, err := pel.ProgramFromJSON([]byte(`{"nodes":[{"id":1,"op":"pel.bytes.const","version":1,"params":{"text":"a"}}],"roots":[{"node":1}]}`), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -236,6 +242,7 @@ func TestJSONMemberNamesExact(t *testing.T) {
 // object, and "nodes", "roots" or "inputs" that are not arrays, are refused
 // with the field named, never taken for an empty value (issue 20).
 func TestJSONNotObjects(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ src, want string }{
 		{`null`, "the program: want an object, got null"},
 		{` [] `, "the program: want an object, got an array"},

@@ -82,6 +82,7 @@ func resultText(outs []asl.Artifact, res pel.ExecutionResultValue) string {
 // an output-bytes limit. The default run draws 500 programs;
 // AMDUAT_LONG=1 (internal/longtest) 1,500.
 func TestRopesMatchMaterialised(t *testing.T) {
+	t.Parallel()
 	n := longtest.Logf(t, "random programs", 500, 1500)
 	if testing.Short() {
 		n = 200
@@ -183,6 +184,7 @@ func TestRopesMatchMaterialised(t *testing.T) {
 // inputs (262 MB of zeros) in the default run, of all 5,000 with
 // AMDUAT_LONG=1 (internal/longtest).
 func TestRopeConcatCopiesNothing(t *testing.T) {
+	t.Parallel()
 	opts := pel.RunOptions{MaxMaterialize: 2 << 20}
 	outs, res, err := pel.ExecDAGRopes(nil, hostileConcat(t, 5000), nil, nil, nil, opts)
 	if err != nil || res.Status != pel.StatusOK || len(outs) != 1 {
@@ -218,6 +220,7 @@ func TestRopeConcatCopiesNothing(t *testing.T) {
 // in memory; above MaxMaterialize that is an internal failure wrapping
 // ErrOutOfMemory, and no result.
 func TestRopeMaterialiseLimit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st := memstore.New()
 	a := asl.Untagged(bytes.Repeat([]byte("z"), 1000))
@@ -244,6 +247,7 @@ func TestRopeMaterialiseLimit(t *testing.T) {
 // TestRopeDamagedInputIsAnError: a stored input damaged after the run
 // started is an error from the read, never a result over wrong bytes.
 func TestRopeDamagedInputIsAnError(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st := memstore.New()
 	a := asl.Untagged(bytes.Repeat([]byte("q"), 5000))

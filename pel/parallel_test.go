@@ -368,6 +368,7 @@ func (o outcome) diff(p outcome) string {
 // Under -race the default run (and -short) takes 1,000 programs, AMDUAT_LONG=1
 // (internal/longtest) the 5,000 of a run without -race.
 func TestParallelEquivalence(t *testing.T) {
+	// Sequential: it sets the package-wide speculation threshold and test hook.
 	n := *equivalencePrograms
 	if n == 0 {
 		n = 5000
@@ -455,6 +456,7 @@ func wideRoots(t testing.TB, n int) asl.Artifact {
 // output-bytes limit or the memory budget, so a hostile program allocates
 // no more with workers than without.
 func TestParallelRespectsBounds(t *testing.T) {
+	t.Parallel()
 	const size = 1 << 10
 	tests := []struct {
 		name string
@@ -489,6 +491,7 @@ func TestParallelRespectsBounds(t *testing.T) {
 // after a node that fails is never reported, and a speculated panic is
 // reported exactly at its canonical position.
 func TestParallelFailureAtCanonicalPosition(t *testing.T) {
+	// Sequential: it sets the package-wide speculation threshold.
 	defer pel.SetSpecMinHashBytes(0)()
 	reg := equivalenceRegistry(t)
 	spin := func(id pel.NodeID) pel.Node {
@@ -534,6 +537,7 @@ func wideHash(t testing.TB, n, size int) (asl.Artifact, []asl.Artifact) {
 // TestParallelWideHash: the 64 hash nodes give the same root with any
 // number of workers.
 func TestParallelWideHash(t *testing.T) {
+	t.Parallel()
 	prog, inputs := wideHash(t, 64, 128<<10)
 	want, res, err := pel.ExecDAGWith(nil, prog, inputs, nil, nil, pel.RunOptions{})
 	if err != nil || res.Status != pel.StatusOK {

@@ -23,6 +23,7 @@ func checkGolden(t *testing.T, name string, got []byte) {
 }
 
 func TestSeedsGolden(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	b.WriteString("# seed program: name, SHA-256 reference of the program artifact (tag 0x00000101), ProgramBytes hex\n")
 	for _, name := range pel.SeedNames() {
@@ -47,6 +48,7 @@ func TestSeedsGolden(t *testing.T) {
 }
 
 func TestProgramRoundTrip(t *testing.T) {
+	t.Parallel()
 	progs := []pel.Program{
 		{},
 		{Roots: []pel.RootRef{}},
@@ -77,6 +79,7 @@ func TestProgramRoundTrip(t *testing.T) {
 }
 
 func TestEmptyProgramBytes(t *testing.T) {
+	t.Parallel()
 	b, err := pel.EncodeProgram(pel.Program{})
 	if err != nil || hex.EncodeToString(b) != "0000000000000000" {
 		t.Fatalf("%x %v", b, err)
@@ -86,6 +89,7 @@ func TestEmptyProgramBytes(t *testing.T) {
 // Every strict prefix and every one-byte extension of a valid encoding is
 // rejected.
 func TestProgramPrefixesAndExtensions(t *testing.T) {
+	t.Parallel()
 	for _, name := range pel.SeedNames() {
 		a, _ := pel.SeedArtifact(name)
 		for n := 0; n < len(a.Bytes); n++ {
@@ -100,6 +104,7 @@ func TestProgramPrefixesAndExtensions(t *testing.T) {
 }
 
 func TestDecodeProgramRejects(t *testing.T) {
+	t.Parallel()
 	valid := rawNode{id: 1, name: "pel.bytes.const", version: 1, params: unhex(t, "000000000568656c6c6f")}
 	with := func(mod func(*rawNode)) rawNode { n := valid; mod(&n); return n }
 	long := strings.Repeat("a", 256)
@@ -148,6 +153,7 @@ func TestDecodeProgramRejects(t *testing.T) {
 }
 
 func TestCheckEncodable(t *testing.T) {
+	t.Parallel()
 	ok := constNode(t, 1, "a")
 	tests := []struct {
 		name string

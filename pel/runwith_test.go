@@ -27,6 +27,7 @@ func threeConcats(t *testing.T) *pel.Plan {
 }
 
 func TestLimits(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		limits   pel.Limits
@@ -99,6 +100,7 @@ func (m *mapMemo) Record(op pel.OperationID, params []byte, inputs []asl.Artifac
 }
 
 func TestMemoLeavesResultsUnchanged(t *testing.T) {
+	t.Parallel()
 	calls := 0
 	reg, err := opreg.Kernel().Extend(opreg.Operation{
 		ID: opreg.OperationID{Name: "test.count", Version: 1}, MinInputs: 1, MaxInputs: 1,
@@ -143,6 +145,7 @@ func TestMemoLeavesResultsUnchanged(t *testing.T) {
 }
 
 func TestInterrupt(t *testing.T) {
+	t.Parallel()
 	stopErr := errors.New("deadline")
 	n := 0
 	_, _, err := threeConcats(t).RunWith(nil, nil, nil, pel.RunOptions{Interrupt: func() error {

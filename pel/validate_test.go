@@ -13,6 +13,7 @@ import (
 )
 
 func TestCanonicalOrder(t *testing.T) {
+	t.Parallel()
 	n := func(id pel.NodeID, deps ...pel.NodeID) pel.Node {
 		node := pel.Node{ID: id, Op: opreg.OpConcat, Params: []byte{}}
 		for _, d := range deps {
@@ -82,6 +83,7 @@ func bruteOrder(nodes []pel.Node) []pel.NodeID {
 }
 
 func TestStructureErrors(t *testing.T) {
+	t.Parallel()
 	c := func(id pel.NodeID, ins ...pel.DagInput) pel.Node { return concatNode(id, ins...) }
 	tests := []struct {
 		name string
@@ -119,6 +121,7 @@ func TestStructureErrors(t *testing.T) {
 }
 
 func TestPrepareErrors(t *testing.T) {
+	t.Parallel()
 	unknown := pel.Node{ID: 2, Op: pel.OperationID{Name: "acme.nope", Version: 1}}
 	badParams := pel.Node{ID: 1, Op: opreg.OpConcat, Inputs: []pel.DagInput{pel.External(0)}, Params: []byte{0}}
 	tests := []struct {
@@ -152,6 +155,7 @@ func TestPrepareErrors(t *testing.T) {
 }
 
 func TestPlanAccessors(t *testing.T) {
+	t.Parallel()
 	p, _ := pel.Seed(pel.SeedSlice)
 	pl, err := pel.Prepare(p, nil)
 	if err != nil {
@@ -175,6 +179,7 @@ func heavy() bool { return os.Getenv("AMDUAT_HEAVY") == "1" }
 // limit: nothing recurses per node. Under -short or -race it uses 200k
 // nodes.
 func TestLongChainNoRecursion(t *testing.T) {
+	// Sequential: the stack limit it sets binds every goroutine of the process.
 	n := 1_000_000
 	if testing.Short() || raceEnabled {
 		n = 200_000
@@ -201,6 +206,7 @@ func TestLongChainNoRecursion(t *testing.T) {
 }
 
 func TestWideFanIn(t *testing.T) {
+	t.Parallel()
 	n := 100_000
 	if heavy() {
 		n = 1_000_000

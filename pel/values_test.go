@@ -12,6 +12,7 @@ import (
 )
 
 func TestStatusAndKindNames(t *testing.T) {
+	t.Parallel()
 	statuses := map[pel.ExecutionStatus]string{0: "OK", 1: "SCHEME_UNSUPPORTED", 2: "INVALID_PROGRAM", 3: "INVALID_INPUTS", 4: "RUNTIME_FAILED", 5: "STATUS_5"}
 	for s, name := range statuses {
 		if s.String() != name {
@@ -27,6 +28,7 @@ func TestStatusAndKindNames(t *testing.T) {
 }
 
 func TestCheckStatus(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		s    pel.ExecutionStatus
 		k    pel.ExecutionErrorKind
@@ -70,6 +72,7 @@ func sampleResult() pel.ExecutionResultValue {
 }
 
 func TestResultValueGolden(t *testing.T) {
+	t.Parallel()
 	ok := pel.ExecutionResultValue{PEL1Version: 1, Status: pel.StatusOK, SchemeRef: pel.SchemeRefDAG1}
 	var out bytes.Buffer
 	for _, v := range []pel.ExecutionResultValue{ok, sampleResult()} {
@@ -90,6 +93,7 @@ func TestResultValueGolden(t *testing.T) {
 }
 
 func TestEncodeResultValueRejectsInvalid(t *testing.T) {
+	t.Parallel()
 	for name, mod := range map[string]func(*pel.ExecutionResultValue){
 		"version 2":        func(v *pel.ExecutionResultValue) { v.PEL1Version = 2 },
 		"zero scheme ref":  func(v *pel.ExecutionResultValue) { v.SchemeRef = asl.Reference{} },
@@ -106,6 +110,7 @@ func TestEncodeResultValueRejectsInvalid(t *testing.T) {
 }
 
 func TestDecodeResultValueRejects(t *testing.T) {
+	t.Parallel()
 	good, _ := pel.EncodeResultValue(sampleResult())
 	// Layout of good: 0..2 version, 2 status, 3..7 ref_len, 7..41 ref,
 	// 41 kind, 42..46 code, 46..50 diag count, then entries.
@@ -154,6 +159,7 @@ func TestDecodeResultValueRejects(t *testing.T) {
 }
 
 func TestReadResultValueEmbedded(t *testing.T) {
+	t.Parallel()
 	v, _ := pel.EncodeResultValue(sampleResult())
 	b := append(append([]byte{0xaa}, v...), 0xbb)
 	r := enc.NewReader(b)

@@ -36,10 +36,12 @@ func backoffSchedule() string {
 }
 
 func TestBackoffGolden(t *testing.T) {
+	t.Parallel()
 	checkGolden(t, "backoff.golden", backoffSchedule())
 }
 
 func TestBackoffRules(t *testing.T) {
+	t.Parallel()
 	p := RetryPolicy{MaxAttempts: 100, BaseMillis: 1000}
 	for _, c := range []effect.ErrorClass{effect.PolicyDenied, effect.InvalidInput, effect.AuthForbidden, effect.LimitExceeded, effect.ExecutorFault} {
 		if _, ok := Backoff("k", 1, c, p, 0); ok {

@@ -39,6 +39,7 @@ func examplePlan(t testing.TB) Plan {
 }
 
 func TestPlanRoundTrip(t *testing.T) {
+	t.Parallel()
 	p := examplePlan(t)
 	b, err := p.Encode()
 	if err != nil {
@@ -68,6 +69,7 @@ func TestPlanRoundTrip(t *testing.T) {
 }
 
 func TestRecordsRoundTrip(t *testing.T) {
+	t.Parallel()
 	req := EffectRequest{Kind: "http", Params: []byte(`{"method":"GET"}`), Inputs: []effect.Input{{Name: "body", Ref: refHello}}, Key: "k1"}
 	rec := Receipt{Kind: AttemptReceipt, Plan: refProgram, Execution: refWorld, Step: "fetch", Effect: "http", Request: refHello, Key: "k1",
 		Attempt: 2, Outcome: FailedRetryable, ErrorClass: effect.RateLimited, Message: "429",

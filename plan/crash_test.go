@@ -64,6 +64,7 @@ func crashExecutors(url string) []effect.Executor {
 // TestPlanCrashChild is the child: it submits (or attaches to) the
 // execution of the plan on each input and runs it.
 func TestPlanCrashChild(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(envChild) != "1" {
 		t.Skip("the child of TestPlanCrashResume")
 	}
@@ -94,6 +95,7 @@ func TestPlanCrashChild(t *testing.T) {
 }
 
 func TestPlanCrashResume(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(envChild) == "1" {
 		t.Skip("in the child")
 	}

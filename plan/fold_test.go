@@ -51,6 +51,7 @@ func chain(t testing.TB, evs []Event) ([]Event, []asl.Reference) {
 // TestFoldRejects: a ledger that breaks a rule of SPECS.md §24.4 does not
 // fold, and the error names what broke.
 func TestFoldRejects(t *testing.T) {
+	t.Parallel()
 	sub := Event{Type: EventSubmitted}
 	ready := func(s string) Event { return Event{Type: EventStepReady, Step: s} }
 	started := func(s string, n uint32) Event { return Event{Type: EventStepStarted, Step: s, Attempt: n} }
@@ -149,6 +150,7 @@ func FuzzRetryDelay(f *testing.F) {
 // running while another calls it may surface it as unknown_outcome (SPECS
 // §24.7, "Limitation"), never call it again.
 func TestConcurrentRunners(t *testing.T) {
+	t.Parallel()
 	for round := 0; round < 5; round++ {
 		f := newFixture(t, newMemPinned(), false)
 		id := f.submit(demoPlan(t, f.st, GateNone), Auto, "doc")
@@ -188,6 +190,7 @@ func TestConcurrentRunners(t *testing.T) {
 // TestPinNames: the ledger's pin names (SPECS.md §24.3, §24.7) for the
 // longest kinds and keys stay within a pin name's 255 bytes.
 func TestPinNames(t *testing.T) {
+	t.Parallel()
 	if got := EventPinName(foldID, 42); got != "plan/"+foldID.String()+"/000000000042" {
 		t.Fatalf("event pin %q", got)
 	}

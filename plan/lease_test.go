@@ -93,6 +93,7 @@ func leaseTerms(t *testing.T, st *memPinned, id asl.Reference) []string {
 // same term has been seen for the TTL; then it is taken over, and the old
 // holder's renewal and release find it lost.
 func TestLeaseTakeover(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	st := newMemPinned()
 	clock := newManualClock()
@@ -140,6 +141,7 @@ func TestLeaseTakeover(t *testing.T) {
 // lease; a run whose lease is taken over is cancelled with ErrLeaseLost,
 // its call cut off as by a crash.
 func TestLeaseRun(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	svc := startService(t)
 	st := newMemPinned()
@@ -201,6 +203,7 @@ func TestLeaseRun(t *testing.T) {
 
 // TestLeaseRecordBytes: the worked example of SPECS.md §24.7, "Leases".
 func TestLeaseRecordBytes(t *testing.T) {
+	t.Parallel()
 	if got := hex.EncodeToString(LeaseRecord("").Bytes); got != "616d647561742d706c616e2d6c656173652f312072656c65617365640a" {
 		t.Fatalf("released record = %s", got)
 	}

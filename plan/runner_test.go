@@ -44,6 +44,12 @@ var storeKinds = []storeKind{
 	}},
 }
 
+// callTimeout is the fixtures' CallTimeout: a scripted "hang" waits it
+// out, and every other call must end within it even on a loaded machine
+// with other tests running beside it (it was 200 ms, which a call writing
+// to a Pebble store overran under load).
+const callTimeout = time.Second
+
 func newFixture(t *testing.T, st Store, honours bool) *fixture {
 	f := &fixture{t: t, st: st, svc: startService(t), clock: newTestClock(), ctx: context.Background()}
 	f.exe = &testExec{name: "svc", version: "1.0", url: f.svc.url, honours: honours}
@@ -52,7 +58,7 @@ func newFixture(t *testing.T, st Store, honours bool) *fixture {
 }
 
 func (f *fixture) runner(exes ...effect.Executor) *Runner {
-	r, err := NewRunner(f.st, Options{Executors: exes, Clock: f.clock, CallTimeout: 200 * time.Millisecond, Writer: "test"})
+	r, err := NewRunner(f.st, Options{Executors: exes, Clock: f.clock, CallTimeout: callTimeout, Writer: "test"})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -114,6 +120,7 @@ func (f *fixture) totalCalls() int {
 // count as its partial value, runs to completion once approved, attaches a
 // second submission, and replays with no call and identical bytes.
 func TestGatedApproveReplay(t *testing.T) {
+	t.Parallel()
 	for _, sk := range storeKinds {
 		t.Run(sk.name, func(t *testing.T) {
 			f := newFixture(t, sk.open(t), false)
@@ -204,6 +211,7 @@ func replays(t *testing.T, f *fixture, id asl.Reference, n int) {
 // TestModes: dry-run calls nothing and lists the effects; draft-only
 // calls everything but the external_send; auto calls all.
 func TestModes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		mode   Mode
 		status ExecStatus
@@ -241,6 +249,7 @@ func TestModes(t *testing.T) {
 
 // TestStepGate: a step's own approval gate holds even in auto mode.
 func TestStepGateAuto(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, newMemPinned(), false)
 	id := f.submit(demoPlan(t, f.st, GateApproval), Auto, "doc")
 	f.wantStates(f.run(id, ExecWaiting), "count=succeeded fetch=succeeded post=waiting_approval")
@@ -249,6 +258,7 @@ func TestStepGateAuto(t *testing.T) {
 // TestReject: a rejected gate fails its step with REJECTED; the execution
 // ends partial with what it has.
 func TestReject(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, newMemPinned(), false)
 	id := f.submit(demoPlan(t, f.st, GateNone), Gated, "doc")
 	f.run(id, ExecWaiting)
@@ -269,6 +279,7 @@ func TestReject(t *testing.T) {
 // failures on the fetch step and checks what is retried, how often and
 // after which recorded backoff.
 func TestRetryByClass(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		script  []string
@@ -340,6 +351,7 @@ func TestRetryByClass(t *testing.T) {
 // TestUnknownOutcome: an external_send whose call may have reached the
 // world is never called again without retry --force.
 func TestUnknownOutcome(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, newMemPinned(), false)
 	p := demoPlan(t, f.st, GateNone)
 	id := f.submit(p, Auto, "doc")
@@ -395,6 +407,7 @@ func (f *fixture) runUntilPostKey(id asl.Reference) string {
 // TestReuseAcrossExecutions: a read_only step with cache policy reuse is
 // answered from the first execution's receipt.
 func TestReuseAcrossExecutions(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, newMemPinned(), false)
 	p := demoPlan(t, f.st, GateNone)
 	id1 := f.submit(p, Auto, "shared-doc")
@@ -418,6 +431,7 @@ func TestReuseAcrossExecutions(t *testing.T) {
 
 // TestCancel: a cancelled execution calls nothing more.
 func TestCancel(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, newMemPinned(), false)
 	id := f.submit(demoPlan(t, f.st, GateNone), Gated, "doc")
 	f.run(id, ExecWaiting)
@@ -436,6 +450,7 @@ func TestCancel(t *testing.T) {
 
 // TestVerifyDrift: a replay names an executor whose version changed.
 func TestVerifyDrift(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, newMemPinned(), false)
 	id := f.submit(demoPlan(t, f.st, GateNone), Auto, "doc")
 	f.run(id, ExecCompleted)
@@ -460,6 +475,7 @@ func TestVerifyDrift(t *testing.T) {
 // the policy in force, and a replay under another policy names it
 // (SPECS.md §24.9); under the same policy it verifies.
 func TestVerifyPolicyChanged(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, newMemPinned(), false)
 	const was, now = "1111111111111111111111111111111111111111111111111111111111111111", "2222222222222222222222222222222222222222222222222222222222222222"
 	verifier := func(digest string) *Runner {
@@ -470,7 +486,7 @@ func TestVerifyPolicyChanged(t *testing.T) {
 		return r
 	}
 	var err error
-	if f.r, err = NewRunner(f.st, Options{Executors: []effect.Executor{f.exe}, Clock: f.clock, CallTimeout: 200 * time.Millisecond, PolicyDigest: was}); err != nil {
+	if f.r, err = NewRunner(f.st, Options{Executors: []effect.Executor{f.exe}, Clock: f.clock, CallTimeout: callTimeout, PolicyDigest: was}); err != nil {
 		t.Fatal(err)
 	}
 	id := f.submit(demoPlan(t, f.st, GateNone), Auto, "doc")
@@ -512,6 +528,7 @@ func TestVerifyPolicyChanged(t *testing.T) {
 
 // TestList lists executions with their status.
 func TestList(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, newMemPinned(), false)
 	a := f.submit(demoPlan(t, f.st, GateNone), Auto, "a")
 	b := f.submit(demoPlan(t, f.st, GateNone), DryRun, "b")

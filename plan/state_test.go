@@ -60,10 +60,12 @@ func transitionMatrix() string {
 }
 
 func TestTransitionsGolden(t *testing.T) {
+	t.Parallel()
 	checkGolden(t, "transitions.golden", transitionMatrix())
 }
 
 func TestCheckTransition(t *testing.T) {
+	t.Parallel()
 	legal := 0
 	for from := StatePending; from <= StateBlocked; from++ {
 		for to := StatePending; to <= StateBlocked; to++ {

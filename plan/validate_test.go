@@ -15,6 +15,7 @@ import (
 // Every rule of SPECS.md §22.3 and §22.4 refused by Build, naming the
 // field by its place in the document.
 func TestBuildRefuses(t *testing.T) {
+	t.Parallel()
 	prog := refProgram.String()
 	eff := func(extra string) string {
 		return `"effect":{"kind":"http","params":{},"class":"read_only","gate":"none","retry":{"max_attempts":1,"base_ms":0,"cap_ms":0},"cache":"none"` + extra + `}`
@@ -77,6 +78,7 @@ func TestBuildRefuses(t *testing.T) {
 }
 
 func TestBuildAccepts(t *testing.T) {
+	t.Parallel()
 	p := examplePlan(t)
 	if len(p.Steps) != 3 {
 		t.Fatalf("%+v", p)
@@ -96,6 +98,7 @@ func TestBuildAccepts(t *testing.T) {
 }
 
 func TestCanonicalParams(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ in, want string }{
 		{`{}`, `{}`},
 		{` { "b" : 1 , "a" : [ true , false , null , 1.50 , -0 , 1e3 ] } `, `{"a":[true,false,null,1.50,-0,1e3],"b":1}`},
@@ -121,6 +124,7 @@ func TestCanonicalParams(t *testing.T) {
 // DeriveKey's byte layout (§22.5), computed by hand, and StepKey's
 // template expansion.
 func TestKeys(t *testing.T) {
+	t.Parallel()
 	s := Step{ID: "fetch", Kind: EffectStep, Effect: "http", EffectParams: []byte(`{"url":"x"}`)}
 	in := []effect.Input{{Name: "b", Ref: refWorld}, {Name: "a", Ref: refHello}}
 	k := DeriveKey(s, in)
@@ -170,6 +174,7 @@ func sha256Hex(s string) string {
 // decodes; closing it into a 10,000-step cycle is found without
 // recursion; params with 20,000 members parse in linear time.
 func TestLargePlans(t *testing.T) {
+	t.Parallel()
 	const n = 10000
 	eff := `"effect":{"kind":"k","params":{},"class":"read_only","gate":"none","retry":{"max_attempts":1,"base_ms":0,"cap_ms":0},"cache":"none"}`
 	var b strings.Builder

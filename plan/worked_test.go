@@ -63,6 +63,7 @@ func workedArtifacts(t *testing.T) [][2]string {
 // testdata/worked.txt (frozen: a difference is a change of bytes, which
 // changes SPECS.md and the vectors too).
 func TestWorkedExamples(t *testing.T) {
+	t.Parallel()
 	f, err := os.Open("testdata/worked.txt")
 	if err != nil {
 		t.Fatal(err)

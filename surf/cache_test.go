@@ -52,6 +52,7 @@ func upperProgram(t testing.TB, s asl.Store) asl.Reference {
 }
 
 func TestActionCache(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := memstore.New()
 	var calls atomic.Int64
@@ -100,6 +101,7 @@ func TestActionCache(t *testing.T) {
 }
 
 func TestStoreFailuresAreNotCached(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := memstore.New()
 	prog := seed(t, s, pel.SeedConcat1)
@@ -118,6 +120,7 @@ func TestStoreFailuresAreNotCached(t *testing.T) {
 }
 
 func TestRequestKeyCoversEveryField(t *testing.T) {
+	t.Parallel()
 	a := asl.MustDerive(asl.HashSHA256, asl.Untagged([]byte("a")))
 	b := asl.MustDerive(asl.HashSHA256, asl.Untagged([]byte("b")))
 	base := surf.Request{ProgramRef: a, InputRefs: []asl.Reference{b}}

@@ -17,6 +17,7 @@ import (
 // pel.ErrInternal and stores no output, result or trace, with or without
 // the action cache and the node memo.
 func TestPanickingOperationStoresNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	boom := opreg.OperationID{Name: "test.boom", Version: 1}
 	reg, err := opreg.Kernel().Extend(opreg.Operation{

@@ -129,6 +129,7 @@ func TestDoubleConcatBoundedMemory(t *testing.T) {
 // run and damaged before its bytes are read again ends the run with an
 // error wrapping ErrIntegrity, and nothing is stored.
 func TestDamagedInputMidRunStoresNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st := memstore.New()
 	x := bytes.Repeat([]byte("v"), 3<<20)
@@ -153,6 +154,7 @@ func TestDamagedInputMidRunStoresNothing(t *testing.T) {
 // kernel (a result), while an operation that reads its inputs whole is
 // refused them (an operational error, nothing stored).
 func TestLargeInputsLazy(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st := memstore.New()
 	in := put(t, st, asl.Untagged(bytes.Repeat([]byte("y"), 2<<20)))

@@ -141,11 +141,13 @@ func referenceRuns(t *testing.T, st asl.Store, memo, sampled bool) []string {
 // TestRunsMatchReference: the references of the sampled runs above
 // (sampledRun: all of them with AMDUAT_LONG=1) equal those in
 // testdata/reference_runs.golden on a memstore, on a Pebble store with
-// the node memo, twice, and over the HTTP client, on a server. The golden
-// file was written by the surface as it was before it read inputs lazily
-// and streamed outputs (commit 39853a0, `go test -run
-// TestRunsMatchReference -update`).
+// the node memo, twice, and over the HTTP client, on a server; the three
+// stores are independent subtests run in parallel. The golden file was
+// written by the surface as it was before it read inputs lazily and
+// streamed outputs (commit 39853a0, `go test -run TestRunsMatchReference
+// -update`).
 func TestRunsMatchReference(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("writes about 200 MiB")
 	}
@@ -153,7 +155,6 @@ func TestRunsMatchReference(t *testing.T) {
 	if golden.Updating() {
 		golden.Check(t, path, []byte(strings.Join(referenceRuns(t, memstore.New(), false, false), "")))
 	}
-	got := strings.Join(referenceRuns(t, memstore.New(), false, true), "")
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -170,40 +171,50 @@ func TestRunsMatchReference(t *testing.T) {
 			lines[i] = ""
 		}
 	}
-	if want := strings.Join(lines, ""); got != want {
-		t.Fatalf("memstore:\n%s\n%s (the sampled runs):\n%s", got, path, want)
-	}
-	ps, err := pebblestore.Create(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ps.Close()
-	if again := strings.Join(referenceRuns(t, ps, true, true), ""); again != got {
-		t.Fatalf("pebble store with the node memo:\n%s\nmemstore:\n%s", again, got)
-	}
-	if again := strings.Join(referenceRuns(t, ps, true, true), ""); again != got {
-		t.Fatalf("pebble store, memo entries reused:\n%s\nmemstore:\n%s", again, got)
-	}
+	want := strings.Join(lines, "")
+	t.Run("memstore", func(t *testing.T) {
+		t.Parallel()
+		if got := strings.Join(referenceRuns(t, memstore.New(), false, true), ""); got != want {
+			t.Fatalf("memstore:\n%s\n%s (the sampled runs):\n%s", got, path, want)
+		}
+	})
+	t.Run("pebble", func(t *testing.T) {
+		t.Parallel()
+		ps, err := pebblestore.Create(t.TempDir(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ps.Close()
+		if got := strings.Join(referenceRuns(t, ps, true, true), ""); got != want {
+			t.Fatalf("pebble store with the node memo:\n%s\n%s (the sampled runs):\n%s", got, path, want)
+		}
+		if got := strings.Join(referenceRuns(t, ps, true, true), ""); got != want {
+			t.Fatalf("pebble store, memo entries reused:\n%s\n%s (the sampled runs):\n%s", got, path, want)
+		}
+	})
 	// Through the HTTP client: store-backed inputs are read over HTTP.
-	backing, err := pebblestore.Create(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer backing.Close()
-	srv, err := server.New(server.Config{Store: backing})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	defer ts.Close()
-	hc, err := httpstore.Open(t.Context(), ts.URL, httpstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hc.Close()
-	// Without its index (index writes go through the server's own runs),
-	// as a plain asl.Store.
-	if again := strings.Join(referenceRuns(t, struct{ asl.Store }{hc}, false, true), ""); again != got {
-		t.Fatalf("HTTP store:\n%s\nmemstore:\n%s", again, got)
-	}
+	t.Run("http", func(t *testing.T) {
+		t.Parallel()
+		backing, err := pebblestore.Create(t.TempDir(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer backing.Close()
+		srv, err := server.New(server.Config{Store: backing})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := httptest.NewServer(srv.Handler())
+		defer ts.Close()
+		hc, err := httpstore.Open(t.Context(), ts.URL, httpstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer hc.Close()
+		// Without its index (index writes go through the server's own runs),
+		// as a plain asl.Store.
+		if got := strings.Join(referenceRuns(t, struct{ asl.Store }{hc}, false, true), ""); got != want {
+			t.Fatalf("HTTP store:\n%s\n%s (the sampled runs):\n%s", got, path, want)
+		}
+	})
 }

@@ -19,6 +19,7 @@ import (
 )
 
 func TestLimitsAreRecordedKeyedAndReplayed(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := memstore.New()
 	a := put(t, s, asl.Untagged([]byte("aaaa")))
@@ -84,6 +85,7 @@ func stepChain(n int) pel.Program {
 }
 
 func TestNodeMemoReusesAcrossPrograms(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := memstore.New()
 	var calls atomic.Int64
@@ -119,6 +121,7 @@ const (
 // itself with SIGKILL while executing node 25, then reruns it here with the
 // node memo: only the nodes that had not completed execute again.
 func TestKillAndResume(t *testing.T) {
+	t.Parallel()
 	if dir := os.Getenv(killEnvDir); dir != "" {
 		childRun(t, dir)
 		return

@@ -17,6 +17,7 @@ import (
 // Every acknowledged run is in the log after a crash that loses whatever
 // was not synced, and no record names a result that is not stored.
 func TestRunLogSurvivesCrash(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fs := vfs.NewCrashableMem()
 	s, err := pebblestore.Create("store", &pebblestore.Options{FS: fs})

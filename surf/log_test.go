@@ -29,6 +29,7 @@ func fakeClock(start time.Time, step time.Duration) func() time.Time {
 }
 
 func TestRunLog(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, backend := range []string{"mem", "pebble"} {
 		t.Run(backend, func(t *testing.T) {
@@ -126,6 +127,7 @@ func TestRunLog(t *testing.T) {
 }
 
 func TestLogRecordRoundTrip(t *testing.T) {
+	t.Parallel()
 	rec := surf.LogRecord{Time: time.Unix(1700000000, 123).UTC(), ResultRef: asl.MustDerive(asl.HashSHA256, asl.Untagged(nil)),
 		ProgramRef: asl.MustDerive(asl.HashBLAKE3, asl.Untagged(nil)), Status: pel.StatusRuntimeFailed, StatusCode: 0x30001, Cache: "off", Duration: time.Second}
 	rec.RequestKey[0] = 7
@@ -165,6 +167,7 @@ func FuzzDecodeLogRecord(f *testing.F) {
 
 // A record whose result is gone is reported as stale; the others are not.
 func TestStaleLogKeys(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := memstore.New()
 	progArt, _ := pel.SeedArtifact("const")

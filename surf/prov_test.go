@@ -12,6 +12,7 @@ import (
 )
 
 func TestRunsRecordProvenance(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := memstore.New()
 	sf := surf.New(s, surf.Options{})

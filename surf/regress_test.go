@@ -29,6 +29,7 @@ func poison(t *testing.T, s *memstore.Store, in []byte, salt []byte) {
 }
 
 func TestVerifyIgnoresTheNodeMemoAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := memstore.New()
 	prog, _ := pel.ProgramArtifact(stepChain(1))
@@ -54,6 +55,7 @@ func TestVerifyIgnoresTheNodeMemoAndWritesNothing(t *testing.T) {
 }
 
 func TestSaltDisownsNodeMemo(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := memstore.New()
 	prog, _ := pel.ProgramArtifact(stepChain(1))
@@ -74,6 +76,7 @@ func TestSaltDisownsNodeMemo(t *testing.T) {
 // lazily, so MaxArtifact (the bound of what is read into memory for an
 // operation) no longer turns a large one into a miss.
 func TestNodeMemoOutputAboveMaxArtifactIsReused(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := memstore.New()
 	var calls atomic.Int64
@@ -104,6 +107,7 @@ func (c *countingStore) Enumerate(ctx context.Context, after asl.Reference, fn f
 }
 
 func TestDamagedIndexedTraceIsNotScannedFor(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := &countingStore{Store: memstore.New()}
 	prog := seed(t, s, pel.SeedConst)

@@ -12,6 +12,7 @@ import (
 
 // TestSpecWorkedExample pins the references printed in SPECS.md §14.5.
 func TestSpecWorkedExample(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := memstore.New()
 	run, err := surf.New(s, surf.Options{}).Run(ctx, surf.Request{ProgramRef: seed(t, s, pel.SeedConst)})

@@ -18,6 +18,7 @@ import (
 // the same references; Run.Trace then has no records, the stored trace
 // decodes, Verify finds it clean, and no spool file is left behind.
 func TestSpooledTrace(t *testing.T) {
+	// Sequential: it sets the package-wide trace spool options of every run.
 	ctx := context.Background()
 	cp, err := opreg.EncodeConstParams(opreg.ConstParams{Bytes: []byte("0123456789abcdef")})
 	if err != nil {

@@ -35,6 +35,7 @@ func seed(t testing.TB, s asl.Store, name string) asl.Reference {
 type noIndex struct{ asl.Store }
 
 func TestRunBranches(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := memstore.New()
 	in0 := put(t, s, asl.Untagged([]byte("hello ")))
@@ -120,6 +121,7 @@ func TestRunBranches(t *testing.T) {
 }
 
 func TestRunIsDeterministic(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	var first *surf.Run
 	for i := 0; i < 3; i++ {
@@ -141,6 +143,7 @@ func TestRunIsDeterministic(t *testing.T) {
 }
 
 func TestOperationalErrorStoresNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := memstore.New()
 	prog := seed(t, s, pel.SeedConcat1)
@@ -164,6 +167,7 @@ func TestOperationalErrorStoresNothing(t *testing.T) {
 }
 
 func TestResultDecodeRejects(t *testing.T) {
+	t.Parallel()
 	s := memstore.New()
 	run, err := surf.New(s, surf.Options{}).Run(context.Background(), surf.Request{ProgramRef: asl.MustDerive(asl.HashSHA256, asl.Untagged(nil))})
 	if err != nil {

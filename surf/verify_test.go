@@ -15,6 +15,7 @@ import (
 )
 
 func TestVerify(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	setup := func(t *testing.T) (*memstore.Store, *surf.Run) {
 		s := memstore.New()
