@@ -44,11 +44,14 @@ var storeKinds = []storeKind{
 	}},
 }
 
-// callTimeout is the fixtures' CallTimeout: a scripted "hang" waits it
-// out, and every other call must end within it even on a loaded machine
-// with other tests running beside it (it was 200 ms, which a call writing
-// to a Pebble store overran under load).
-const callTimeout = time.Second
+// callTimeout is the fixtures' CallTimeout: no call of theirs nears it,
+// however loaded the machine (a call writing to a Pebble store overran
+// 200 ms under load). hangTimeout is the runner's CallTimeout in the two
+// tests that script a hang, which waits it out.
+const (
+	callTimeout = time.Minute
+	hangTimeout = time.Second
+)
 
 func newFixture(t *testing.T, st Store, honours bool) *fixture {
 	f := &fixture{t: t, st: st, svc: startService(t), clock: newTestClock(), ctx: context.Background()}
@@ -58,7 +61,11 @@ func newFixture(t *testing.T, st Store, honours bool) *fixture {
 }
 
 func (f *fixture) runner(exes ...effect.Executor) *Runner {
-	r, err := NewRunner(f.st, Options{Executors: exes, Clock: f.clock, CallTimeout: callTimeout, Writer: "test"})
+	return f.runnerTimeout(callTimeout, exes...)
+}
+
+func (f *fixture) runnerTimeout(timeout time.Duration, exes ...effect.Executor) *Runner {
+	r, err := NewRunner(f.st, Options{Executors: exes, Clock: f.clock, CallTimeout: timeout, Writer: "test"})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -305,6 +312,9 @@ func TestRetryByClass(t *testing.T) {
 			}
 			key, _ := x0.Key(1)
 			f.svc.setScript(key, tc.script...)
+			if tc.script[0] == "hang" {
+				f.r = f.runnerTimeout(hangTimeout, f.exe)
+			}
 			x := f.run(id, tc.status)
 			if calls, _ := f.svc.count(key); calls != tc.calls {
 				t.Fatalf("fetch called %d times, want %d", calls, tc.calls)
@@ -359,6 +369,7 @@ func TestUnknownOutcome(t *testing.T) {
 	// service acted is unknown to it.
 	x := f.runUntilPostKey(id)
 	f.svc.setScript(x, "hang", "ok")
+	f.r = f.runnerTimeout(hangTimeout, f.exe)
 	xs := f.run(id, ExecWaiting)
 	f.wantStates(xs, "count=succeeded fetch=succeeded post=unknown_outcome")
 	if c, _ := f.svc.count(x); c != 1 {
