@@ -66,7 +66,7 @@ func readerGoroutines(t *testing.T) int {
 		}
 	}
 	if !self {
-		t.Fatalf("no goroutine labelled %s (labelReaders) in the goroutine profile:\n%s", want, b.String())
+		t.Fatalf("the calling goroutine lacks the label %s=%s (labelReaders); goroutine profile:\n%s", readerLabel, top, b.String())
 	}
 	return count
 }
