@@ -215,6 +215,7 @@ func benchHashLarge(b *testing.B, id asl.HashID, size uint64) {
 }
 
 func TestPatternReader(t *testing.T) {
+	t.Parallel()
 	a, _ := io.ReadAll(&patternReader{left: 3 << 20, seed: 1})
 	var b []byte
 	r := &patternReader{left: 3 << 20, seed: 1}

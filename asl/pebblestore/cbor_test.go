@@ -12,6 +12,7 @@ import (
 // TestFastCodecsMatchCBOR holds the hand-written record codecs to the
 // general CBOR codec: the same bytes out, and the same values in.
 func TestFastCodecsMatchCBOR(t *testing.T) {
+	t.Parallel()
 	tag0, tagMax := uint32(0), uint32(math.MaxUint32)
 	vals := []uint64{0, 1, 23, 24, 255, 256, 65535, 65536, math.MaxUint32, math.MaxUint32 + 1, math.MaxUint64}
 	var recs []indexRecord
@@ -93,6 +94,7 @@ func FuzzParseRecords(f *testing.F) {
 // TestPackHeadMatchesCBOR: the hand-written pack head encoder gives the
 // core deterministic encoding of packHead.
 func TestPackHeadMatchesCBOR(t *testing.T) {
+	t.Parallel()
 	tag := uint32(0xffffffff)
 	for _, c := range []struct {
 		hdr    asl.Header
@@ -122,6 +124,7 @@ func TestPackHeadMatchesCBOR(t *testing.T) {
 // parts and large records give the core deterministic encoding of packHead,
 // which decodes to the right kind.
 func TestPartAndLargeHeadsMatchCBOR(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ part, stored uint64 }{{0, 1}, {23, 24}, {1 << 20, MaxChunkSize}, {1 << 40, 255}} {
 		h := packHead{Stored: &c.stored, Part: &c.part}
 		want := appendCBOR(nil, h)
@@ -155,6 +158,7 @@ func TestPartAndLargeHeadsMatchCBOR(t *testing.T) {
 // TestChunkCRC: the hand-rolled prefix gives crc32.Checksum of the whole
 // input, and costs no allocation.
 func TestChunkCRC(t *testing.T) {
+	// Not parallel: testing.AllocsPerRun counts the whole process's allocations.
 	payload := []byte("hello")
 	in := append(bytes.Clone([]byte{0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0, 0, 0, 0, 5}), payload...)
 	if got, want := chunkCRC(7, 2, 1, 5, payload), crc32.Checksum(in, crcTable); got != want {
@@ -169,6 +173,7 @@ func TestChunkCRC(t *testing.T) {
 // gives the core deterministic encoding of packHead, which decodes to a
 // commit marker; a marker with any other field is no known kind.
 func TestCommitHeadMatchesCBOR(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ id, at, start uint64 }{{3, 64, 8}, {1, 1 << 30, 1<<30 - 5}, {1 << 40, 1 << 33, 23}} {
 		crc := commitCRC(c.id, c.at, c.start)
 		h := packHead{Commit: &c.start, CRC: &crc}

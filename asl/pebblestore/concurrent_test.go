@@ -22,6 +22,7 @@ import (
 // round; AMDUAT_LONG=1 (internal/longtest) runs 8 goroutines of 6 rounds
 // (issue 25).
 func TestConcurrent(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		packMin int64
 		small   bool

@@ -40,6 +40,7 @@ func flip(v []byte, i int, bit byte) []byte {
 }
 
 func TestCorruption(t *testing.T) {
+	t.Parallel()
 	const chunk = 64 << 10
 	for _, mode := range []struct {
 		name      string
@@ -163,6 +164,7 @@ func testCorruption(t *testing.T, opts *Options) {
 // of a chunked one: every read must fail with ErrIntegrity or return the
 // original bytes, never other bytes.
 func TestCorruptionEveryBit(t *testing.T) {
+	t.Parallel()
 	s := newMemStore(t, &Options{ChunkSize: MinChunkSize, InlineMax: 2048, MinCompressSize: 512, PackMin: -1})
 	ctx := context.Background()
 	cases := map[string][]byte{
@@ -204,6 +206,7 @@ func TestCorruptionEveryBit(t *testing.T) {
 }
 
 func TestDamagedRecordsOnStatAndEnumerate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newMemStore(t, nil)
 	ref := put(t, s, asl.HashSHA256, asl.Untagged([]byte("x")))
@@ -221,6 +224,7 @@ func TestDamagedRecordsOnStatAndEnumerate(t *testing.T) {
 }
 
 func TestDamagedConfig(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name  string
 		value []byte
@@ -248,6 +252,7 @@ func TestDamagedConfig(t *testing.T) {
 // and its config record is rewritten to the current version (so that a
 // version 1 reader refuses a store that may hold pack records).
 func TestOpenUpgradesVersion1(t *testing.T) {
+	t.Parallel()
 	fs := vfs.NewMem()
 	s := newMemStore(t, &Options{FS: fs})
 	data := []byte("written by version 1")
@@ -274,6 +279,7 @@ func isIntegrity(err error) bool { return errors.Is(err, asl.ErrIntegrity) }
 // ErrIntegrity, whatever its record was (inline, packed, chunked), and
 // reports a missing artifact.
 func TestCorruptHook(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newMemStore(t, &Options{ChunkSize: MinChunkSize, PackMin: 1})
 	arts := []asl.Artifact{asl.Tagged(3, []byte("inline")), asl.Untagged(genBytes(120, 3*MinChunkSize, false))}
@@ -316,6 +322,7 @@ func forgeLastChunk(t *testing.T, s *Store, ref asl.Reference, at int) uint64 {
 // of the stored bytes, rather than end at once with io.EOF and nothing
 // verified. chunks() serves chunked and packed-parts records alike.
 func TestDamagedSizeNearMax(t *testing.T) {
+	t.Parallel()
 	if got := (indexRecord{Size: 1<<64 - 1, Chunk: MinChunkSize}).chunks(); got != 1<<52 {
 		t.Fatalf("chunks of 2^64-1 bytes in %d = %d, want 2^52", MinChunkSize, got)
 	}

@@ -70,6 +70,7 @@ var crashModes = []struct {
 // beside it by default, 28 with AMDUAT_LONG=1 (internal/longtest; the
 // clone is taken after the fifth of them; issue 25).
 func TestCrashAcknowledgedPutsSurvive(t *testing.T) {
+	t.Parallel()
 	for i, mode := range crashModes {
 		t.Run(mode.name, func(t *testing.T) { testCrashAcknowledgedPutsSurvive(t, mode.ingestMin, mode.packMin, i == 0) })
 	}
@@ -207,6 +208,7 @@ const midChunk = crashChunk / 4
 // after its first staging batches (or pack parts) leaves nothing visible in
 // the crash clone, and the clone takes the same put again.
 func TestCrashMidStreamLeavesNothingVisible(t *testing.T) {
+	t.Parallel()
 	for i, mode := range crashModes {
 		t.Run(mode.name, func(t *testing.T) { testCrashMidStreamLeavesNothingVisible(t, mode.ingestMin, mode.packMin, i == 0) })
 	}

@@ -17,15 +17,14 @@ import (
 )
 
 // damageStore writes artifacts of every size class in several batches, part
-// of them flushed to a table with 1 KiB blocks (withTableBlockSize; Pebble's
-// default is 4 KiB), and closes the store: the files a damage test starts
-// from.
+// of them flushed to a table with 1 KiB blocks (Options.tableBlockSize;
+// Pebble's default is 4 KiB), and closes the store: the files a damage test
+// starts from.
 func damageStore(t *testing.T) (memFiles, map[asl.Reference]asl.Artifact) {
 	t.Helper()
-	defer withTableBlockSize(1 << 10)()
 	ctx := context.Background()
 	fs := vfs.NewMem()
-	s, err := Create("store", &Options{FS: fs, ChunkSize: MinChunkSize})
+	s, err := Create("store", &Options{FS: fs, ChunkSize: MinChunkSize, tableBlockSize: 1 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,6 +87,7 @@ func newestOfKind(files memFiles, kind string) string {
 // it never loses an acknowledged artifact silently (SPECS.md §6.4,
 // "Damage").
 func TestOpenDamagedMetadata(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	files, acked := damageStore(t)
 	for _, c := range []struct {
@@ -165,6 +165,7 @@ func TestOpenDamagedMetadata(t *testing.T) {
 // checks the rest and reports the damage; every read needing the block is
 // ErrIntegrity, quickly.
 func TestEnumeratePastDamagedTable(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	files, acked := damageStore(t)
 	table := newestOfKind(files, "sstable")
@@ -231,6 +232,7 @@ func TestEnumeratePastDamagedTable(t *testing.T) {
 // lost as well, Open's recovery never indexes an artifact whose bytes do not
 // hash to its reference.
 func TestLargePackedCorruption(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fs := vfs.NewMem()
 	s := newMemStore(t, &Options{FS: fs, ChunkSize: MinChunkSize, MinCompressSize: 512})

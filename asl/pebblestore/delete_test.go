@@ -13,6 +13,7 @@ import (
 )
 
 func TestPinAddLsRm(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newMemStore(t, nil)
 	a := put(t, s, asl.HashSHA256, asl.Untagged([]byte("a")))
@@ -79,6 +80,7 @@ func TestPinAddLsRm(t *testing.T) {
 // that a later put of the same bytes stores them again (and survives a
 // rescan).
 func TestRmStaysDeleted(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cases := []struct {
 		name string
@@ -177,6 +179,7 @@ func TestRmStaysDeleted(t *testing.T) {
 // record), puts the same bytes again and reads them back, also after a
 // reopen.
 func TestRepairByRePut(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cases := []struct {
 		name   string
@@ -257,6 +260,7 @@ func TestRepairByRePut(t *testing.T) {
 // TestRePutOfIntactArtifactWritesNothing: the repair check of a re-put
 // reads the stored copy and writes nothing when it verifies.
 func TestRePutOfIntactArtifactWritesNothing(t *testing.T) {
+	t.Parallel()
 	s := newMemStore(t, nil)
 	a := asl.Untagged([]byte("intact"))
 	ref := put(t, s, asl.HashSHA256, a)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,22 +21,52 @@ import (
 
 const pipeChunk = 16 << 10
 
-// readerGoroutines counts the goroutines running chunkReader code.
-func readerGoroutines() int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
+// readerLabel is the goroutine label (runtime/pprof) by which
+// readerGoroutines tells the goroutines of one test from those of the
+// tests running beside it.
+const readerLabel = "pebblestore-test"
+
+// labelReaders labels the test's goroutine, and with it every goroutine
+// started from it from now on (the workers of the readers it opens among
+// them), with the name of its top-level test.
+func labelReaders(t *testing.T) {
+	t.Helper()
+	top, _, _ := strings.Cut(t.Name(), "/")
+	pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels(readerLabel, top)))
+}
+
+// readerGoroutines counts the goroutines running chunkReader code that
+// carry the label labelReaders gave t's top-level test.
+func readerGoroutines(t *testing.T) int {
+	t.Helper()
+	top, _, _ := strings.Cut(t.Name(), "/")
+	want := fmt.Sprintf("# labels: {%q:%q}", readerLabel, top)
+	var b bytes.Buffer
+	if err := pprof.Lookup("goroutine").WriteTo(&b, 1); err != nil {
+		t.Fatal(err)
 	}
-	count := 0
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "pebblestore.(*chunkReader)") {
-			count++
+	// Records of the legacy text form: "N @ pc...", then "# labels: {...}"
+	// when the goroutines have labels, then one "#\tpc\tfunction..." line
+	// per frame.
+	// The calling goroutine is among them, labelled: else the count of a
+	// test that did not call labelReaders would always be 0.
+	count, n, labelled, counted, self := 0, 0, false, false, false
+	for _, line := range strings.Split(b.String(), "\n") {
+		switch {
+		case strings.Contains(line, " @ "):
+			n, _ = strconv.Atoi(line[:strings.Index(line, " ")])
+			labelled, counted = false, false
+		case strings.HasPrefix(line, "# labels: "):
+			labelled = line == want
+		case labelled && strings.Contains(line, "pebblestore.readerGoroutines"):
+			self = true
+		case labelled && !counted && strings.Contains(line, "pebblestore.(*chunkReader)"):
+			count += n
+			counted = true
 		}
+	}
+	if !self {
+		t.Fatalf("the calling goroutine lacks the label %s=%s (labelReaders); goroutine profile:\n%s", readerLabel, top, b.String())
 	}
 	return count
 }
@@ -46,7 +78,7 @@ func checkNoReaderGoroutines(t *testing.T) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
-		n := readerGoroutines()
+		n := readerGoroutines(t)
 		if n == 0 {
 			return
 		}
@@ -109,6 +141,8 @@ func putPipeArtifacts(t *testing.T, s *Store) []pipeArtifact {
 // parts in a pack (the default) and chunks in Pebble (version 2, PackMin
 // < 0).
 func TestFetchPipelineRoundTrip(t *testing.T) {
+	t.Parallel()
+	labelReaders(t)
 	for _, layout := range []struct {
 		name    string
 		packMin int64
@@ -171,6 +205,8 @@ func checkPipeArtifacts(t *testing.T, s *Store, arts []pipeArtifact) {
 // first byte, mid-chunk, on chunk boundaries, just before the end. Close is
 // idempotent, later reads fail, and no reader goroutine is left.
 func TestFetchEarlyClose(t *testing.T) {
+	t.Parallel()
+	labelReaders(t)
 	ctx := context.Background()
 	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1, PackMin: -1})
 	for _, text := range []bool{false, true} {
@@ -202,6 +238,8 @@ func TestFetchEarlyClose(t *testing.T) {
 // TestFetchConcurrentReaders runs many readers at once, some closed early,
 // against the same and different artifacts (run it with -race).
 func TestFetchConcurrentReaders(t *testing.T) {
+	t.Parallel()
+	labelReaders(t)
 	ctx := context.Background()
 	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1, PackMin: -1})
 	arts := putPipeArtifacts(t, s)
@@ -252,6 +290,8 @@ func TestFetchConcurrentReaders(t *testing.T) {
 // error; with only chunk 5 damaged and chunk 3 slow, chunks 0-4 and then
 // chunk 5's error.
 func TestFetchErrorOrder(t *testing.T) {
+	t.Parallel()
+	labelReaders(t)
 	ctx := context.Background()
 	const chunks = 12
 	for _, text := range []bool{false, true} {
@@ -331,6 +371,8 @@ func TestFetchErrorOrder(t *testing.T) {
 // TestFetchLastChunkWithheld forges the last chunk with a valid CRC: every
 // byte before it is returned, its own bytes never are.
 func TestFetchLastChunkWithheld(t *testing.T) {
+	t.Parallel()
+	labelReaders(t)
 	ctx := context.Background()
 	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1, PackMin: -1})
 	data := genBytes(5, 10*pipeChunk+99, false)
@@ -353,6 +395,8 @@ func TestFetchLastChunkWithheld(t *testing.T) {
 // TestFetchCancel cancels the context mid-read: the read ends with the
 // context's error, the bytes before it are the artifact's.
 func TestFetchCancel(t *testing.T) {
+	t.Parallel()
+	labelReaders(t)
 	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1, PackMin: -1})
 	data := genBytes(9, 40*pipeChunk, true)
 	ref := put(t, s, asl.HashSHA256, asl.Untagged(data))
@@ -381,6 +425,8 @@ func TestFetchCancel(t *testing.T) {
 // fails with ErrClosed after a correct prefix, and Close of the reader
 // still returns.
 func TestFetchStoreClosed(t *testing.T) {
+	t.Parallel()
+	labelReaders(t)
 	ctx := context.Background()
 	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1, PackMin: -1})
 	data := genBytes(11, 40*pipeChunk, false)
@@ -408,6 +454,8 @@ func TestFetchStoreClosed(t *testing.T) {
 // TestFetchWorkerCounts reads artifacts through pipelines of 1 to 9
 // workers: the bytes do not depend on how many read at once.
 func TestFetchWorkerCounts(t *testing.T) {
+	t.Parallel()
+	labelReaders(t)
 	ctx := context.Background()
 	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1, PackMin: -1})
 	for _, a := range putPipeArtifacts(t, s) {
@@ -427,6 +475,8 @@ func TestFetchWorkerCounts(t *testing.T) {
 // TestFetchWorkersExitWithoutClose: a reader read to its end, or to an
 // error, stops its goroutines even before Close.
 func TestFetchWorkersExitWithoutClose(t *testing.T) {
+	t.Parallel()
+	labelReaders(t)
 	ctx := context.Background()
 	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1, PackMin: -1})
 	data := genBytes(13, 30*pipeChunk+1, true)
@@ -459,6 +509,8 @@ func TestFetchWorkersExitWithoutClose(t *testing.T) {
 // (the consumer hashes itself), through pipelines of 1 to 9 workers: the
 // bytes do not depend on who hashed which chunk.
 func TestFetchPullAndPush(t *testing.T) {
+	t.Parallel()
+	labelReaders(t)
 	ctx := context.Background()
 	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1})
 	for _, a := range putPipeArtifacts(t, s) {
@@ -518,6 +570,8 @@ func (l *limitWriter) Write(p []byte) (int, error) {
 // valid CRC: WriteTo writes exactly the bytes before the damaged chunk,
 // then fails with ErrIntegrity.
 func TestFetchWriteToDamage(t *testing.T) {
+	t.Parallel()
+	labelReaders(t)
 	ctx := context.Background()
 	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1, PackMin: -1})
 	data := genBytes(31, 12*pipeChunk+77, false)

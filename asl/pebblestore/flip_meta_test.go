@@ -34,6 +34,7 @@ import (
 // AMDUAT_FLIP_SEED varies which bytes are hit; AMDUAT_FLIPS_OUT=FILE
 // writes the table there.
 func TestFlipMeta(t *testing.T) {
+	t.Parallel()
 	if flipLegacy() {
 		t.Skip("the version 2 layout keeps no journal guarantee")
 	}

@@ -467,6 +467,7 @@ func flipCount(t *testing.T, kinds int) int {
 }
 
 func TestFlipBytes(t *testing.T) {
+	t.Parallel()
 	seed := uint64(11)
 	if v := os.Getenv("AMDUAT_FLIP_SEED"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
@@ -586,6 +587,7 @@ func TestFlipBytes(t *testing.T) {
 // file of a store holding one 1 MiB artifact and a batch of small ones.
 // Run with AMDUAT_FLIP_TIMING=1 -v.
 func TestDamagedReadTime(t *testing.T) {
+	// Not parallel: it measures wall time.
 	if os.Getenv("AMDUAT_FLIP_TIMING") == "" {
 		t.Skip("set AMDUAT_FLIP_TIMING=1 to measure")
 	}

@@ -96,6 +96,9 @@ type GCOptions struct {
 	// point, if set, is called at each step that leaves the store in a
 	// new durable state (crash tests).
 	point func(string)
+	// compactBatch, if positive, replaces compactBatchBytes (crash tests:
+	// a rewrite of several batches).
+	compactBatch int64
 }
 
 // DefaultCompactBelow is the default live fraction under which gc rewrites
@@ -278,7 +281,11 @@ func (s *Store) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 		if below == 0 {
 			below = DefaultCompactBelow
 		}
-		if err := s.compactPacks(ctx, below, &rep, point); err != nil {
+		batch := compactBatchBytes
+		if opts.compactBatch > 0 {
+			batch = opts.compactBatch
+		}
+		if err := s.compactPacks(ctx, below, batch, &rep, point); err != nil {
 			return rep, fmt.Errorf("gc: compacting packs: %w", err)
 		}
 	}
@@ -476,11 +483,12 @@ func (s *Store) packedRecords(fn func(ref asl.Reference, rec indexRecord) error)
 }
 
 // compactBatchBytes bounds the payload one rewrite batch holds in memory
-// (a variable for the crash tests).
-var compactBatchBytes int64 = 32 << 20
+// (GCOptions.compactBatch lowers it in the crash tests).
+const compactBatchBytes int64 = 32 << 20
 
 // compactPacks rewrites the live artifacts of every pack whose live
-// fraction is below below into new packs, then deletes the pack:
+// fraction is below below into new packs, batchBytes of payload at most
+// per rewrite batch, then deletes the pack:
 //
 //  1. every pack present takes no more appends (retireBelow);
 //  2. the live artifacts of the pack are read (verified) and written to a
@@ -494,7 +502,7 @@ var compactBatchBytes int64 = 32 << 20
 //
 // A crash between any two steps leaves every artifact named by an index
 // record whose pack exists.
-func (s *Store) compactPacks(ctx context.Context, below float64, rep *GCReport, point func(string)) error {
+func (s *Store) compactPacks(ctx context.Context, below float64, batchBytes int64, rep *GCReport, point func(string)) error {
 	retire, _ := s.packs.retireBelow()
 	files, err := s.packFiles()
 	if err != nil {
@@ -522,7 +530,7 @@ func (s *Store) compactPacks(ctx context.Context, below float64, rep *GCReport, 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		ok, err := s.compactPack(ctx, id, rep, point)
+		ok, err := s.compactPack(ctx, id, batchBytes, rep, point)
 		if err != nil {
 			return err
 		}
@@ -565,10 +573,10 @@ func (s *Store) compactPacks(ctx context.Context, below float64, rep *GCReport, 
 	return nil
 }
 
-// compactPack copies the live artifacts of pack id to new packs and
-// reports whether none is left in it (false: one could not be read, and
-// the pack stays).
-func (s *Store) compactPack(ctx context.Context, id uint64, rep *GCReport, point func(string)) (bool, error) {
+// compactPack copies the live artifacts of pack id to new packs, a batch
+// of at most batchBytes of payload at a time, and reports whether none is
+// left in it (false: one could not be read, and the pack stays).
+func (s *Store) compactPack(ctx context.Context, id uint64, batchBytes int64, rep *GCReport, point func(string)) (bool, error) {
 	var refs []asl.Reference
 	err := s.packedRecords(func(ref asl.Reference, rec indexRecord) error {
 		if rec.Pack == id {
@@ -589,7 +597,7 @@ func (s *Store) compactPack(ctx context.Context, id uint64, rep *GCReport, point
 		var hashes []asl.HashID
 		var n int
 		var size int64
-		for n < len(refs) && size < compactBatchBytes {
+		for n < len(refs) && size < batchBytes {
 			ref := refs[n]
 			n++
 			var rec indexRecord

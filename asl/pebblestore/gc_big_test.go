@@ -15,6 +15,7 @@ import (
 // AMDUAT_GC_BIG artifacts (e.g. 1000000) on disk: 100-byte leaves, one in
 // ten reachable through pinned list artifacts (one per 100 leaves kept).
 func TestGcBig(t *testing.T) {
+	// Not parallel: it measures wall time.
 	n, _ := strconv.Atoi(os.Getenv("AMDUAT_GC_BIG"))
 	if n == 0 {
 		t.Skip("set AMDUAT_GC_BIG=N to measure gc over N artifacts")
@@ -77,6 +78,7 @@ func TestGcBig(t *testing.T) {
 // stored and its copy read and verified), and read back whole for
 // comparison.
 func TestRePutCost(t *testing.T) {
+	// Not parallel: it measures wall time.
 	n, _ := strconv.Atoi(os.Getenv("AMDUAT_REPUT"))
 	if n == 0 {
 		t.Skip("set AMDUAT_REPUT=N to measure")

@@ -179,6 +179,7 @@ func checkWorld(t testing.TB, s *Store, w *gcWorld, gone bool) {
 }
 
 func TestGcDeletesUnreachable(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cases := []struct {
 		name    string
@@ -257,6 +258,7 @@ func TestGcDeletesUnreachable(t *testing.T) {
 // batch rewritten, a pack copied, ...); AMDUAT_LONG=1 at every point, and
 // for each also a clone with half of the unsynced writes kept.
 func TestGcCrash(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fs := vfs.NewCrashableMem()
 	o := Options{FS: fs, ChunkSize: MinChunkSize}
@@ -272,8 +274,7 @@ func TestGcCrash(t *testing.T) {
 	var clones []clone
 	opts := gcOpts(s)
 	opts.SweepBatch = 7
-	defer func(n int64) { compactBatchBytes = n }(compactBatchBytes)
-	compactBatchBytes = 4 << 10
+	opts.compactBatch = 4 << 10
 	npoints := 0
 	kinds := map[string]bool{}
 	opts.point = func(p string) {
@@ -306,7 +307,9 @@ func TestGcCrash(t *testing.T) {
 			}
 			defer func() { s.Close() }()
 			checkWorld(t, s, w, false)
-			if _, err := s.GC(ctx, gcOpts(s)); err != nil {
+			again := gcOpts(s)
+			again.compactBatch = opts.compactBatch
+			if _, err := s.GC(ctx, again); err != nil {
 				t.Fatalf("second gc: %v", err)
 			}
 			checkWorld(t, s, w, true)
@@ -333,6 +336,7 @@ func TestGcCrash(t *testing.T) {
 // artifact put during the collection survives it, with the index entries
 // written with it, and so does every artifact read.
 func TestGcConcurrentPuts(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newMemStore(t, &Options{ChunkSize: MinChunkSize})
 	w := buildWorld(t, s, 10, true)
@@ -444,6 +448,7 @@ func TestGcConcurrentPuts(t *testing.T) {
 // A read-only open taken before a collection that removed a pack reports
 // ErrStale for what it can no longer read, not damage.
 func TestGcReadOnlyBesideIsStale(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fs := vfs.NewMem()
 	o := Options{FS: fs, ChunkSize: MinChunkSize}
@@ -483,6 +488,7 @@ func TestGcReadOnlyBesideIsStale(t *testing.T) {
 // Everything is garbage: the only pack goes, an empty one takes its
 // place (so that its id is never reused), and the store works on.
 func TestGcEverythingGarbage(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fs := vfs.NewMem()
 	o := Options{FS: fs}
@@ -516,6 +522,7 @@ func TestGcEverythingGarbage(t *testing.T) {
 // Damage to a reached artifact stops the collection before it deletes
 // anything: what the damaged artifact reaches cannot be known.
 func TestGcStopsAtDamage(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fs := vfs.NewMem()
 	s := newMemStore(t, &Options{FS: fs})

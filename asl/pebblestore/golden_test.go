@@ -58,6 +58,7 @@ func goldenRecords() []struct{ name, hex string } {
 }
 
 func TestRecordGolden(t *testing.T) {
+	t.Parallel()
 	var sb strings.Builder
 	for _, r := range goldenRecords() {
 		fmt.Fprintf(&sb, "%s\n%s\n\n", r.name, r.hex)

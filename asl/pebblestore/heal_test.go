@@ -55,6 +55,7 @@ func healStore(t *testing.T, fs vfs.FS) ([]asl.Artifact, []asl.Reference) {
 // serves every artifact; a deleted artifact stays deleted when its
 // tombstone still reads (SPECS.md §6.4, "Rebuilding the index").
 func TestHealIndex(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name       string
@@ -177,6 +178,7 @@ func overwrite(t *testing.T, fs vfs.FS, path string, b []byte) {
 // 1 KiB from the packs after Pebble's files are gone, on disk; it runs only
 // when AMDUAT_REBUILD_N is set (SPECS.md §6.4 quotes its figure).
 func TestRebuildTime(t *testing.T) {
+	// Not parallel: it measures wall time.
 	n, _ := strconv.Atoi(os.Getenv("AMDUAT_REBUILD_N"))
 	if n <= 0 {
 		t.Skip("set AMDUAT_REBUILD_N to measure a rebuild")

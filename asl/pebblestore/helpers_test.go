@@ -227,14 +227,3 @@ func checkNoOrphans(t testing.TB, s *Store) {
 		}
 	}
 }
-
-// withTableBlockSize makes the tables Pebble writes until the returned
-// function runs use data blocks of about n bytes (tableBlockSize). The
-// damage tests build their stores with small blocks: Pebble's search of a
-// damaged block for a flipped bit costs 8 checksums of the block per byte
-// on every read of it, so its CPU grows with the square of the block size.
-func withTableBlockSize(n int) (restore func()) {
-	old := tableBlockSize
-	tableBlockSize = n
-	return func() { tableBlockSize = old }
-}

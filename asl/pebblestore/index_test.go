@@ -11,6 +11,7 @@ import (
 )
 
 func TestIndexer(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newMemStore(t, nil)
 	arts := []asl.Artifact{asl.Untagged([]byte("one")), asl.Tagged(7, []byte("two"))}
@@ -61,6 +62,7 @@ func TestIndexer(t *testing.T) {
 }
 
 func TestIndexEntriesSurviveCrash(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fs := vfs.NewCrashableMem()
 	s, err := Create("store", &Options{FS: fs})

@@ -25,6 +25,7 @@ func holdIndexQueue(t *testing.T, s *Store) (release func()) {
 // as soon as PutBatch returns, while its index commit is still queued;
 // Enumerate waits for the commit and lists every artifact once.
 func TestIndexQueuePending(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newMemStore(t, &Options{PackMin: 1})
 	release := holdIndexQueue(t, s)
@@ -91,6 +92,7 @@ func TestIndexQueuePending(t *testing.T) {
 // blob and packed ones); every artifact reads back, Enumerate lists each
 // once, and the re-stored ones are named by their new pack records.
 func TestPackSampleMiss(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newMemStore(t, &Options{PackMin: 64 << 10})
 	old := []asl.Artifact{
@@ -137,6 +139,7 @@ func TestPackSampleMiss(t *testing.T) {
 // record per occurrence; both references are equal, it reads back, and
 // Enumerate lists it once.
 func TestPackFreshRepeated(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newMemStore(t, &Options{PackMin: 1})
 	var arts []asl.Artifact
@@ -170,6 +173,7 @@ func TestPackFreshRepeated(t *testing.T) {
 // Enumerate fail with the error, Close reports it, and the next Open indexes
 // the batch again from its pack.
 func TestIndexQueueFailure(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fs := vfs.NewMem()
 	s, err := Create("store", &Options{FS: fs, PackMin: 1})

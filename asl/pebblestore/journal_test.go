@@ -44,6 +44,7 @@ func journalBytes(t testing.TB, gen uint64, recs []metaRec) []byte {
 }
 
 func TestJournalRoundTrip(t *testing.T) {
+	t.Parallel()
 	recs := journalSamples()
 	b := journalBytes(t, 7, recs)
 	sc, err := scanJournal(b)
@@ -63,6 +64,7 @@ func TestJournalRoundTrip(t *testing.T) {
 // TestJournalRejects: every rule of SPECS.md §6.4 "Metadata journal" that a
 // body or a frame can break is ErrIntegrity.
 func TestJournalRejects(t *testing.T) {
+	t.Parallel()
 	ref := helloRef().Bytes()
 	bodies := []struct {
 		name string
@@ -162,6 +164,7 @@ func TestJournalRejects(t *testing.T) {
 // TestJournalResync: a damaged record in the middle is skipped and the
 // records after it are found; damage at the end is a tail.
 func TestJournalResync(t *testing.T) {
+	t.Parallel()
 	recs := journalSamples()
 	j := journalBytes(t, 1, recs)
 	sc, _ := scanJournal(j)
@@ -189,6 +192,7 @@ func TestJournalResync(t *testing.T) {
 // TestJournalGolden holds the worked example of SPECS.md §6.4 ("Metadata
 // journal") to testdata/journal.golden.
 func TestJournalGolden(t *testing.T) {
+	t.Parallel()
 	recs := journalSamples()
 	j := journalBytes(t, 1, []metaRec{recs[0], recs[6]})
 	var sb strings.Builder

@@ -102,6 +102,7 @@ func expectedRef(t testing.TB, id asl.HashID, seed, size uint64) asl.Reference {
 // memory grows by far less than the artifact: 256 MiB by default, 1 GiB with
 // AMDUAT_HEAVY=1, 64 MiB with -short or -race.
 func TestLargeArtifactBoundedMemory(t *testing.T) {
+	// Not parallel: it measures the whole process's resident memory.
 	if _, ok := procStatus("VmRSS"); !ok {
 		t.Skip("needs /proc/self/status")
 	}
@@ -157,6 +158,7 @@ func TestLargeArtifactBoundedMemory(t *testing.T) {
 // TestGenReader pins the test generator: deterministic per seed, and the
 // compressible flavour compresses.
 func TestGenReader(t *testing.T) {
+	t.Parallel()
 	a, b := genBytes(1, 10000, false), genBytes(1, 10000, false)
 	if !bytes.Equal(a, b) || bytes.Equal(a, genBytes(2, 10000, false)) {
 		t.Fatal("generator is not deterministic per seed")

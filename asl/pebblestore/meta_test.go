@@ -25,6 +25,7 @@ func putSmall(t testing.TB, s *Store, text string) asl.Reference {
 // TestPinLog: every change of a pin is in its history, with the actor, in
 // order; re-pointing needs Force; a no-op records nothing (SPECS.md §19.8).
 func TestPinLog(t *testing.T) {
+	t.Parallel()
 	s := newMemStore(t, nil)
 	ctx := asl.WithActor(context.Background(), "tester")
 	a, b := putSmall(t, s, "a"), putSmall(t, s, "b")
@@ -173,6 +174,7 @@ func dropMetaCopy(t testing.TB, s *Store, deleted indexRecordAt) {
 type indexRecordAt struct{ key, val []byte }
 
 func TestMetaReplayedIntoLostIndex(t *testing.T) {
+	t.Parallel()
 	fs := vfs.NewMem()
 	s, err := Create("store", &Options{FS: fs})
 	if err != nil {
@@ -228,6 +230,7 @@ func mustScanJournal(t testing.TB, fs vfs.FS) journalScan {
 // index's copy stands, the journal is written anew from it, and nothing is
 // lost.
 func TestJournalHealed(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		harm func(b []byte) []byte
@@ -308,6 +311,7 @@ func writeFile(t testing.TB, fs vfs.FS, path string, b []byte) {
 // TestPutBatchPinned: the artifacts and the pin come in one step; a
 // collection right after keeps them.
 func TestPutBatchPinned(t *testing.T) {
+	t.Parallel()
 	s := newMemStore(t, nil)
 	ctx := context.Background()
 	arts := []asl.Artifact{asl.Untagged([]byte("leaf")), asl.Untagged([]byte("root"))}
@@ -338,6 +342,7 @@ func TestPutBatchPinned(t *testing.T) {
 // metadata entries from the journal, and does not bring back what a
 // tombstone deleted.
 func TestSalvageKeepsMeta(t *testing.T) {
+	t.Parallel()
 	fs := vfs.NewMem()
 	s, err := Create("store", &Options{FS: fs})
 	if err != nil {
@@ -367,6 +372,7 @@ func TestSalvageKeepsMeta(t *testing.T) {
 // TestPutPinnedUnderGC: collections running back to back never take what
 // PutBatchPinned stores before its pin lands.
 func TestPutPinnedUnderGC(t *testing.T) {
+	t.Parallel()
 	s := newMemStore(t, nil)
 	ctx := context.Background()
 	stop := make(chan struct{})

@@ -38,6 +38,7 @@ const helperEnv = "PEBBLESTORE_TEST_HELPER"
 // prints "ready" and waits for its standard input to close before closing
 // the store. A parent may kill it instead (a crash).
 func TestHelperProcess(t *testing.T) {
+	// Not parallel: the helper process's body, run alone in its binary.
 	mode := os.Getenv(helperEnv)
 	if mode == "" {
 		t.Skip("the helper process of the lock and read-only tests")
@@ -187,6 +188,7 @@ func checkLocked(t *testing.T, err error, dir string) {
 // it (SPECS.md §6.6); readers are not refused; once the holder is gone the
 // store opens.
 func TestLockedByAnotherProcess(t *testing.T) {
+	t.Parallel()
 	dir := createDiskStore(t)
 	h := startHelper(t, "hold", dir)
 	_, err := Open(dir, nil)
@@ -209,6 +211,7 @@ func TestLockedByAnotherProcess(t *testing.T) {
 // TestLockedInProcess: a second writer in the same process is refused the
 // same way, on disk and on an in-memory file system.
 func TestLockedInProcess(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		fs   vfs.FS
@@ -325,6 +328,7 @@ func helperWant() map[asl.Reference][]byte {
 // nothing was attempted and nothing in the directory changed, and that
 // writes fail with ErrReadOnly naming the store.
 func TestReadOnlyWritesNothing(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		// prepare leaves a store in dir and returns the references put;
@@ -412,6 +416,7 @@ func checkReadOnlyWrites(t *testing.T, s *Store, dir string) {
 // packed batch whose index commit is queued or only in the log, and a
 // streamed one; puts after its open are not seen (SPECS.md §6.6).
 func TestReadOnlySeesLogOnlyCommits(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "store")
 	w, err := Create(dir, nil)
 	if err != nil {
@@ -461,6 +466,7 @@ func TestReadOnlySeesLogOnlyCommits(t *testing.T) {
 // TestConcurrentReaders: many read-only opens of one store at once, beside
 // a writer, all read everything.
 func TestConcurrentReaders(t *testing.T) {
+	t.Parallel()
 	dir := createDiskStore(t)
 	h := startHelper(t, "write", dir)
 	want := helperWant()
@@ -503,6 +509,7 @@ func TestConcurrentReaders(t *testing.T) {
 // never an integrity error: the only failure allowed is ErrStale (a table of
 // its snapshot compacted away; the command is run again).
 func TestReaderBesideBusyWriter(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "store")
 	w, err := Create(dir, &Options{MemTableSize: 256 << 10, PackMin: -1})
 	if err != nil {
@@ -614,6 +621,7 @@ func TestReaderBesideBusyWriter(t *testing.T) {
 // read-only bind mount) is read by a read-only open; a writer open fails
 // at once with an error naming the store.
 func TestReadOnlyDirectory(t *testing.T) {
+	t.Parallel()
 	dir := createDiskStore(t)
 	h := startHelper(t, "write", dir)
 	h.stop(t)
@@ -689,6 +697,7 @@ func chmodTree(t *testing.T, dir string, dirMode, fileMode os.FileMode) {
 // read-only open finds the records in the pack and serves them from memory
 // (Get, Has, Enumerate), writing nothing; the pack is not sealed or synced.
 func TestReadOnlyRecoversPacksInMemory(t *testing.T) {
+	t.Parallel()
 	mem := vfs.NewCrashableMem()
 	w, err := Create("store", &Options{FS: mem})
 	if err != nil {

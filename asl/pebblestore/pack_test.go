@@ -90,6 +90,7 @@ func packCases() []asl.Artifact {
 }
 
 func TestPackRoundTrip(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fs := vfs.NewMem()
 	s := newMemStore(t, &Options{FS: fs, ChunkSize: 64 << 10, PackMin: 1})
@@ -146,6 +147,7 @@ func TestPackRoundTrip(t *testing.T) {
 // on Pebble's log alone. A positive PackMin keeps the payloads of smaller
 // puts in Pebble (one fsync), and a negative one packs nothing.
 func TestPackMin(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	small := []asl.Artifact{asl.Untagged(genBytes(310, 30<<10, false)), asl.Untagged(genBytes(311, 30<<10, false))}
 	tiny := asl.Untagged([]byte("one small put"))
@@ -184,6 +186,7 @@ func TestPackMin(t *testing.T) {
 // TestPackRePutWritesNothing: putting a stored batch again appends nothing
 // to the packs and commits nothing.
 func TestPackRePutWritesNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newMemStore(t, &Options{PackMin: 1})
 	var arts []asl.Artifact
@@ -211,6 +214,7 @@ func TestPackRePutWritesNothing(t *testing.T) {
 // ErrIntegrity or returns the original bytes, never other bytes. A truncated
 // or missing pack is damage too.
 func TestPackCorruptionEveryBit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fs := vfs.NewMem()
 	s := newMemStore(t, &Options{FS: fs, PackMin: 1, MinCompressSize: 512})
@@ -290,6 +294,7 @@ func TestPackCorruptionEveryBit(t *testing.T) {
 // TestPackWriteFailure: a pack append that fails reports the error, makes
 // nothing visible, and the next batch goes to a fresh pack.
 func TestPackWriteFailure(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	inj := &failFS{FS: vfs.NewMem()}
 	s := newMemStore(t, &Options{FS: inj, PackMin: 1})
@@ -352,6 +357,7 @@ func (f *failFile) WriteAt(p []byte, off int64) (int, error) {
 // them from the pack; a forged record is recorded as damage and the records
 // after it are indexed (SPECS.md §6.4, "Recovery").
 func TestPackRecovery(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fs := vfs.NewCrashableMem()
 	s, err := Create("store", &Options{FS: fs, PackMin: 1})
@@ -444,6 +450,7 @@ func TestPackRecovery(t *testing.T) {
 // TestPackCleanCloseNeedsNoRecovery: Close makes the unsynced index records
 // durable, so the next Open rebuilds nothing.
 func TestPackCleanCloseNeedsNoRecovery(t *testing.T) {
+	t.Parallel()
 	fs := vfs.NewCrashableMem()
 	s, err := Create("store", &Options{FS: fs, PackMin: 1})
 	if err != nil {
@@ -467,6 +474,7 @@ func TestPackCleanCloseNeedsNoRecovery(t *testing.T) {
 // TestSyncNeedsNoRecovery: after Sync, a crash that loses every unsynced
 // byte leaves Open nothing to rebuild, and every packed artifact reads back.
 func TestSyncNeedsNoRecovery(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fs := vfs.NewCrashableMem()
 	s, err := Create("store", &Options{FS: fs, PackMin: 1})

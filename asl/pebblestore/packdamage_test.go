@@ -80,6 +80,7 @@ func damagedTail(t *testing.T, back int64) (*vfs.MemFS, []asl.Artifact, []asl.Re
 // read with ERR_INTEGRITY naming it and the region, verify reports it, and
 // a later put of it heals the store (SPECS.md §6.4, "Recovery").
 func TestPackDamageBeforeCommit(t *testing.T) {
+	t.Parallel()
 	// 14,000 hits the reference in a record's head, 13,500 its payload;
 	// 500 and 1,070 the payload and the head of the last record, which
 	// only its commit marker follows ("Commit markers").
@@ -164,6 +165,7 @@ func testPackDamageBeforeCommit(t *testing.T, back int64) {
 // lost only its commit marker keeps every record (they check), and so does
 // one with a torn next append after its marker.
 func TestPackTornTail(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fs := vfs.NewCrashableMem()
 	s, err := Create("store", &Options{FS: fs})
@@ -241,6 +243,7 @@ func TestPackTornTail(t *testing.T) {
 // every other byte and every 128th took 80; issue 25); AMDUAT_LONG=1 takes
 // all of them.
 func TestPackTailFlips(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clone, arts, refs, spans := killedBatch(t)
 	files := memFiles{}
@@ -317,6 +320,7 @@ func TestPackTailFlips(t *testing.T) {
 // dropped unreported (SPECS.md §6.4, "Recovery"), while damage with a
 // record after it is recorded as usual.
 func TestPackFormatV3(t *testing.T) {
+	// Not parallel: it sets formatV3Packs, which every pack append reads.
 	ctx := context.Background()
 	formatV3Packs = true
 	clone, arts, refs, spans := killedBatch(t)

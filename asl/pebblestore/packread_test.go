@@ -18,6 +18,7 @@ import (
 // which must give errors (ErrIntegrity for the lost records), never a crash
 // or wrong bytes.
 func TestPackMappedReads(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "store")
 	s, err := Create(dir, &Options{PackMin: 1})

@@ -60,7 +60,7 @@ func (s *Store) Reclaim(ctx context.Context, below float64) (ReclaimReport, erro
 	}
 	var g GCReport
 	point := func(string) {}
-	if err := s.compactPacks(ctx, below, &g, point); err != nil {
+	if err := s.compactPacks(ctx, below, compactBatchBytes, &g, point); err != nil {
 		return rep, fmt.Errorf("reclaim: compacting packs: %w", err)
 	}
 	rep.PacksCompacted, rep.PacksDeleted = g.PacksCompacted, g.PacksDeleted

@@ -34,6 +34,7 @@ func dirBytes(t *testing.T, dir string) int64 {
 // directory shrinks by about their bytes; what is left reads back, what
 // was deleted stays deleted, also after a reopen.
 func TestReclaim(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	dir := filepath.Join(t.TempDir(), "store")
 	s, err := Create(dir, nil)

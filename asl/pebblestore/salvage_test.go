@@ -31,15 +31,14 @@ func init() {
 // whole and large artifacts (format 3), and, written with PackMin < 0, an
 // inline record, a single chunk and chunks staged in Pebble (format 2),
 // under both hashes, with index entries; part of it flushed to a table,
-// whose blocks are of 1 KiB (withTableBlockSize; Pebble's default is 4 KiB:
-// a damaged block is searched for a flipped bit on every read).
+// whose blocks are of 1 KiB (Options.tableBlockSize; Pebble's default is
+// 4 KiB: a damaged block is searched for a flipped bit on every read).
 func salvageStore(t *testing.T, fs vfs.FS) (acked map[asl.Reference]asl.Artifact, packed map[asl.Reference]bool, entries []asl.IndexEntry) {
 	t.Helper()
-	defer withTableBlockSize(1 << 10)()
 	ctx := context.Background()
 	acked, packed = map[asl.Reference]asl.Artifact{}, map[asl.Reference]bool{}
 	for round, packMin := range []int64{-1, 0} {
-		opts := &Options{FS: fs, ChunkSize: MinChunkSize, PackMin: packMin}
+		opts := &Options{FS: fs, ChunkSize: MinChunkSize, PackMin: packMin, tableBlockSize: 1 << 10}
 		var (
 			s   *Store
 			err error
@@ -96,6 +95,7 @@ func salvageStore(t *testing.T, fs vfs.FS) (acked map[asl.Reference]asl.Artifact
 // pack is damaged is copied, every artifact that can be read and verified,
 // into a new store; what cannot be read is named.
 func TestSalvage(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	base := vfs.NewMem()
 	acked, packed, entries := salvageStore(t, base)

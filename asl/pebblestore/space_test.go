@@ -165,6 +165,7 @@ func batchOf(seed, n, size int) []asl.Artifact {
 // system whose writes fail with ENOSPC (Pebble's errorfs): a pack write, a
 // write of Pebble's, and the flush of a reopened store with no reserve.
 func TestNoSpaceInjected(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		reserve int64
@@ -285,6 +286,7 @@ func TestNoSpaceInjected(t *testing.T) {
 // path whose failed flushes used to hang every later Open), then makes
 // room and writes again.
 func TestNoSpaceTmpfs(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to mount a size-limited tmpfs")
 	}

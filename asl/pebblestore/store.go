@@ -99,6 +99,14 @@ type Options struct {
 	// "Rebuilding the index"), with what it did; the CLI prints it on
 	// stderr. Store.Rebuilt returns the same.
 	OnRebuild func(RebuildReport)
+
+	// tableBlockSize, when positive, is the target size of the data
+	// blocks of the tables Pebble writes (its Levels[i].BlockSize); zero
+	// keeps Pebble's default of 4 KiB. Only tests set it: on every read of
+	// a damaged block Pebble searches the block for a single flipped bit,
+	// 8 checksums of the whole block per byte, and the damage tests read
+	// damaged blocks many times (issue 25).
+	tableBlockSize int
 }
 
 // DefaultReserveMemTables is the default reserve size in memtables: room for
@@ -192,6 +200,7 @@ type settings struct {
 	// fullRescan: Pebble may have lost index records below the packs'
 	// watermarks (checkMetadata); Open rebuilds them from every pack.
 	fullRescan bool
+	tableBlock int // Options.tableBlockSize
 }
 
 func resolve(opts *Options) (settings, error) {
@@ -200,7 +209,8 @@ func resolve(opts *Options) (settings, error) {
 		o = *opts
 	}
 	s := settings{fs: o.FS, hash: o.DefaultHash, chunkSize: o.ChunkSize, inlineMax: o.InlineMax,
-		minCompress: o.MinCompressSize, memTable: o.MemTableSize, cache: o.CacheSize, readOnly: o.ReadOnly}
+		minCompress: o.MinCompressSize, memTable: o.MemTableSize, cache: o.CacheSize, readOnly: o.ReadOnly,
+		tableBlock: o.tableBlockSize}
 	if s.fs == nil {
 		s.fs = vfs.Default
 	}
@@ -271,14 +281,6 @@ func (quietLogger) Infof(string, ...any)           {}
 func (quietLogger) Errorf(string, ...any)          {}
 func (quietLogger) Fatalf(format string, a ...any) { panic(fmt.Sprintf("pebble: "+format, a...)) }
 
-// tableBlockSize, when positive, is the target size of the data blocks of
-// the tables Pebble writes (its Levels[i].BlockSize); zero keeps Pebble's
-// default of 4 KiB. Only tests set it: on every read of a damaged block
-// Pebble searches the block for a single flipped bit, 8 checksums of the
-// whole block per byte, and the damage tests read damaged blocks many
-// times (issue 25).
-var tableBlockSize int
-
 func pebbleOptions(s settings) *pebble.Options {
 	o := &pebble.Options{
 		FS:                          s.fs,
@@ -318,8 +320,8 @@ func pebbleOptions(s settings) *pebble.Options {
 	for i := range o.Levels {
 		o.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
 		o.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
-		if tableBlockSize > 0 {
-			o.Levels[i].BlockSize = tableBlockSize
+		if s.tableBlock > 0 {
+			o.Levels[i].BlockSize = s.tableBlock
 		}
 	}
 	return o

@@ -52,6 +52,7 @@ func roundTripCases() []artCase {
 }
 
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, id := range hashes {
 		s := newMemStore(t, nil)
 		for _, c := range roundTripCases() {
@@ -77,6 +78,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestPutBatchRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, id := range hashes {
 		t.Run(id.String(), func(t *testing.T) {
 			s := newMemStore(t, nil)
@@ -102,6 +104,7 @@ func TestPutBatchRoundTrip(t *testing.T) {
 }
 
 func TestStreamingFetchSmallReads(t *testing.T) {
+	t.Parallel()
 	s := newMemStore(t, &Options{ChunkSize: MinChunkSize * 4})
 	want := genBytes(11, 5*MinChunkSize*4+123, false)
 	ref := put(t, s, asl.HashBLAKE3, asl.Untagged(want))
@@ -145,6 +148,7 @@ func TestStreamingFetchSmallReads(t *testing.T) {
 // one above an IngestMin of 512 KiB): 3 MiB+5 cost three times the hashing
 // and staging for the same cases (issue 25).
 func TestIdempotent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, c := range []artCase{
 		{"inline", asl.Untagged([]byte("same"))},
@@ -201,6 +205,7 @@ func TestIdempotent(t *testing.T) {
 // chunks (1 MiB and a little: four chunks and a tail, as 2 MiB were eight;
 // issue 25).
 func TestPutBatchOrderAndDuplicates(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newMemStore(t, nil)
 	pre := asl.Untagged([]byte("already stored"))
@@ -254,6 +259,7 @@ func TestPutBatchOrderAndDuplicates(t *testing.T) {
 // 1 MiB, four chunks; 3 MiB and 2 MiB before issue 25, for the same
 // cases).
 func TestStat(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newMemStore(t, nil)
 	mixed := append(genBytes(40, mib/2, true), genBytes(41, mib/2, false)...)
@@ -297,6 +303,7 @@ func TestStat(t *testing.T) {
 // TestCompressionDisabled: with compression off a compressible artifact of
 // many chunks (1 MiB, four) is stored raw.
 func TestCompressionDisabled(t *testing.T) {
+	t.Parallel()
 	s := newMemStore(t, &Options{DisableCompression: true})
 	a := asl.Untagged(genBytes(50, mib, true))
 	ref := put(t, s, asl.HashSHA256, a)
@@ -307,6 +314,7 @@ func TestCompressionDisabled(t *testing.T) {
 }
 
 func TestEnumerate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newMemStore(t, nil)
 	var want []asl.Reference
@@ -367,6 +375,7 @@ func TestEnumerate(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newMemStore(t, nil)
 	unknown := asl.HashID(0x7777)
@@ -444,6 +453,7 @@ type errReader struct{ err error }
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 func TestLifecycle(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fs := vfs.NewMem()
 	if _, err := Open("nowhere", &Options{FS: fs}); !errors.Is(err, ErrNoStore) {
@@ -511,6 +521,7 @@ func TestLifecycle(t *testing.T) {
 }
 
 func TestCloseWithOpenReader(t *testing.T) {
+	t.Parallel()
 	s := newMemStore(t, &Options{ChunkSize: MinChunkSize})
 	want := genBytes(80, 40*MinChunkSize, false)
 	ref := put(t, s, asl.HashSHA256, asl.Untagged(want))

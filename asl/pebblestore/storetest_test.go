@@ -16,6 +16,7 @@ import (
 // filesystem, so that artifacts of the suite's sizes take every write and
 // read path (inline, packed, chunked, ingested, compressed or raw).
 func TestStoreSuite(t *testing.T) {
+	t.Parallel()
 	configs := []struct {
 		name string
 		opts func() *pebblestore.Options
@@ -29,6 +30,7 @@ func TestStoreSuite(t *testing.T) {
 	}
 	for _, cfg := range configs {
 		t.Run(cfg.name, func(t *testing.T) {
+			t.Parallel()
 			storetest.Run(t, func(t *testing.T) storetest.Backend {
 				s, err := pebblestore.Create(cfg.dir(t), cfg.opts())
 				if err != nil {
