@@ -29,6 +29,10 @@ import "fmt"
 func main() { fmt.Println("hello, world") }
 `
 
+// floorPackage is the program of the startup/deps-floor row, built from the
+// source tree the bench runs in.
+const floorPackage = "github.com/amduat/amduat/bench/startupfloor"
+
 // startupSeries is the wall times and minor page faults of one command's
 // runs.
 type startupSeries struct {
@@ -80,12 +84,16 @@ func loadAverage() string {
 // `amduat has` and `get` of one 1 KiB artifact in a fresh store against
 // `git cat-file -e` and `git cat-file blob` of the same bytes in a fresh
 // repository. Each pair alternates startupReps times; medians are
-// compared.
+// compared. The row deps-floor times bench/startupfloor, which links only
+// Pebble and minio-go, against the same hello-world: the part of the
+// commands' start that is those dependencies' package initialisation and
+// that no change to this module can remove.
 func runStartup(ctx context.Context, e *Env) ([]Row, error) {
 	version := Row{Name: "startup/version", Figure: Quantity{0, "ms"}, Target: &Target{"<= 1.5x baseline", OnRatio, AtMost, 1.5}}
 	has := Row{Name: "startup/has-1k", Figure: Quantity{0, "ms"}, Target: &Target{"<= 2x baseline", OnRatio, AtMost, 2}}
 	get := Row{Name: "startup/get-1k", Figure: Quantity{0, "ms"}, Target: &Target{"<= 2x baseline", OnRatio, AtMost, 2}}
-	rows := []*Row{&version, &has, &get}
+	floorRow := Row{Name: "startup/deps-floor", Figure: Quantity{0, "ms"}}
+	rows := []*Row{&version, &has, &get, &floorRow}
 	result := func() []Row {
 		out := make([]Row, len(rows))
 		for i, r := range rows {
@@ -129,6 +137,20 @@ func runStartup(ctx context.Context, e *Env) ([]Row, error) {
 			return nil, fmt.Errorf("building the hello-world baseline: %w: %s", err, out)
 		}
 	}
+	// The floor: bench/startupfloor, built as the README installs the
+	// command (CGO_ENABLED=0), from the source tree of the working
+	// directory; outside one the row is skipped.
+	var floor string
+	floorErr := goErr
+	if goErr == nil {
+		floor = filepath.Join(dir, "deps-floor")
+		e.logf("startup: building %s", floorPackage)
+		b := exec.CommandContext(ctx, goPath, "build", "-o", floor, floorPackage)
+		b.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := b.CombinedOutput(); err != nil {
+			floorErr = fmt.Errorf("go build %s (run the bench from the amduat source tree): %w: %s", floorPackage, err, bytes.TrimSpace(out))
+		}
+	}
 	gitPath, gitErr := exec.LookPath("git")
 
 	// The 1 KiB artifact, in a fresh store and a fresh repository.
@@ -164,7 +186,7 @@ func runStartup(ctx context.Context, e *Env) ([]Row, error) {
 		oid = strings.TrimSpace(string(r.stdout))
 	}
 
-	var sVersion, sHello, sHas, sGitHas, sGet, sGitGet startupSeries
+	var sVersion, sHello, sFloor, sHelloFloor, sHas, sGitHas, sGet, sGitGet startupSeries
 	amduat := func(args ...string) *exec.Cmd { return exec.CommandContext(ctx, e.AmduatBin, args...) }
 	git := func(args ...string) *exec.Cmd {
 		c := exec.CommandContext(ctx, gitPath, args...)
@@ -180,8 +202,9 @@ func runStartup(ctx context.Context, e *Env) ([]Row, error) {
 		{{&sVersion, func() *exec.Cmd { return amduat("version") }, nil}, {&sHello, func() *exec.Cmd { return exec.CommandContext(ctx, hello) }, []byte("hello, world\n")}},
 		{{&sHas, func() *exec.Cmd { return amduat("--store", store, "has", ref) }, []byte(ref + " present\n")}, {&sGitHas, func() *exec.Cmd { return git("cat-file", "-e", oid) }, []byte{}}},
 		{{&sGet, func() *exec.Cmd { return amduat("--store", store, "get", ref) }, content}, {&sGitGet, func() *exec.Cmd { return git("cat-file", "blob", oid) }, content}},
+		{{&sFloor, func() *exec.Cmd { return exec.CommandContext(ctx, floor) }, []byte("hello, world\n")}, {&sHelloFloor, func() *exec.Cmd { return exec.CommandContext(ctx, hello) }, []byte("hello, world\n")}},
 	}
-	haveBaseline := []bool{goErr == nil, gitErr == nil, gitErr == nil}
+	haveBaseline := []bool{goErr == nil, gitErr == nil, gitErr == nil, floorErr == nil}
 	reps := e.reps(startupReps)
 	e.logf("startup: %d alternating runs each of amduat version, has and get against their baselines", reps)
 	for i := range reps {
@@ -191,7 +214,7 @@ func runStartup(ctx context.Context, e *Env) ([]Row, error) {
 				order = []*step{p[1], p[0]}
 			}
 			for _, st := range order {
-				if st == p[1] && !haveBaseline[k] {
+				if !haveBaseline[k] && (st == p[1] || st.s == &sFloor) {
 					continue
 				}
 				if err := st.s.timeStart(st.cmd(), st.want); err != nil {
@@ -229,5 +252,14 @@ func runStartup(ctx context.Context, e *Env) ([]Row, error) {
 		c.r.Baseline = &Baseline{c.g.median(), "ms", c.base + " of the same bytes in a fresh repository"}
 		c.r.Note += fmt.Sprintf("; %s %s, alternating; %s", c.base, c.g.text(), load)
 	}
+	if floorErr != nil {
+		floorRow.Skipped = true
+		floorRow.Note = fmt.Sprintf("no floor program: %v", floorErr)
+		return result(), nil
+	}
+	floorRow.Figure.Value = sFloor.median()
+	floorRow.Baseline = &Baseline{sHelloFloor.median(), "ms", "a Go hello-world (fmt.Println) built by the same toolchain in this run"}
+	floorRow.Note = fmt.Sprintf("bench/startupfloor: prints a line and links only Pebble and minio-go, whose package inits every amduat command pays, %d runs: %s; hello-world %s, alternating; "+
+		"amduat version is %.2fx this floor; %s", reps, sFloor.text(), sHelloFloor.text(), sVersion.median()/sFloor.median(), load)
 	return result(), nil
 }

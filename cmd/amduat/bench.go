@@ -48,6 +48,12 @@ target. The groups, in order:
                 10,000) and random get against SHA-256 of the same ArtifactBytes
   cli           amduat put of 20,000 files in one call against
                 git hash-object -w --stdin-paths (skipped without git)
+  startup       process start: amduat version against a Go hello-world, has
+                and get of 1 KiB against git cat-file; deps-floor, a program
+                linking only Pebble and minio-go (built from the source tree
+                the bench runs in), against the same hello-world
+  snapshot      put -r of a directory of many small files against put
+                --stdin-paths of the same files, and get -r against cp -r
   exec          1M-node chain and fan-in: canonical ordering, Exec_DAG overhead
                 beyond direct operation calls, bytes allocated per node
   surface       p50/p99 latency of surface runs of a 100-node program, and of
