@@ -118,7 +118,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) error {
 	defer cancel()
 	s.maint.RLock()
 	defer s.maint.RUnlock()
-	run, err := surf.New(s.store, surf.Options{Hash: id, Registry: s.ops, NoCache: req.NoCache, NodeMemo: req.MemoNodes, MemoryBudget: s.limits.RunMemoryBudget, WorkBudget: s.limits.RunWorkBudget, Workers: s.limits.RunWorkers}).Run(ctx, req.Surface())
+	run, err := surf.New(s.store, surf.Options{Hash: id, Registry: s.ops, NoCache: req.NoCache, NodeMemo: req.MemoNodes, MemoryBudget: s.limits.RunMemoryBudget, WorkBudget: s.limits.RunWorkBudget, Workers: s.limits.RunWorkers, Salts: &s.salts}).Run(ctx, req.Surface())
 	if err != nil {
 		s.metrics.runs.WithLabelValues("error").Inc()
 		if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil {

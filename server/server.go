@@ -35,6 +35,7 @@ import (
 	"github.com/amduat/amduat/internal/metrics"
 	"github.com/amduat/amduat/opreg"
 	"github.com/amduat/amduat/server/webui"
+	"github.com/amduat/amduat/surf"
 )
 
 // Backend is what the server needs from a store: the asl.Store interfaces,
@@ -206,6 +207,9 @@ type Server struct {
 	// after the run read them and before the run stored the result that
 	// reaches them.
 	maint sync.RWMutex
+	// salts is the action-cache salt the store was last read with, shared
+	// by the surface of every run (surf.SaltMemo).
+	salts surf.SaltMemo
 	evict *evictor  // nil without Limits.MaxStoreBytes
 	plans *planPool // nil without Config.Plans
 

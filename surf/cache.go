@@ -61,6 +61,32 @@ func Salt(ctx context.Context, s asl.Store) ([]byte, error) {
 	return v, err
 }
 
+// SaltMemo remembers the action-cache salt a store was last read with
+// (SPECS.md §14.6), so that a run can look its entry up under it while it
+// reads the salt again. It only saves time: every run still reads the
+// salt, and an answer found under a remembered salt that the read shows
+// changed is discarded. The zero value remembers nothing; it is safe for
+// concurrent use.
+type SaltMemo struct {
+	mu    sync.Mutex
+	salt  []byte
+	known bool
+}
+
+// get returns the remembered salt, if any.
+func (m *SaltMemo) get() ([]byte, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.salt, m.known
+}
+
+// set remembers salt, which the caller no longer modifies.
+func (m *SaltMemo) set(salt []byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.salt, m.known = salt, true
+}
+
 // SetSalt replaces the store's action-cache salt. Every entry recorded under
 // another salt is disowned: later runs miss it and recompute (the remedy for
 // a poisoned cache).

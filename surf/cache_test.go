@@ -2,8 +2,11 @@ package surf_test
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/memstore"
@@ -143,5 +146,73 @@ func TestRequestKeyCoversEveryField(t *testing.T) {
 	if surf.RequestKey(surf.Request{SchemeRef: pel.SchemeRefDAG1, ProgramRef: a, InputRefs: []asl.Reference{b}}, asl.HashSHA256, nil) !=
 		surf.RequestKey(base, asl.HashSHA256, nil) {
 		t.Fatal("an explicit SchemeRef_DAG_1 and the default give different keys")
+	}
+}
+
+// gatedSalt is a memstore whose salt reads, once armed, wait until an
+// action-cache lookup has begun: a run that read the salt before looking
+// its entry up would wait for ever (until the minute's guard).
+type gatedSalt struct {
+	*memstore.Store
+	armed   atomic.Bool
+	lookups chan struct{} // closed by the first action lookup once armed
+	once    sync.Once
+}
+
+func (g *gatedSalt) LookupIndex(ctx context.Context, space string, key []byte) ([]byte, bool, error) {
+	if g.armed.Load() {
+		switch space {
+		case surf.ActionIndexSpace:
+			g.once.Do(func() { close(g.lookups) })
+		case surf.ConfigIndexSpace:
+			select {
+			case <-g.lookups:
+			case <-time.After(time.Minute):
+				return nil, false, errors.New("the salt was read before the action entry was looked up")
+			}
+		}
+	}
+	return g.Store.LookupIndex(ctx, space, key)
+}
+
+// TestSaltReadBesideLookup: a surface that has read the salt before looks
+// the action entry up under it while it reads the salt again (SPECS.md
+// §6.7, "Requests per operation"), and a salt changed meanwhile still
+// disowns the entry (§14.6): the answer found under the old salt is
+// discarded and the run executes.
+func TestSaltReadBesideLookup(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g := &gatedSalt{Store: memstore.New(), lookups: make(chan struct{})}
+	var calls atomic.Int64
+	salts := new(surf.SaltMemo)
+	// A new Surface per run, sharing the memo, as the server makes them.
+	run := func(req surf.Request) *surf.Run {
+		t.Helper()
+		r, err := surf.New(g, surf.Options{Registry: countingRegistry(t, &calls), Salts: salts}).Run(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	prog := upperProgram(t, g)
+	req := surf.Request{ProgramRef: prog, InputRefs: []asl.Reference{put(t, g, asl.Untagged([]byte("beside")))}}
+	if r := run(req); r.CacheHit || calls.Load() != 1 {
+		t.Fatalf("first run: hit=%v calls=%d", r.CacheHit, calls.Load())
+	}
+	g.armed.Store(true)
+	if r := run(req); !r.CacheHit || calls.Load() != 1 {
+		t.Fatalf("second run: hit=%v calls=%d", r.CacheHit, calls.Load())
+	}
+	// Another process rotates the salt: the entry found under the
+	// remembered one must not answer.
+	if err := surf.SetSalt(ctx, g.Store, []byte("rotated")); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(req); r.CacheHit || calls.Load() != 2 {
+		t.Fatalf("run after the salt changed: hit=%v calls=%d", r.CacheHit, calls.Load())
+	}
+	if r := run(req); !r.CacheHit || calls.Load() != 2 {
+		t.Fatalf("second run after the salt changed: hit=%v calls=%d", r.CacheHit, calls.Load())
 	}
 }
