@@ -8,6 +8,10 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/amduat/amduat/asl"
@@ -134,5 +138,90 @@ func BenchmarkEmbeddedFetchLarge(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		fetchToEOF(b, st, ref)
+	}
+}
+
+// BenchmarkGetSmall GETs 1 KiB artifacts one at a time over loopback
+// from the server (GET /v1/artifacts/REF) and, as the bench's
+// server/get-vs-files rows do, from a standard-library file server
+// (http.ServeContent) holding the same bytes as files; the client reads
+// each body to EOF.
+func BenchmarkGetSmall(b *testing.B) {
+	_, ts, st := newTestServer(b, Config{})
+	dir := b.TempDir()
+	// As many as the bench's rows read, put in batches of 1,000 as they
+	// are there, so that the index lookups go through a realistic LSM.
+	const n, batch = 100_000, 1000
+	refs := make([]asl.Reference, 0, n)
+	rng := rand.NewChaCha8([32]byte{2})
+	arts := make([]asl.Artifact, batch)
+	for len(refs) < n {
+		for i := range arts {
+			p := make([]byte, 1024)
+			rng.Read(p)
+			arts[i] = asl.Untagged(p)
+		}
+		got, err := st.PutBatch(b.Context(), asl.HashSHA256, arts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i, ref := range got {
+			if err := os.WriteFile(filepath.Join(dir, ref.String()), arts[i].Bytes, 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+		refs = append(refs, got...)
+	}
+	order := rand.New(rand.NewPCG(3, 4)).Perm(n)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /f/{name}", func(w http.ResponseWriter, r *http.Request) {
+		f, err := os.Open(filepath.Join(dir, filepath.Base(r.PathValue("name"))))
+		if err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		http.ServeContent(w, r, "", fi.ModTime(), f)
+	})
+	fs := httptest.NewServer(mux)
+	defer fs.Close()
+	for _, c := range []int{1, 16} {
+		for _, side := range []struct{ name, prefix string }{{"files", fs.URL + "/f/"}, {"server", ts.URL + httpstore.PathArtifact}} {
+			b.Run(fmt.Sprintf("c%d/%s", c, side.name), func(b *testing.B) {
+				tr := http.DefaultTransport.(*http.Transport).Clone()
+				tr.MaxIdleConnsPerHost = 64
+				defer tr.CloseIdleConnections()
+				cl := &http.Client{Transport: tr}
+				urls := make([]string, n)
+				for i, ref := range refs {
+					urls[order[i]] = side.prefix + ref.String()
+				}
+				var next atomic.Int64
+				b.SetParallelism((c + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					buf := make([]byte, 32<<10)
+					for pb.Next() {
+						resp, err := cl.Get(urls[next.Add(1)%n])
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						m, err := io.CopyBuffer(io.Discard, resp.Body, buf)
+						resp.Body.Close()
+						if err != nil || m != 1024 || resp.StatusCode != 200 {
+							b.Error(resp.Status, m, err)
+							return
+						}
+					}
+				})
+			})
+		}
 	}
 }
