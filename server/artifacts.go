@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/textproto"
 	"strconv"
 	"strings"
 	"sync"
@@ -411,7 +412,10 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	format := r.URL.Query().Get("format")
+	var format string
+	if r.URL.RawQuery != "" {
+		format = r.URL.Query().Get("format")
+	}
 	switch format {
 	case "", "raw", "artifact", "info":
 	default:
@@ -464,13 +468,13 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) error {
 		}
 		return s.copyOut(out, rc, int64(hdr.Size), true)
 	}
-	h.Set("Accept-Ranges", "bytes")
+	h[keyAcceptRanges] = []string{"bytes"}
 	start, n, partial, err := parseRange(r.Header.Get("Range"), hdr.Size)
 	if err != nil {
 		h.Set("Content-Range", fmt.Sprintf("bytes */%d", hdr.Size))
 		return err
 	}
-	h.Set("Content-Length", strconv.FormatInt(n, 10))
+	h[keyLength] = []string{strconv.FormatInt(n, 10)}
 	if !partial {
 		w.WriteHeader(http.StatusOK)
 		return s.copyOut(out, rc, n, true)
@@ -541,19 +545,34 @@ func (c *capWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// The header names of an artifact's response in their canonical form, as
+// http.Header.Set would store them ("ETag" is sent as "Etag"): the headers
+// of a GET are assigned under them directly, not canonicalized again per
+// request.
+var (
+	keyETag         = textproto.CanonicalMIMEHeaderKey("ETag")
+	keyCacheControl = textproto.CanonicalMIMEHeaderKey("Cache-Control")
+	keyRef          = textproto.CanonicalMIMEHeaderKey(httpstore.HeaderRef)
+	keyTypeTag      = textproto.CanonicalMIMEHeaderKey(httpstore.HeaderTypeTag)
+	keyContentType  = textproto.CanonicalMIMEHeaderKey("Content-Type")
+	keyNoSniff      = textproto.CanonicalMIMEHeaderKey("X-Content-Type-Options")
+	keyAcceptRanges = textproto.CanonicalMIMEHeaderKey("Accept-Ranges")
+	keyLength       = textproto.CanonicalMIMEHeaderKey("Content-Length")
+)
+
 func setArtifactHeaders(h http.Header, refText string, hdr asl.Header, etag, format string) {
-	h.Set("ETag", etag)
-	h.Set("Cache-Control", "public, max-age=31536000, immutable")
-	h.Set(httpstore.HeaderRef, refText)
+	h[keyETag] = []string{etag}
+	h[keyCacheControl] = []string{"public, max-age=31536000, immutable"}
+	h[keyRef] = []string{refText}
 	if t := httpstore.FormatTypeTag(hdr); t != "" {
-		h.Set(httpstore.HeaderTypeTag, t)
+		h[keyTypeTag] = []string{t}
 	}
 	if format == "artifact" {
-		h.Set("Content-Type", httpstore.ContentTypeArtifact)
+		h[keyContentType] = []string{httpstore.ContentTypeArtifact}
 	} else {
-		h.Set("Content-Type", httpstore.ContentTypeOctets)
+		h[keyContentType] = []string{httpstore.ContentTypeOctets}
 	}
-	h.Set("X-Content-Type-Options", "nosniff")
+	h[keyNoSniff] = []string{"nosniff"}
 }
 
 // parseRange reads a Range header for an artifact of size bytes (SPECS.md

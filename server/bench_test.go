@@ -8,6 +8,10 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/amduat/amduat/asl"
@@ -135,4 +139,150 @@ func BenchmarkEmbeddedFetchLarge(b *testing.B) {
 	for range b.N {
 		fetchToEOF(b, st, ref)
 	}
+}
+
+// BenchmarkGetSmall GETs 1 KiB artifacts one at a time over loopback
+// from the server (GET /v1/artifacts/REF) and, as the bench's
+// server/get-vs-files rows do, from a standard-library file server
+// (http.ServeContent) holding the same bytes as files; the client reads
+// each body to EOF.
+func BenchmarkGetSmall(b *testing.B) {
+	_, ts, st := newTestServer(b, Config{})
+	dir := b.TempDir()
+	// As many as the bench's rows read, put in batches of 1,000 as they
+	// are there, so that the index lookups go through a realistic LSM.
+	const n, batch = 100_000, 1000
+	refs := make([]asl.Reference, 0, n)
+	rng := rand.NewChaCha8([32]byte{2})
+	arts := make([]asl.Artifact, batch)
+	for len(refs) < n {
+		for i := range arts {
+			p := make([]byte, 1024)
+			rng.Read(p)
+			arts[i] = asl.Untagged(p)
+		}
+		got, err := st.PutBatch(b.Context(), asl.HashSHA256, arts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i, ref := range got {
+			if err := os.WriteFile(filepath.Join(dir, ref.String()), arts[i].Bytes, 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+		refs = append(refs, got...)
+	}
+	order := rand.New(rand.NewPCG(3, 4)).Perm(n)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /f/{name}", func(w http.ResponseWriter, r *http.Request) {
+		f, err := os.Open(filepath.Join(dir, filepath.Base(r.PathValue("name"))))
+		if err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		http.ServeContent(w, r, "", fi.ModTime(), f)
+	})
+	fs := httptest.NewServer(mux)
+	defer fs.Close()
+	for _, c := range []int{1, 16} {
+		for _, side := range []struct{ name, prefix string }{{"files", fs.URL + "/f/"}, {"server", ts.URL + httpstore.PathArtifact}} {
+			b.Run(fmt.Sprintf("c%d/%s", c, side.name), func(b *testing.B) {
+				tr := http.DefaultTransport.(*http.Transport).Clone()
+				tr.MaxIdleConnsPerHost = 64
+				defer tr.CloseIdleConnections()
+				cl := &http.Client{Transport: tr}
+				urls := make([]string, n)
+				for i, ref := range refs {
+					urls[order[i]] = side.prefix + ref.String()
+				}
+				var next atomic.Int64
+				b.SetParallelism((c + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					buf := make([]byte, 32<<10)
+					for pb.Next() {
+						resp, err := cl.Get(urls[next.Add(1)%n])
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						m, err := io.CopyBuffer(io.Discard, resp.Body, buf)
+						resp.Body.Close()
+						if err != nil || m != 1024 || resp.StatusCode != 200 {
+							b.Error(resp.Status, m, err)
+							return
+						}
+					}
+				})
+			})
+		}
+	}
+}
+
+// BenchmarkGetHandler is the server's own work of a GET of a 1 KiB
+// artifact, without the network: the root handler called directly, the
+// 100,000 artifacts put as for BenchmarkGetSmall, read in a shuffled order.
+func BenchmarkGetHandler(b *testing.B) {
+	s, _, st := newTestServer(b, Config{})
+	const n, batch = 100_000, 1000
+	rng := rand.NewChaCha8([32]byte{2})
+	arts := make([]asl.Artifact, batch)
+	paths := make([]string, 0, n)
+	for len(paths) < n {
+		for i := range arts {
+			p := make([]byte, 1024)
+			rng.Read(p)
+			arts[i] = asl.Untagged(p)
+		}
+		got, err := st.PutBatch(b.Context(), asl.HashSHA256, arts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, ref := range got {
+			paths = append(paths, httpstore.PathArtifact+ref.String())
+		}
+	}
+	order := rand.New(rand.NewPCG(3, 4)).Perm(n)
+	h := s.Handler()
+	w := &discardWriter{h: http.Header{}}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		r := httptest.NewRequest(http.MethodGet, paths[order[i%n]], nil)
+		clear(w.h)
+		w.code, w.n = 0, 0
+		h.ServeHTTP(w, r)
+		if w.code != 200 || w.n != 1024 {
+			b.Fatal(w.code, w.n)
+		}
+	}
+}
+
+// discardWriter is a ResponseWriter that keeps the status and counts the
+// body.
+type discardWriter struct {
+	h    http.Header
+	code int
+	n    int
+}
+
+func (w *discardWriter) Header() http.Header { return w.h }
+func (w *discardWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+}
+func (w *discardWriter) Write(p []byte) (int, error) {
+	if w.code == 0 {
+		w.code = 200
+	}
+	w.n += len(p)
+	return len(p), nil
 }

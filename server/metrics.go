@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/amduat/amduat/internal/metrics"
@@ -33,6 +34,19 @@ type serverMetrics struct {
 	planSteps    *metrics.CounterVec // state
 	planFailures *metrics.CounterVec // class
 	planRuns     *metrics.CounterVec // outcome
+
+	// perRequest caches, by requestKey, the four series observe updates
+	// (*requestSeries): their lookup in the vectors formats a key and
+	// takes a lock per series, on every request. A series is still made
+	// by the first request that observes it, as before.
+	perRequest sync.Map
+}
+
+type requestKey struct{ route, method, code string }
+
+type requestSeries struct {
+	requests, bytesIn, bytesOut *metrics.Counter
+	latency                     *metrics.Histogram
 }
 
 func newMetrics(reg *metrics.Registry, q *runQueue) (*serverMetrics, error) {
@@ -88,10 +102,21 @@ func newMetrics(reg *metrics.Registry, q *runQueue) (*serverMetrics, error) {
 }
 
 func (m *serverMetrics) observe(route, method, code string, d time.Duration, in, out int64) {
-	m.requests.WithLabelValues(route, method, code).Inc()
-	m.latency.WithLabelValues(route, code).Observe(d.Seconds())
-	m.bytesIn.WithLabelValues(route).Add(float64(in))
-	m.bytesOut.WithLabelValues(route).Add(float64(out))
+	k := requestKey{route, method, code}
+	v, ok := m.perRequest.Load(k)
+	if !ok {
+		v, _ = m.perRequest.LoadOrStore(k, &requestSeries{
+			requests: m.requests.WithLabelValues(route, method, code),
+			latency:  m.latency.WithLabelValues(route, code),
+			bytesIn:  m.bytesIn.WithLabelValues(route),
+			bytesOut: m.bytesOut.WithLabelValues(route),
+		})
+	}
+	rs := v.(*requestSeries)
+	rs.requests.Inc()
+	rs.latency.Observe(d.Seconds())
+	rs.bytesIn.Add(float64(in))
+	rs.bytesOut.Add(float64(out))
 }
 
 // planEvent counts an event this server's runner appended.

@@ -198,6 +198,10 @@ type Server struct {
 	writes   *writeGate
 	mux      *http.ServeMux
 	handler  http.Handler
+	// getRef and headRef are the wrapped handlers of GET and HEAD
+	// /v1/artifacts/{ref}, which serve reaches without the mux
+	// (artifactRoute).
+	getRef, headRef http.Handler
 
 	inFlight atomic.Int64
 
@@ -330,8 +334,8 @@ func (s *Server) routes(reg *metrics.Registry, ui http.Handler) {
 		{"POST " + httpstore.PathBatch, scopeWrite, s.putBatch},
 		{"POST " + httpstore.PathMissing, scopeRead, s.missing},
 		{"POST " + httpstore.PathBatchRead, scopeRead, s.batchRead},
-		{"GET " + httpstore.PathArtifact + "{ref}", scopeRead, s.getArtifact},
-		{"HEAD " + httpstore.PathArtifact + "{ref}", scopeRead, s.getArtifact},
+		{patternGetRef, scopeRead, s.getArtifact},
+		{patternHeadRef, scopeRead, s.getArtifact},
 		{"GET " + httpstore.PathIndex + "{space}", scopeRead, s.scanIndex},
 		{"GET " + httpstore.PathIndex + "{space}/{key}", scopeRead, s.lookupIndex},
 		{"POST /v1/pel/programs", scopeWrite, s.buildProgram},
@@ -349,7 +353,14 @@ func (s *Server) routes(reg *metrics.Registry, ui http.Handler) {
 	}
 	rs = append(rs, s.planRoutes()...)
 	for _, rt := range rs {
-		s.mux.Handle(rt.pattern, s.wrap(rt))
+		h := s.wrap(rt)
+		s.mux.Handle(rt.pattern, h)
+		switch rt.pattern {
+		case patternGetRef:
+			s.getRef = h
+		case patternHeadRef:
+			s.headRef = h
+		}
 	}
 	metricsH := metricsHandler(reg)
 	s.mux.Handle("GET /metrics", s.wrap(route{"GET /metrics", scopeRead, func(w http.ResponseWriter, r *http.Request) error {
@@ -380,8 +391,52 @@ func (s *Server) routes(reg *metrics.Registry, ui http.Handler) {
 	s.mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
 }
 
+// The patterns of the artifact read routes, which artifactRoute matches
+// without the mux.
+const (
+	patternGetRef  = "GET " + httpstore.PathArtifact + "{ref}"
+	patternHeadRef = "HEAD " + httpstore.PathArtifact + "{ref}"
+)
+
+// artifactRoute matches GET and HEAD /v1/artifacts/REF, the route most
+// requests take, without the mux, which would otherwise match each request
+// twice (serve asks it whether a route matches before it serves). It
+// matches only a path the mux would route to the same pattern with the same
+// {ref}: the last segment non-empty lowercase hex (the alphabet of
+// reference text, §18.4), so that the path needs no cleaning or unescaping,
+// and no other pattern registered for these methods can match it. Any other
+// request goes through the mux as before, malformed references included.
+func (s *Server) artifactRoute(r *http.Request) (http.Handler, string, string) {
+	var h http.Handler
+	var pattern string
+	switch r.Method {
+	case http.MethodGet:
+		h, pattern = s.getRef, patternGetRef
+	case http.MethodHead:
+		h, pattern = s.headRef, patternHeadRef
+	default:
+		return nil, "", ""
+	}
+	ref, ok := strings.CutPrefix(r.URL.Path, httpstore.PathArtifact)
+	if !ok || ref == "" || r.URL.RawPath != "" || h == nil {
+		return nil, "", ""
+	}
+	for i := 0; i < len(ref); i++ {
+		if c := ref[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return nil, "", ""
+		}
+	}
+	return h, pattern, ref
+}
+
 // serve dispatches a request: a route's handler, or a JSON 404/405.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if h, pattern, ref := s.artifactRoute(r); h != nil {
+		r.Pattern = pattern
+		r.SetPathValue("ref", ref)
+		h.ServeHTTP(w, r)
+		return
+	}
 	if _, pattern := s.mux.Handler(r); pattern != "" {
 		s.mux.ServeHTTP(w, r)
 		return
@@ -543,8 +598,14 @@ func (rec *recorder) end(r *http.Request) {
 	if rec.aborted {
 		status = 0 // the connection was cut
 	}
-	code := strconv.Itoa(status)
-	s.metrics.observe(rec.route, r.Method, code, d, rec.bytesIn.n, rec.bytesOut)
+	s.metrics.observe(rec.route, r.Method, statusCode(status), d, rec.bytesIn.n, rec.bytesOut)
+	level := slog.LevelInfo
+	if rec.err != nil && (status >= 500 || status == 0) {
+		level = slog.LevelError
+	}
+	if !s.log.Enabled(context.Background(), level) {
+		return
+	}
 	attrs := []slog.Attr{
 		slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("route", rec.route),
 		slog.Int("status", status), slog.Int64("bytes_in", rec.bytesIn.n), slog.Int64("bytes_out", rec.bytesOut),
@@ -553,12 +614,8 @@ func (rec *recorder) end(r *http.Request) {
 	if rec.token != "" {
 		attrs = append(attrs, slog.String("token", rec.token))
 	}
-	level := slog.LevelInfo
 	if rec.err != nil {
 		attrs = append(attrs, slog.String("error", oneLine(rec.err.Error())))
-		if status >= 500 || status == 0 {
-			level = slog.LevelError
-		}
 	}
 	s.log.LogAttrs(context.Background(), level, "request", attrs...)
 }
@@ -579,5 +636,21 @@ func (c *countingBody) Read(p []byte) (int, error) {
 }
 
 func (c *countingBody) Close() error { return c.r.Close() }
+
+// statusCodes holds the decimal text of the status codes 0 to 599, the
+// code label of the request metrics, so that a request formats none.
+var statusCodes = func() (t [600]string) {
+	for i := range t {
+		t[i] = strconv.Itoa(i)
+	}
+	return t
+}()
+
+func statusCode(status int) string {
+	if status >= 0 && status < len(statusCodes) {
+		return statusCodes[status]
+	}
+	return strconv.Itoa(status)
+}
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
