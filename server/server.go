@@ -638,17 +638,20 @@ func (c *countingBody) Read(p []byte) (int, error) {
 func (c *countingBody) Close() error { return c.r.Close() }
 
 // statusCodes holds the decimal text of the status codes 0 to 599, the
-// code label of the request metrics, so that a request formats none.
-var statusCodes = func() (t [600]string) {
+// code label of the request metrics, so that a request formats none. It
+// is built on the first request, not at package init, which every amduat
+// command would pay (cmd/amduat's TestPackageInitsStaySmall).
+var statusCodes = sync.OnceValue(func() *[600]string {
+	var t [600]string
 	for i := range t {
 		t[i] = strconv.Itoa(i)
 	}
-	return t
-}()
+	return &t
+})
 
 func statusCode(status int) string {
-	if status >= 0 && status < len(statusCodes) {
-		return statusCodes[status]
+	if t := statusCodes(); status >= 0 && status < len(t) {
+		return t[status]
 	}
 	return strconv.Itoa(status)
 }
