@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/internal/fileserver"
 )
 
 // The file-server baseline (issue 24): a minimal standard-library HTTP
@@ -36,23 +37,7 @@ func startFileServer(dir string) (*fileServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /f/{name}", func(w http.ResponseWriter, r *http.Request) {
-		f, err := os.Open(filepath.Join(dir, filepath.Base(r.PathValue("name"))))
-		if err != nil {
-			http.NotFound(w, r)
-			return
-		}
-		defer f.Close()
-		fi, err := f.Stat()
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "application/octet-stream")
-		http.ServeContent(w, r, "", fi.ModTime(), f)
-	})
-	fs := &fileServer{hs: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, url: "http://" + ln.Addr().String(), done: make(chan error, 1)}
+	fs := &fileServer{hs: &http.Server{Handler: fileserver.Handler(dir), ReadHeaderTimeout: 10 * time.Second}, url: "http://" + ln.Addr().String(), done: make(chan error, 1)}
 	go func() { fs.done <- fs.hs.Serve(ln) }()
 	return fs, nil
 }

@@ -16,6 +16,8 @@ import (
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/httpstore"
+	"github.com/amduat/amduat/asl/pebblestore"
+	"github.com/amduat/amduat/internal/fileserver"
 )
 
 // BenchmarkMissing1000 measures POST /v1/artifacts/missing for 1,000
@@ -149,47 +151,14 @@ func BenchmarkEmbeddedFetchLarge(b *testing.B) {
 func BenchmarkGetSmall(b *testing.B) {
 	_, ts, st := newTestServer(b, Config{})
 	dir := b.TempDir()
-	// As many as the bench's rows read, put in batches of 1,000 as they
-	// are there, so that the index lookups go through a realistic LSM.
-	const n, batch = 100_000, 1000
-	refs := make([]asl.Reference, 0, n)
-	rng := rand.NewChaCha8([32]byte{2})
-	arts := make([]asl.Artifact, batch)
-	for len(refs) < n {
-		for i := range arts {
-			p := make([]byte, 1024)
-			rng.Read(p)
-			arts[i] = asl.Untagged(p)
-		}
-		got, err := st.PutBatch(b.Context(), asl.HashSHA256, arts)
-		if err != nil {
+	refs := putGetSet(b, st, func(ref asl.Reference, a asl.Artifact) {
+		if err := os.WriteFile(filepath.Join(dir, ref.String()), a.Bytes, 0o644); err != nil {
 			b.Fatal(err)
 		}
-		for i, ref := range got {
-			if err := os.WriteFile(filepath.Join(dir, ref.String()), arts[i].Bytes, 0o644); err != nil {
-				b.Fatal(err)
-			}
-		}
-		refs = append(refs, got...)
-	}
-	order := rand.New(rand.NewPCG(3, 4)).Perm(n)
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /f/{name}", func(w http.ResponseWriter, r *http.Request) {
-		f, err := os.Open(filepath.Join(dir, filepath.Base(r.PathValue("name"))))
-		if err != nil {
-			http.NotFound(w, r)
-			return
-		}
-		defer f.Close()
-		fi, err := f.Stat()
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "application/octet-stream")
-		http.ServeContent(w, r, "", fi.ModTime(), f)
 	})
-	fs := httptest.NewServer(mux)
+	n := len(refs)
+	order := rand.New(rand.NewPCG(3, 4)).Perm(n)
+	fs := httptest.NewServer(fileserver.Handler(dir))
 	defer fs.Close()
 	for _, c := range []int{1, 16} {
 		for _, side := range []struct{ name, prefix string }{{"files", fs.URL + "/f/"}, {"server", ts.URL + httpstore.PathArtifact}} {
@@ -208,7 +177,7 @@ func BenchmarkGetSmall(b *testing.B) {
 				b.RunParallel(func(pb *testing.PB) {
 					buf := make([]byte, 32<<10)
 					for pb.Next() {
-						resp, err := cl.Get(urls[next.Add(1)%n])
+						resp, err := cl.Get(urls[next.Add(1)%int64(n)])
 						if err != nil {
 							b.Error(err)
 							return
@@ -231,24 +200,9 @@ func BenchmarkGetSmall(b *testing.B) {
 // 100,000 artifacts put as for BenchmarkGetSmall, read in a shuffled order.
 func BenchmarkGetHandler(b *testing.B) {
 	s, _, st := newTestServer(b, Config{})
-	const n, batch = 100_000, 1000
-	rng := rand.NewChaCha8([32]byte{2})
-	arts := make([]asl.Artifact, batch)
-	paths := make([]string, 0, n)
-	for len(paths) < n {
-		for i := range arts {
-			p := make([]byte, 1024)
-			rng.Read(p)
-			arts[i] = asl.Untagged(p)
-		}
-		got, err := st.PutBatch(b.Context(), asl.HashSHA256, arts)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, ref := range got {
-			paths = append(paths, httpstore.PathArtifact+ref.String())
-		}
-	}
+	var paths []string
+	putGetSet(b, st, func(ref asl.Reference, _ asl.Artifact) { paths = append(paths, httpstore.PathArtifact+ref.String()) })
+	n := len(paths)
 	order := rand.New(rand.NewPCG(3, 4)).Perm(n)
 	h := s.Handler()
 	w := &discardWriter{h: http.Header{}}
@@ -263,6 +217,34 @@ func BenchmarkGetHandler(b *testing.B) {
 			b.Fatal(w.code, w.n)
 		}
 	}
+}
+
+// putGetSet puts the artifacts the GET benchmarks read: as many as the
+// bench's server rows read (100,000 of 1 KiB, random), in batches of 1,000
+// as they are put there, so that the index lookups go through a realistic
+// LSM. each is called with every artifact and its reference, in order.
+func putGetSet(b *testing.B, st *pebblestore.Store, each func(asl.Reference, asl.Artifact)) []asl.Reference {
+	b.Helper()
+	const n, batch = 100_000, 1000
+	refs := make([]asl.Reference, 0, n)
+	rng := rand.NewChaCha8([32]byte{2})
+	arts := make([]asl.Artifact, batch)
+	for len(refs) < n {
+		for i := range arts {
+			p := make([]byte, 1024)
+			rng.Read(p)
+			arts[i] = asl.Untagged(p)
+		}
+		got, err := st.PutBatch(b.Context(), asl.HashSHA256, arts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i, ref := range got {
+			each(ref, arts[i])
+		}
+		refs = append(refs, got...)
+	}
+	return refs
 }
 
 // discardWriter is a ResponseWriter that keeps the status and counts the
