@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -36,13 +37,17 @@ type serverMetrics struct {
 	planRuns     *metrics.CounterVec // outcome
 
 	// perRequest caches, by requestKey, the four series observe updates
-	// (*requestSeries): their lookup in the vectors formats a key and
-	// takes a lock per series, on every request. A series is still made
-	// by the first request that observes it, as before.
+	// (*requestSeries): their lookup in the vectors formats the status
+	// code and a key and takes a lock per series, on every request. A
+	// series is still made by the first request that observes it, as
+	// before.
 	perRequest sync.Map
 }
 
-type requestKey struct{ route, method, code string }
+type requestKey struct {
+	route, method string
+	status        int
+}
 
 type requestSeries struct {
 	requests, bytesIn, bytesOut *metrics.Counter
@@ -101,10 +106,13 @@ func newMetrics(reg *metrics.Registry, q *runQueue) (*serverMetrics, error) {
 	return m, nil
 }
 
-func (m *serverMetrics) observe(route, method, code string, d time.Duration, in, out int64) {
-	k := requestKey{route, method, code}
+// observe counts a request of route answered with status (0: the
+// connection was cut) after d, with in and out bytes of body.
+func (m *serverMetrics) observe(route, method string, status int, d time.Duration, in, out int64) {
+	k := requestKey{route, method, status}
 	v, ok := m.perRequest.Load(k)
 	if !ok {
+		code := strconv.Itoa(status)
 		v, _ = m.perRequest.LoadOrStore(k, &requestSeries{
 			requests: m.requests.WithLabelValues(route, method, code),
 			latency:  m.latency.WithLabelValues(route, code),

@@ -24,7 +24,6 @@ import (
 	"math"
 	"net/http"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -598,7 +597,7 @@ func (rec *recorder) end(r *http.Request) {
 	if rec.aborted {
 		status = 0 // the connection was cut
 	}
-	s.metrics.observe(rec.route, r.Method, statusCode(status), d, rec.bytesIn.n, rec.bytesOut)
+	s.metrics.observe(rec.route, r.Method, status, d, rec.bytesIn.n, rec.bytesOut)
 	level := slog.LevelInfo
 	if rec.err != nil && (status >= 500 || status == 0) {
 		level = slog.LevelError
@@ -636,24 +635,5 @@ func (c *countingBody) Read(p []byte) (int, error) {
 }
 
 func (c *countingBody) Close() error { return c.r.Close() }
-
-// statusCodes holds the decimal text of the status codes 0 to 599, the
-// code label of the request metrics, so that a request formats none. It
-// is built on the first request, not at package init, which every amduat
-// command would pay (cmd/amduat's TestPackageInitsStaySmall).
-var statusCodes = sync.OnceValue(func() *[600]string {
-	var t [600]string
-	for i := range t {
-		t[i] = strconv.Itoa(i)
-	}
-	return &t
-})
-
-func statusCode(status int) string {
-	if t := statusCodes(); status >= 0 && status < len(t) {
-		return t[status]
-	}
-	return strconv.Itoa(status)
-}
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

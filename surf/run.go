@@ -183,24 +183,20 @@ func (s *Surface) Run(ctx context.Context, req Request) (*Run, error) {
 		})
 	}
 	if cached {
+		// The entry is looked up under the salt of an earlier run while
+		// the salt is read again; the answer stands only if the salt is
+		// unchanged, else the lookup is made under the salt read (one
+		// round trip less on a bucket, SPECS.md §6.7, "Requests per
+		// operation"; §14.6).
 		var hit *Run
 		var err error
-		if last, ok := s.opts.Salts.get(); ok {
-			// The entry is looked up under the salt of an earlier run while
-			// the salt is read again; the answer stands only if the salt
-			// is unchanged, else the lookup is made again under the new
-			// one (one round trip less on a bucket, SPECS.md §6.7,
-			// "Requests per operation"; §14.6).
+		last, known := s.opts.Salts.get()
+		if known {
 			hit, err = s.lookupCached(ctx, ix, RequestKey(req, s.opts.Hash, last), req)
-			salted.Wait()
-			if saltErr == nil && !bytes.Equal(salt, last) {
-				hit, err = s.lookupCached(ctx, ix, key, req)
-			}
-		} else {
-			salted.Wait()
-			if saltErr == nil {
-				hit, err = s.lookupCached(ctx, ix, key, req)
-			}
+		}
+		salted.Wait()
+		if saltErr == nil && (!known || !bytes.Equal(salt, last)) {
+			hit, err = s.lookupCached(ctx, ix, key, req)
 		}
 		if saltErr != nil {
 			return nil, saltErr
