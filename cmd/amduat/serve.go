@@ -22,12 +22,14 @@ import (
 	"github.com/amduat/amduat/server"
 )
 
-// The store's memory of `amduat serve` (SPECS.md §18.1): Pebble's block
-// cache and memtables, the flags' defaults. With them and the default
-// --write-buffer, the server's peak RSS while clients write 1 KiB
-// artifacts stays near 64 MiB, most of it the executable's own pages.
+// The store's memory of `amduat serve` (SPECS.md §18.8, "Memory"): Pebble's
+// block cache and memtables, the flags' defaults. With them and the default
+// --write-buffer, the server's peak RSS while 16 clients write 1 KiB
+// artifacts stays below 64 MiB (53–55 MiB measured; 61–68 MiB with 4 MiB
+// memtables, which the static build's Go heap counts twice through GOGC;
+// BENCHMARKS.md, write-rss).
 const (
-	serveMemTable   = 4 << 20
+	serveMemTable   = 2 << 20
 	serveBlockCache = 16 << 20
 )
 
