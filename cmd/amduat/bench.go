@@ -81,7 +81,9 @@ target. The groups, in order:
                 without minio): PutBatch and random get of up to 4,096
                 artifacts of 1 KiB, put and get of 1 GiB, each against the raw
                 minio-go client on the same server and bytes; surface run
-                p50/p99, and an action-cache hit through a second server
+                p50/p99, and an action-cache hit through a second server,
+                each beside its floor: the rounds of requests it must wait
+                for, sent by the raw client
 
 --quick shrinks the work (64 MiB, 10,000 artifacts, 2,000 files, 100,000
 nodes, 50 runs, a 256 MiB budget for the hostile runs) to run in well under
