@@ -452,12 +452,22 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) error {
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
-	rc, hdr, err := s.store.Fetch(r.Context(), ref)
+	fetch := s.store.Fetch
+	clientVerifies := false
+	if fv, ok := s.store.(forVerifierFetcher); ok && r.Header.Get(httpstore.HeaderVerify) == httpstore.VerifyClient && r.Header.Get("Range") == "" {
+		fetch, clientVerifies = fv.FetchForVerifier, true
+	}
+	rc, hdr, err := fetch(r.Context(), ref)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
 	setArtifactHeaders(h, refText, hdr, etag, format)
+	if clientVerifies {
+		// Bytes only the client's digest vouches for are kept out of
+		// shared caches.
+		h[keyCacheControl] = []string{cacheControlPrivate}
+	}
 	out := s.writer(w)
 	if format == "artifact" {
 		head := hdr.AppendHeader(nil)
@@ -486,6 +496,20 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) error {
 	w.WriteHeader(http.StatusPartialContent)
 	return s.copyOut(out, rc, n, start+n == int64(hdr.Size))
 }
+
+// forVerifierFetcher is a store that can stream an artifact to a client
+// that checks the digest itself (pebblestore.Store.FetchForVerifier): each
+// chunk is still checked before its bytes are sent.
+type forVerifierFetcher interface {
+	FetchForVerifier(ctx context.Context, ref asl.Reference) (io.ReadCloser, asl.Header, error)
+}
+
+// The Cache-Control of an artifact's bytes (SPECS.md §18.4): immutable by
+// its reference; private when the server left the digest to the client.
+const (
+	cacheControlPublic  = "public, max-age=31536000, immutable"
+	cacheControlPrivate = "private, max-age=31536000, immutable"
+)
 
 // copyBufs holds copyOut's buffers (256 KiB: one write per chunk of the
 // store), so that a GET allocates none.
@@ -562,7 +586,7 @@ var (
 
 func setArtifactHeaders(h http.Header, refText string, hdr asl.Header, etag, format string) {
 	h[keyETag] = []string{etag}
-	h[keyCacheControl] = []string{"public, max-age=31536000, immutable"}
+	h[keyCacheControl] = []string{cacheControlPublic}
 	h[keyRef] = []string{refText}
 	if t := httpstore.FormatTypeTag(hdr); t != "" {
 		h[keyTypeTag] = []string{t}

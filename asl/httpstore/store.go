@@ -46,8 +46,9 @@ func (c *Client) Fetch(ctx context.Context, ref asl.Reference) (io.ReadCloser, a
 	if err := checkRef(ref); err != nil {
 		return nil, asl.Header{}, fmt.Errorf("fetch: %w", err)
 	}
+	// The body is re-hashed below, whatever the server checked.
 	rq := &request{method: http.MethodGet, path: PathArtifact + ref.String(), idempotent: true,
-		header: http.Header{"Accept-Encoding": {"identity"}}}
+		header: http.Header{"Accept-Encoding": {"identity"}, HeaderVerify: {VerifyClient}}}
 	resp, err := c.do(ctx, rq)
 	if err != nil {
 		return nil, asl.Header{}, err

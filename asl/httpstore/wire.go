@@ -37,6 +37,13 @@ const (
 	HeaderExpectRef = "X-Amduat-Expect-Ref"
 	// HeaderRef, on a response, names the artifact the body belongs to.
 	HeaderRef = "X-Amduat-Ref"
+	// HeaderVerify, on a GET of a whole artifact, with the value
+	// VerifyClient, says that the client checks the payload's digest
+	// itself: the server may then stream a large artifact checking each
+	// chunk but not the whole digest (SPECS.md §18.4).
+	HeaderVerify = "X-Amduat-Verify"
+	// VerifyClient is the value of HeaderVerify.
+	VerifyClient = "client"
 )
 
 // Media types of API v1.

@@ -57,6 +57,22 @@ func (s *Store) getIndex(ref asl.Reference, fn func(v []byte) error) error {
 // digest of the whole payload matches ref. Damage yields an error wrapping
 // asl.ErrIntegrity, from Fetch or from Read; never wrong bytes.
 func (s *Store) Fetch(ctx context.Context, ref asl.Reference) (io.ReadCloser, asl.Header, error) {
+	return s.fetch(ctx, ref, true)
+}
+
+// FetchForVerifier is Fetch for a reader that checks the whole payload's
+// digest itself, as the HTTP client does (SPECS.md §18.4, "X-Amduat-Verify"):
+// a chunked artifact's bytes are read exactly as by Fetch, each chunk's CRC
+// checked before any of its bytes are returned and the record's summary
+// fields after the last one, but the chunks are not hashed, so damage that
+// only the digest would show (a CRC collision, chunks in the wrong place)
+// reaches the caller, whose own digest fails. An artifact stored inline or
+// packed whole is verified as by Fetch.
+func (s *Store) FetchForVerifier(ctx context.Context, ref asl.Reference) (io.ReadCloser, asl.Header, error) {
+	return s.fetch(ctx, ref, false)
+}
+
+func (s *Store) fetch(ctx context.Context, ref asl.Reference, digest bool) (io.ReadCloser, asl.Header, error) {
 	if err := checkRef(ref); err != nil {
 		return nil, asl.Header{}, fmt.Errorf("fetch: %w", err)
 	}
@@ -97,7 +113,9 @@ func (s *Store) Fetch(ctx context.Context, ref asl.Reference) (io.ReadCloser, as
 			return nil, asl.Header{}, fmt.Errorf("fetch %s: %w", ref, err)
 		}
 	} else if !rec.inline() {
-		return s.newChunkReader(ctx, ref, rec, s.readChunk, fetchWorkers()), hdr, nil
+		r := s.newChunkReader(ctx, ref, rec, s.readChunk, fetchWorkers())
+		r.noDigest = !digest
+		return r, hdr, nil
 	}
 	if err := verify(ref, hdr, data); err != nil {
 		return nil, asl.Header{}, fmt.Errorf("fetch %w", err)
@@ -266,11 +284,12 @@ type fetchJob struct {
 //
 // Invariants:
 //   - a chunk's bytes are handed out only after its CRC has been checked
-//     (readChunk) and it has been hashed;
+//     (readChunk) and it has been hashed (absorbed, without the hash, for
+//     FetchForVerifier);
 //   - the last chunk's bytes are withheld until the whole payload's digest
-//     matches ref and the record's summary fields (stored bytes,
-//     compression) agree with the chunks; otherwise the read fails with an
-//     error wrapping asl.ErrIntegrity;
+//     matches ref (not checked for FetchForVerifier) and the record's
+//     summary fields (stored bytes, compression) agree with the chunks;
+//     otherwise the read fails with an error wrapping asl.ErrIntegrity;
 //   - errors surface in chunk order: a failure of chunk k is reported after
 //     chunks 0..k-1 were delivered, even if a later chunk failed first.
 //     After a failure no chunk is claimed or hashed any more (the failed
@@ -306,6 +325,7 @@ type chunkReader struct {
 	pos      uint64      // packed record: the head of the next part to claim
 
 	// Hashing state, used only by the holder of the hashing token.
+	noDigest bool // FetchForVerifier: chunks pass the token unhashed
 	h        *asl.Hasher
 	absorbed uint64 // chunks hashed
 	stored   uint64 // stored payload bytes of the chunks hashed
@@ -496,8 +516,10 @@ func (r *chunkReader) wakeConsumer() {
 // the record's summary fields and the whole digest; an error then means
 // the last chunk's bytes must not be handed out.
 func (r *chunkReader) absorb(c chunkData) error {
-	r.touched += touchLines(c.data)
-	r.h.Write(c.data)
+	if !r.noDigest {
+		r.touched += touchLines(c.data)
+		r.h.Write(c.data)
+	}
 	r.absorbed++
 	r.stored += uint64(c.stored)
 	r.codecs[c.codec] = true
@@ -506,6 +528,9 @@ func (r *chunkReader) absorb(c chunkData) error {
 	}
 	if comp := summarize(r.codecs); r.stored != r.rec.Stored || comp != r.rec.Compression {
 		return damaged("index record says %d stored bytes (compression %d), chunks hold %d (compression %d)", r.rec.Stored, r.rec.Compression, r.stored, comp)
+	}
+	if r.noDigest {
+		return nil
 	}
 	got, err := r.h.Sum()
 	if err != nil || got != r.ref {

@@ -606,3 +606,70 @@ func copyFetched(ctx context.Context, s *Store, ref asl.Reference) ([]byte, erro
 	_, err = io.Copy(&got, rc)
 	return got.Bytes(), err
 }
+
+// TestFetchForVerifier: FetchForVerifier returns the bytes Fetch returns,
+// checks every chunk's CRC and the record's summary as Fetch does, and
+// leaves only the whole digest to its caller: a last chunk forged with a
+// valid CRC reaches the caller, whose asl.VerifyReader refuses it.
+func TestFetchForVerifier(t *testing.T) {
+	t.Parallel()
+	labelReaders(t)
+	ctx := context.Background()
+	const chunks = 12
+	for _, text := range []bool{false, true} {
+		s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1, PackMin: -1})
+		data := genBytes(31, chunks*pipeChunk-100, text)
+		ref := put(t, s, asl.HashSHA256, asl.Untagged(data))
+		read := func(step int) ([]byte, asl.Header, error) {
+			rc, hdr, err := s.FetchForVerifier(ctx, ref)
+			if err != nil {
+				return nil, hdr, err
+			}
+			defer rc.Close()
+			if step == 0 {
+				var b bytes.Buffer
+				_, err := rc.(io.WriterTo).WriteTo(&b)
+				return b.Bytes(), hdr, err
+			}
+			got, err := readInPieces(rc, step)
+			return got, hdr, err
+		}
+		for _, step := range []int{0, 1, 5000, pipeChunk} {
+			got, hdr, err := read(step)
+			if err != nil || !bytes.Equal(got, data) || hdr.Size != uint64(len(data)) {
+				t.Fatalf("text %v, step %d: %d bytes, %v; want the %d bytes", text, step, len(got), err, len(data))
+			}
+		}
+		key, orig := chunkValue(t, s, ref, 3)
+		rawSet(t, s, key, flip(orig, headLen(t, orig)+7, 0x20))
+		if got, _, err := read(5000); !errors.Is(err, asl.ErrIntegrity) || !strings.Contains(err.Error(), "chunk 3 of blob") || !bytes.Equal(got, data[:3*pipeChunk]) {
+			t.Fatalf("text %v, chunk 3 damaged: %d bytes, then %v; want the 3 chunks before it, then ErrIntegrity", text, len(got), err)
+		}
+		rawSet(t, s, key, orig)
+		if text {
+			continue // forgeLastChunk writes a raw chunk
+		}
+		last := forgeLastChunk(t, s, ref, 98)
+		got, hdr, err := read(4096)
+		if err != nil || len(got) != len(data) || bytes.Equal(got, data) || !bytes.Equal(got[:last*pipeChunk], data[:last*pipeChunk]) {
+			t.Fatalf("last chunk forged: %d bytes, %v; want all of them, the forged byte included, and no error", len(got), err)
+		}
+		vr, err := asl.VerifyReader(ref, hdr, bytes.NewReader(got))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(io.Discard, vr); !errors.Is(err, asl.ErrIntegrity) {
+			t.Fatalf("the caller's digest of the forged bytes: %v, want ErrIntegrity", err)
+		}
+		rc, _, err := s.Fetch(ctx, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = io.Copy(io.Discard, rc)
+		rc.Close()
+		if !errors.Is(err, asl.ErrIntegrity) {
+			t.Fatalf("Fetch of the forged artifact: %v, want ErrIntegrity", err)
+		}
+	}
+	checkNoReaderGoroutines(t)
+}
