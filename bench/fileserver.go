@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/httpstore"
 	"github.com/amduat/amduat/internal/fileserver"
 )
 
@@ -52,13 +53,17 @@ func (fs *fileServer) close() error {
 	return err
 }
 
-// verifiedGet GETs url and reads the body to EOF through h, which must
-// then give ref; buf is the read buffer.
+// verifiedGet GETs url, saying that it checks the digest itself, and
+// reads the body to EOF through h, which must then give ref; buf is the
+// read buffer.
 func verifiedGet(ctx context.Context, c *http.Client, url string, ref asl.Reference, size int64, h *asl.Hasher, buf []byte) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
+	// As every amduat client does: it checks the digest below (SPECS.md
+	// §18.4; the file server ignores the header).
+	req.Header.Set(httpstore.HeaderVerify, httpstore.VerifyClient)
 	resp, err := c.Do(req)
 	if err != nil {
 		return err
@@ -185,7 +190,7 @@ func serverVsFiles(ctx context.Context, e *Env, dir, srvURL string, large asl.Re
 		Figure:   Quantity{mibPerSec(lsize, best[1]), "MiB/s"},
 		Baseline: &Baseline{mibPerSec(lsize, best[0]), "MiB/s", "net/http file server, same bytes"},
 		Target:   &Target{">= 0.95x baseline", OnRatio, AtLeast, 0.95},
-		Note: fmt.Sprintf("GET of the %s random artifact of server/large-get read to EOF and hashed to its reference by the same client code on both sides; the amduat server (verifying as it reads) against http.ServeContent of a file of the same bytes (sendfile), alternating, twice each, the faster of each: server %s / %s, file server %s / %s",
+		Note: fmt.Sprintf("GET of the %s random artifact of server/large-get read to EOF and hashed to its reference by the same client code on both sides; the amduat server (checking each chunk as it reads, the digest left to the client, which says it checks it: X-Amduat-Verify) against http.ServeContent of a file of the same bytes (sendfile), alternating, twice each, the faster of each: server %s / %s, file server %s / %s",
 			sizeText(lsize), all[1][0].Round(time.Millisecond), all[1][1].Round(time.Millisecond), all[0][0].Round(time.Millisecond), all[0][1].Round(time.Millisecond)),
 	})
 	return rows, nil

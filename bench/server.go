@@ -1158,7 +1158,7 @@ func serverLargeInProcess(ctx context.Context, e *Env, emb *pebblestore.Store, c
 			Baseline: &Baseline{mibPerSec(size, gets[0].d), "MiB/s", "embedded Fetch, same artifact"},
 			Target:   &Target{">= 0.7x baseline", OnRatio, AtLeast, 0.7},
 			PeakRSS:  gets[1].rss,
-			Note: fmt.Sprintf("httpstore.Client.Fetch read to EOF of %s through the in-process server (the server verifies as it reads, the client re-hashes every byte), against the embedded store's Fetch of it, alternating, twice each, the faster of each: server %s / %s, embedded %s / %s",
+			Note: fmt.Sprintf("httpstore.Client.Fetch read to EOF of %s through the in-process server (the server checks each chunk as it reads, the client re-hashes every byte, X-Amduat-Verify), against the embedded store's Fetch of it, alternating, twice each, the faster of each: server %s / %s, embedded %s / %s",
 				label, getAll[1][0].Round(time.Millisecond), getAll[1][1].Round(time.Millisecond), getAll[0][0].Round(time.Millisecond), getAll[0][1].Round(time.Millisecond)),
 		},
 	}, ref[0], nil
