@@ -113,9 +113,7 @@ func (s *Store) fetch(ctx context.Context, ref asl.Reference, digest bool) (io.R
 			return nil, asl.Header{}, fmt.Errorf("fetch %s: %w", ref, err)
 		}
 	} else if !rec.inline() {
-		r := s.newChunkReader(ctx, ref, rec, s.readChunk, fetchWorkers())
-		r.noDigest = !digest
-		return r, hdr, nil
+		return s.newChunkReaderDigest(ctx, ref, rec, s.readChunk, fetchWorkers(), digest), hdr, nil
 	}
 	if err := verify(ref, hdr, data); err != nil {
 		return nil, asl.Header{}, fmt.Errorf("fetch %w", err)
@@ -343,13 +341,19 @@ type chunkReader struct {
 // newChunkReader starts the pipeline of a chunked record with the given
 // number of workers, reading chunks with read.
 func (s *Store) newChunkReader(ctx context.Context, ref asl.Reference, rec indexRecord, read chunkReadFunc, workers int) *chunkReader {
+	return s.newChunkReaderDigest(ctx, ref, rec, read, workers, true)
+}
+
+// newChunkReaderDigest is newChunkReader that checks the whole digest only
+// when digest is set (FetchForVerifier).
+func (s *Store) newChunkReaderDigest(ctx context.Context, ref asl.Reference, rec indexRecord, read chunkReadFunc, workers int, digest bool) *chunkReader {
 	h, _ := asl.NewHasher(ref.HashID(), rec.header()) // ref checked known
 	n := rec.chunks()
 	workers = max(workers, 1)
 	nbuf := int(min(uint64(workers+fetchSpare), n))
 	workers = min(workers, nbuf)
 	r := &chunkReader{
-		s: s, ctx: ctx, ref: ref, rec: rec, n: n, read: read, h: h,
+		s: s, ctx: ctx, ref: ref, rec: rec, n: n, read: read, h: h, noDigest: !digest,
 		jobs:  make([]*fetchJob, nbuf),
 		slots: make([]*fetchJob, nbuf),
 		pos:   rec.Offset,
