@@ -285,6 +285,16 @@ func TestFetchConcurrentReaders(t *testing.T) {
 	checkNoReaderGoroutines(t)
 }
 
+// twelveChunks is a store with chunks in Pebble (the version 2 layout)
+// holding one artifact of 12 chunks, the last one 100 bytes short,
+// generated from seed (text-like when text is set).
+func twelveChunks(t *testing.T, seed uint64, text bool) (*Store, []byte, asl.Reference) {
+	t.Helper()
+	s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1, PackMin: -1})
+	data := genBytes(seed, 12*pipeChunk-100, text)
+	return s, data, put(t, s, asl.HashSHA256, asl.Untagged(data))
+}
+
 // TestFetchErrorOrder damages chunks 3 and 5 of an artifact: whichever
 // fails first, the reader returns exactly chunks 0-2 and then chunk 3's
 // error; with only chunk 5 damaged and chunk 3 slow, chunks 0-4 and then
@@ -293,11 +303,8 @@ func TestFetchErrorOrder(t *testing.T) {
 	t.Parallel()
 	labelReaders(t)
 	ctx := context.Background()
-	const chunks = 12
 	for _, text := range []bool{false, true} {
-		s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1, PackMin: -1})
-		data := genBytes(21, chunks*pipeChunk-100, text)
-		ref := put(t, s, asl.HashSHA256, asl.Untagged(data))
+		s, data, ref := twelveChunks(t, 21, text)
 		rec := indexOf(t, s, ref)
 		damage := func(i uint64) {
 			key, v := chunkValue(t, s, ref, i)
@@ -615,11 +622,8 @@ func TestFetchForVerifier(t *testing.T) {
 	t.Parallel()
 	labelReaders(t)
 	ctx := context.Background()
-	const chunks = 12
 	for _, text := range []bool{false, true} {
-		s := newMemStore(t, &Options{ChunkSize: pipeChunk, IngestMin: -1, PackMin: -1})
-		data := genBytes(31, chunks*pipeChunk-100, text)
-		ref := put(t, s, asl.HashSHA256, asl.Untagged(data))
+		s, data, ref := twelveChunks(t, 31, text)
 		read := func(step int) ([]byte, asl.Header, error) {
 			rc, hdr, err := s.FetchForVerifier(ctx, ref)
 			if err != nil {
