@@ -125,9 +125,14 @@ func (t *tail) String() string {
 }
 
 func (x *Executor) fault(format string, args ...any) *effect.Error {
+	return x.faultOf(x.proc, format, args...)
+}
+
+// faultOf is fault with the standard error of p (none when p is nil).
+func (x *Executor) faultOf(p *process, format string, args ...any) *effect.Error {
 	msg := fmt.Sprintf("executor %s: ", x.cfg.Name) + fmt.Sprintf(format, args...)
-	if x.proc != nil {
-		if s := x.proc.stderr.String(); s != "" {
+	if p != nil {
+		if s := p.stderr.String(); s != "" {
 			msg += " (stderr: " + s + ")"
 		}
 	}
@@ -330,8 +335,12 @@ func (x *Executor) Call(ctx context.Context, st effect.Store, req effect.Request
 	// From here on the executor may act on the call: every failure is an
 	// unknown outcome as well as what it is.
 	unknown := func(class effect.ErrorClass, err error) error {
-		e := x.fault("%v", err)
+		// Stopped first: stop waits for the process, and so for the last
+		// of its standard error (a crash's own words come after the end
+		// of its output).
+		p := x.proc
 		x.stop()
+		e := x.faultOf(p, "%v", err)
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: %w (%w)", e.Msg, ctx.Err(), effect.ErrUnknownOutcome)
 		}
