@@ -197,7 +197,7 @@ func runS3(ctx context.Context, e *Env) ([]Row, error) {
 	}
 	rows = append(rows, hit)
 	if floor, err = s3FloorRow(ctx, e, cl, "cache-hit-floor-p50", s3HitRounds, hit.Baseline,
-		"an action-cache hit through a server that has read the salt waits for them: salt and action entry, result and the trace's index entry, output and trace (§14.6 answers only from intact bytes), then the run log's entry (§19.7)"); err != nil {
+		"an action-cache hit through a server that has read the salt waits for them: salt and action entry, then result, trace and output, which the entry names (§14.6 answers only from intact bytes), then the run log's entry (§19.7)"); err != nil {
 		return nil, err
 	}
 	return append(rows, floor), nil

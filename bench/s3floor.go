@@ -24,9 +24,9 @@ var (
 	// GET (the salt) goes while the run computes.
 	s3RunRounds = []s3Round{{puts: 4}, {puts: 8}}
 	// an action-cache hit through a server that has read the salt: salt
-	// and action entry, result and the trace's index entry, output and
-	// trace, then the run log's entry (§14.6, §19.7).
-	s3HitRounds = []s3Round{{gets: 2}, {gets: 2}, {gets: 2}, {puts: 1}}
+	// and action entry, then result, trace and output (the entry names
+	// them), then the run log's entry (§14.6, §19.7).
+	s3HitRounds = []s3Round{{gets: 2}, {gets: 3}, {puts: 1}}
 )
 
 // roundsText describes rounds as "4 PUT, then 8 PUT".

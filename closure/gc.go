@@ -85,10 +85,10 @@ func logRoots(ctx context.Context, ix asl.Indexer, opts GCOptions) ([]asl.Refere
 
 // TrimRules are the index spaces whose entries name artifacts (SPECS.md
 // §6.5), with the references that must all be stored for an entry to
-// stay: surf.trace its result and trace, surf.action its result,
-// surf.node every output, tgk.from and tgk.to their edge, surf.log its
-// result. Pins (store.pin) name roots, which gc keeps; surf.config names
-// none.
+// stay: surf.trace its result and trace, surf.action its result (and,
+// format 2, its trace and outputs), surf.node every output, tgk.from and
+// tgk.to their edge, surf.log its result. Pins (store.pin) name roots,
+// which gc keeps; surf.config names none.
 func TrimRules() []pebblestore.TrimRule {
 	one := func(b []byte) []asl.Reference {
 		r, err := asl.DecodeReference(b)
@@ -106,7 +106,13 @@ func TrimRules() []pebblestore.TrimRule {
 	}
 	return []pebblestore.TrimRule{
 		{Space: surf.TraceIndexSpace, Refs: func(k, v []byte) []asl.Reference { return append(one(k), one(v)...) }},
-		{Space: surf.ActionIndexSpace, Refs: func(_, v []byte) []asl.Reference { return one(v) }},
+		{Space: surf.ActionIndexSpace, Refs: func(_, v []byte) []asl.Reference {
+			e, err := surf.DecodeActionEntry(v)
+			if err != nil {
+				return nil
+			}
+			return e.Refs()
+		}},
 		{Space: surf.NodeIndexSpace, Refs: func(_, v []byte) []asl.Reference {
 			refs, err := surf.NodeOutputs(v)
 			if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/amduat/amduat/asl"
@@ -15,8 +16,8 @@ import (
 
 // Index spaces of the action cache (SPECS.md §14.6).
 const (
-	// ActionIndexSpace maps a request key (32 bytes) to the ReferenceBytes
-	// of the result that request produced.
+	// ActionIndexSpace maps a request key (32 bytes) to the result that
+	// request produced, with its trace and outputs (ActionEntry).
 	ActionIndexSpace = "surf.action"
 	// ConfigIndexSpace holds surface configuration; key "cache-salt" holds
 	// the action cache salt.
@@ -114,38 +115,63 @@ func (s *Surface) lookupCached(ctx context.Context, ix asl.Indexer, key [32]byte
 	if err != nil || !found {
 		return nil, err
 	}
-	resultRef, err := asl.DecodeReference(v)
+	entry, err := DecodeActionEntry(v)
 	if err != nil {
 		return nil, nil
 	}
-	var traceRef asl.Reference
-	var traceIndexed bool
-	var traceIndexErr error
-	var wg sync.WaitGroup
-	wg.Go(func() { traceRef, traceIndexed, traceIndexErr = indexedTrace(ctx, s.store, resultRef) })
-	res, err := LoadResult(ctx, s.store, resultRef)
-	wg.Wait()
-	if err != nil {
-		return nil, missOrError(err)
+	resultRef := entry.Result
+	var (
+		res           Result
+		resErr        error
+		traceRef      asl.Reference
+		traceIndexed  bool
+		traceIndexErr error
+		tr            trace.Trace
+		trErr         error
+		wg            sync.WaitGroup
+	)
+	sem := make(chan struct{}, lookupParallel)
+	drainAll := func(refs []asl.Reference) []error {
+		errs := make([]error, len(refs))
+		for i, ref := range refs {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				errs[i] = drain(ctx, s.store, ref)
+			})
+		}
+		return errs
+	}
+	var outErrs []error
+	if entry.HasRun {
+		// The entry names the trace and the outputs: everything is read at
+		// once, then checked against the result.
+		traceRef, traceIndexed = entry.Trace, true
+		wg.Go(func() { tr, trErr = LoadTrace(ctx, s.store, traceRef) })
+		outErrs = drainAll(entry.Outputs)
+		res, resErr = LoadResult(ctx, s.store, resultRef)
+		wg.Wait()
+		if resErr == nil && !slices.Equal(res.OutputRefs, entry.Outputs) {
+			return nil, nil // the entry disagrees with its own result
+		}
+	} else {
+		wg.Go(func() { traceRef, traceIndexed, traceIndexErr = indexedTrace(ctx, s.store, resultRef) })
+		res, resErr = LoadResult(ctx, s.store, resultRef)
+		wg.Wait()
+	}
+	if resErr != nil {
+		return nil, missOrError(resErr)
 	}
 	if !res.answers(req) {
 		return nil, nil
 	}
-	outErrs := make([]error, len(res.OutputRefs))
-	var tr trace.Trace
-	var trErr error
-	sem := make(chan struct{}, lookupParallel)
-	if traceIndexErr == nil && traceIndexed {
-		wg.Go(func() { tr, trErr = LoadTrace(ctx, s.store, traceRef) })
+	if !entry.HasRun {
+		if traceIndexErr == nil && traceIndexed {
+			wg.Go(func() { tr, trErr = LoadTrace(ctx, s.store, traceRef) })
+		}
+		outErrs = drainAll(res.OutputRefs)
+		wg.Wait()
 	}
-	for i, ref := range res.OutputRefs {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			outErrs[i] = drain(ctx, s.store, ref)
-		})
-	}
-	wg.Wait()
 	for _, err := range outErrs {
 		if err != nil {
 			return nil, missOrError(err)
@@ -173,6 +199,57 @@ func (s *Surface) lookupCached(ctx context.Context, ix asl.Indexer, key [32]byte
 	}
 	return &Run{ResultRef: resultRef, TraceRef: traceRef, OutputRefs: res.OutputRefs, Result: res, Trace: tr,
 		CacheHit: true, EdgeRef: asl.MustDerive(resultRef.HashID(), edge)}, nil
+}
+
+// ActionEntry is the value of an action-cache entry (SPECS.md §14.6,
+// "Record"). Written since format 2: the result, the trace and the outputs
+// the run stored with it, as list<EncodedRef> (result, trace, outputs in
+// the result's order; at least 2). Format 1, written before, is the
+// result's ReferenceBytes alone (HasRun false: the trace is found through
+// surf.trace, the outputs through the result).
+type ActionEntry struct {
+	Result  asl.Reference
+	HasRun  bool
+	Trace   asl.Reference
+	Outputs []asl.Reference
+}
+
+// AppendActionEntry appends the format 2 value of a run's entry.
+func AppendActionEntry(dst []byte, result, trace asl.Reference, outputs []asl.Reference) []byte {
+	refs := make([]asl.Reference, 0, 2+len(outputs))
+	return appendRefList(dst, append(append(refs, result, trace), outputs...))
+}
+
+// DecodeActionEntry parses an action-cache value (SPECS.md §14.6, "Record"):
+// exactly one ReferenceBytes of a known hash is format 1; anything else must
+// be a format 2 list of at least 2 EncodedRefs with nothing after it.
+func DecodeActionEntry(v []byte) (ActionEntry, error) {
+	if ref, err := asl.DecodeReference(v); err == nil {
+		if _, known := asl.LookupHash(ref.HashID()); known {
+			return ActionEntry{Result: ref}, nil
+		}
+	}
+	r := enc.NewReader(v)
+	refs, err := readRefList(r, "action")
+	if err != nil {
+		return ActionEntry{}, fmt.Errorf("action cache entry: %w", err)
+	}
+	if len(refs) < 2 {
+		return ActionEntry{}, fmt.Errorf("action cache entry: %d references, want the result and the trace at least", len(refs))
+	}
+	if r.Remaining() != 0 {
+		return ActionEntry{}, fmt.Errorf("action cache entry: %d trailing bytes", r.Remaining())
+	}
+	return ActionEntry{Result: refs[0], HasRun: true, Trace: refs[1], Outputs: refs[2:]}, nil
+}
+
+// Refs lists every reference the entry names (gc trims the entry when
+// one of them is gone, SPECS.md §19.6).
+func (e ActionEntry) Refs() []asl.Reference {
+	if !e.HasRun {
+		return []asl.Reference{e.Result}
+	}
+	return append([]asl.Reference{e.Result, e.Trace}, e.Outputs...)
 }
 
 // lookupParallel bounds the outputs an action-cache hit reads at once.

@@ -1,8 +1,10 @@
 package surf_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -214,5 +216,120 @@ func TestSaltReadBesideLookup(t *testing.T) {
 	}
 	if r := run(req); !r.CacheHit || calls.Load() != 2 {
 		t.Fatalf("second run after the salt changed: hit=%v calls=%d", r.CacheHit, calls.Load())
+	}
+}
+
+// TestActionEntryFormats: format 2 round-trips; a lone ReferenceBytes is
+// format 1; the decoder's rejection rules (SPECS.md §14.6, "Record").
+func TestActionEntryFormats(t *testing.T) {
+	t.Parallel()
+	res := asl.MustDerive(asl.HashSHA256, asl.Untagged([]byte("result")))
+	tr := asl.MustDerive(asl.HashSHA256, asl.Untagged([]byte("trace")))
+	out := asl.MustDerive(asl.HashBLAKE3, asl.Untagged([]byte("output")))
+	v := surf.AppendActionEntry(nil, res, tr, []asl.Reference{out})
+	e, err := surf.DecodeActionEntry(v)
+	if err != nil || !e.HasRun || e.Result != res || e.Trace != tr || len(e.Outputs) != 1 || e.Outputs[0] != out {
+		t.Fatalf("format 2: %+v, %v", e, err)
+	}
+	if got := e.Refs(); len(got) != 3 || got[0] != res || got[1] != tr || got[2] != out {
+		t.Fatalf("Refs = %v", got)
+	}
+	if e, err := surf.DecodeActionEntry(res.Bytes()); err != nil || e.HasRun || e.Result != res || len(e.Refs()) != 1 {
+		t.Fatalf("format 1: %+v, %v", e, err)
+	}
+	if e, err := surf.DecodeActionEntry(surf.AppendActionEntry(nil, res, tr, nil)); err != nil || !e.HasRun || len(e.Outputs) != 0 {
+		t.Fatalf("format 2 without outputs: %+v, %v", e, err)
+	}
+	one := []byte{0, 0, 0, 1}
+	one = asl.AppendEncodedRef(one, res)
+	for _, c := range []struct {
+		name string
+		v    []byte
+	}{
+		{"empty", nil},
+		{"count 0", []byte{0, 0, 0, 0}},
+		{"count 1", one},
+		{"trailing byte", append(bytes.Clone(v), 0)},
+		{"truncated", v[:len(v)-1]},
+		{"count beyond the bytes", append([]byte{0xff, 0xff, 0xff, 0xff}, v[4:]...)},
+		{"reserved hash id", make([]byte, 34)},
+		{"SHA-256 digest short", res.Bytes()[:33]},
+	} {
+		if e, err := surf.DecodeActionEntry(c.v); err == nil {
+			t.Errorf("%s: accepted as %+v", c.name, e)
+		}
+	}
+}
+
+// FuzzDecodeActionEntry: an accepted format 2 value re-encodes to itself,
+// an accepted format 1 value is one ReferenceBytes.
+func FuzzDecodeActionEntry(f *testing.F) {
+	res := asl.MustDerive(asl.HashSHA256, asl.Untagged([]byte("result")))
+	tr := asl.MustDerive(asl.HashSHA256, asl.Untagged([]byte("trace")))
+	f.Add(res.Bytes())
+	f.Add(surf.AppendActionEntry(nil, res, tr, nil))
+	f.Add(surf.AppendActionEntry(nil, res, tr, []asl.Reference{res, tr}))
+	f.Add([]byte{0, 0, 0, 2, 0, 0, 0, 2, 0, 9, 0, 0, 0, 2, 0, 9})
+	f.Fuzz(func(t *testing.T, v []byte) {
+		e, err := surf.DecodeActionEntry(v)
+		if err != nil {
+			return
+		}
+		var again []byte
+		if e.HasRun {
+			again = surf.AppendActionEntry(nil, e.Result, e.Trace, e.Outputs)
+		} else {
+			again = e.Result.Bytes()
+		}
+		if !bytes.Equal(again, v) {
+			t.Fatalf("accepted %x re-encodes as %x", v, again)
+		}
+	})
+}
+
+// TestActionEntryCompat: an entry of format 1 (the result alone, as
+// written before format 2) still answers, its trace found through
+// surf.trace; a format 2 entry whose outputs disagree with its result is a
+// miss, and the run that follows rewrites it.
+func TestActionEntryCompat(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := memstore.New()
+	var calls atomic.Int64
+	run := func(req surf.Request) *surf.Run {
+		t.Helper()
+		r, err := surf.New(s, surf.Options{Registry: countingRegistry(t, &calls)}).Run(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	req := surf.Request{ProgramRef: upperProgram(t, s), InputRefs: []asl.Reference{put(t, s, asl.Untagged([]byte("compat")))}}
+	first := run(req)
+	key := surf.RequestKey(req, asl.HashSHA256, nil)
+	v, found, err := s.LookupIndex(ctx, surf.ActionIndexSpace, key[:])
+	if err != nil || !found {
+		t.Fatalf("no entry after the run: %v", err)
+	}
+	if e, err := surf.DecodeActionEntry(v); err != nil || !e.HasRun || e.Result != first.ResultRef || e.Trace != first.TraceRef || !slices.Equal(e.Outputs, first.OutputRefs) {
+		t.Fatalf("entry written: %+v, %v; want format 2 of the run", e, err)
+	}
+	setEntry := func(v []byte) {
+		t.Helper()
+		if _, err := s.PutIndexed(ctx, asl.HashSHA256, nil, []asl.IndexEntry{{Space: surf.ActionIndexSpace, Key: key[:], Value: v}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setEntry(first.ResultRef.Bytes())
+	if r := run(req); !r.CacheHit || r.TraceRef != first.TraceRef || calls.Load() != 1 {
+		t.Fatalf("format 1 entry: hit=%v trace %s (want %s) calls=%d", r.CacheHit, r.TraceRef, first.TraceRef, calls.Load())
+	}
+	other := put(t, s, asl.Untagged([]byte("not the output")))
+	setEntry(surf.AppendActionEntry(nil, first.ResultRef, first.TraceRef, []asl.Reference{other}))
+	if r := run(req); r.CacheHit || calls.Load() != 2 {
+		t.Fatalf("entry disagreeing with its result: hit=%v calls=%d", r.CacheHit, calls.Load())
+	}
+	if r := run(req); !r.CacheHit || calls.Load() != 2 {
+		t.Fatalf("after the rewrite: hit=%v calls=%d", r.CacheHit, calls.Load())
 	}
 }

@@ -428,7 +428,7 @@ func (s *Surface) persist(ctx context.Context, c *computed, actionKey []byte, ex
 		entries := []asl.IndexEntry{{Space: TraceIndexSpace, Key: run.ResultRef.Bytes(), Value: run.TraceRef.Bytes()}}
 		entries = append(entries, tgk.IndexEntries(c.edge, run.EdgeRef)...)
 		if actionKey != nil {
-			entries = append(entries, asl.IndexEntry{Space: ActionIndexSpace, Key: actionKey, Value: run.ResultRef.Bytes()})
+			entries = append(entries, asl.IndexEntry{Space: ActionIndexSpace, Key: actionKey, Value: AppendActionEntry(nil, run.ResultRef, run.TraceRef, run.OutputRefs)})
 		}
 		entries = append(entries, extra...)
 		refs, err = ix.PutIndexed(ctx, s.opts.Hash, arts, entries)

@@ -76,16 +76,16 @@ func TestRequestsPerOperation(t *testing.T) {
 		// program and inputs (in the memory cache since their put); 4
 		// artifact PUTs, then 9 entry PUTs.
 		{"run, miss", nil, func(s *s3store.Store) { run(s, surf.Options{}, false) }, s3store.Stats{GET: 2, PUT: 13}},
-		// Through another server: salt, entry, then result and the
-		// trace's index entry, then output and trace; the run log's
+		// Through another server: salt, entry, then result, trace and
+		// output (the entry names them, §14.6 format 2); the run log's
 		// entry.
 		{"hit, second server", func() *s3store.Store { return fresh(0) },
-			func(s *s3store.Store) { run(s, surf.Options{}, true) }, s3store.Stats{GET: 6, PUT: 1}},
+			func(s *s3store.Store) { run(s, surf.Options{}, true) }, s3store.Stats{GET: 5, PUT: 1}},
 		{"hit, second server with memory cache", func() *s3store.Store { return fresh(s3store.DefaultMemCacheSize) },
-			func(s *s3store.Store) { run(s, surf.Options{}, true) }, s3store.Stats{GET: 6, PUT: 1}},
-		// Through the server that ran it: result, output and trace
-		// from memory.
-		{"hit, same server", nil, func(s *s3store.Store) { run(s, surf.Options{}, true) }, s3store.Stats{GET: 3, PUT: 1}},
+			func(s *s3store.Store) { run(s, surf.Options{}, true) }, s3store.Stats{GET: 5, PUT: 1}},
+		// Through the server that ran it: salt and entry; result,
+		// output and trace from memory.
+		{"hit, same server", nil, func(s *s3store.Store) { run(s, surf.Options{}, true) }, s3store.Stats{GET: 2, PUT: 1}},
 		// A fresh run without the cache (new inputs put first, not
 		// counted): the salt, for the log; 4 artifacts; 8 entries.
 		{"run, no cache", func() *s3store.Store { inputs("c", "d"); return st },
