@@ -107,9 +107,10 @@ func SetSalt(ctx context.Context, s asl.Store, salt []byte) error {
 //
 // The reads that do not depend on each other are made at once, so that a
 // store with a round trip per read (a bucket, SPECS.md §6.7, "Requests per
-// operation") pays two of them after the entry instead of four: the result
-// with the trace's index entry (§14.4), then the outputs with the trace.
-// Each is read once; the checks and their order are those of §14.6.
+// operation") pays one of them after an entry of format 2, which names the
+// trace and the outputs (result, trace and outputs at once), and two after
+// one of format 1 (the result with the trace's index entry, §14.4, then the
+// outputs with the trace). Each is read once; the checks are those of §14.6.
 func (s *Surface) lookupCached(ctx context.Context, ix asl.Indexer, key [32]byte, req Request) (*Run, error) {
 	v, found, err := ix.LookupIndex(ctx, ActionIndexSpace, key[:])
 	if err != nil || !found {
@@ -147,9 +148,9 @@ func (s *Surface) lookupCached(ctx context.Context, ix asl.Indexer, key [32]byte
 		// The entry names the trace and the outputs: everything is read at
 		// once, then checked against the result.
 		traceRef, traceIndexed = entry.Trace, true
+		wg.Go(func() { res, resErr = LoadResult(ctx, s.store, resultRef) })
 		wg.Go(func() { tr, trErr = LoadTrace(ctx, s.store, traceRef) })
 		outErrs = drainAll(entry.Outputs)
-		res, resErr = LoadResult(ctx, s.store, resultRef)
 		wg.Wait()
 		if resErr == nil && !slices.Equal(res.OutputRefs, entry.Outputs) {
 			return nil, nil // the entry disagrees with its own result
