@@ -205,6 +205,11 @@ func perSec(n int, d time.Duration) float64 { return float64(n) / d.Seconds() }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
+// percentileMS is the q-th percentile of ds, in milliseconds.
+func percentileMS(ds []time.Duration, q float64) float64 {
+	return Percentile(durations(ds), q) / float64(time.Millisecond)
+}
+
 func durations(ds []time.Duration) []float64 {
 	out := make([]float64, len(ds))
 	for i, d := range ds {

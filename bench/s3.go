@@ -213,15 +213,12 @@ func s3FloorRow(ctx context.Context, e *Env, cl *minio.Client, name string, roun
 	if err != nil {
 		return Row{}, err
 	}
-	ms := durations(ds)
-	for i := range ms {
-		ms[i] /= float64(time.Millisecond)
-	}
-	r := Row{Name: "s3/" + name, Figure: Quantity{Percentile(ms, 50), "ms"},
+	r := Row{Name: "s3/" + name, Figure: Quantity{percentileMS(ds, 50), "ms"},
 		Note: fmt.Sprintf("the least the operation can take on this MinIO: %s of 1 KiB objects, each round's requests at once and the rounds one after another, by the raw minio-go client, %d times (p99 %s ms); %s; the baseline is the embedded p50 of the S3 row before it, so this ratio is the least that row's ratio can be on this machine",
-			roundsText(rounds), samples, formatValue(Percentile(ms, 99)), why)}
+			roundsText(rounds), samples, formatValue(percentileMS(ds, 99)), why)}
 	if base != nil {
-		r.Baseline = &Baseline{base.Value, base.Unit, base.What}
+		b := *base
+		r.Baseline = &b
 	}
 	return r, nil
 }
@@ -469,23 +466,20 @@ func s3Runs(ctx context.Context, e *Env, st *s3store.Store, opts s3store.Options
 		}
 	}
 	rss, _ := w.Stop()
-	p := func(ds []time.Duration, q float64) float64 {
-		return Percentile(durations(ds), q) / float64(time.Millisecond)
-	}
 	return []Row{
 		{
-			Name: "s3/run-p50", Figure: Quantity{p(d[0], 50), "ms"},
-			Baseline: &Baseline{p(d[1], 50), "ms", "embedded surf.Surface.Run, p50"},
+			Name: "s3/run-p50", Figure: Quantity{percentileMS(d[0], 50), "ms"},
+			Baseline: &Baseline{percentileMS(d[1], 50), "ms", "embedded surf.Surface.Run, p50"},
 			Target:   &Target{"<= 3x baseline", OnRatio, AtMost, 3},
 			PeakRSS:  rss,
 			Note: fmt.Sprintf("%s; %d runs (NoCache, fresh 1 KiB inputs each, put through the same store before the run) of the surface group's %d-node program with surf.Surface.Run on the S3 store (memory cache of %d MiB, as `amduat serve`) against the embedded store, alternating which goes first; results checked equal",
 				requestsText(q, runs, "run"), runs, len(SurfaceProgram().Nodes), s3store.DefaultMemCacheSize>>20),
 		},
 		{
-			Name: "s3/run-p99", Figure: Quantity{p(d[0], 99), "ms"},
-			Baseline: &Baseline{p(d[1], 99), "ms", "embedded surf.Surface.Run, p99"},
+			Name: "s3/run-p99", Figure: Quantity{percentileMS(d[0], 99), "ms"},
+			Baseline: &Baseline{percentileMS(d[1], 99), "ms", "embedded surf.Surface.Run, p99"},
 			PeakRSS:  rss,
-			Note:     fmt.Sprintf("%s; same runs; max %s ms on S3, %s ms embedded", requestsText(q, runs, "run"), formatValue(p(d[0], 100)), formatValue(p(d[1], 100))),
+			Note:     fmt.Sprintf("%s; same runs; max %s ms on S3, %s ms embedded", requestsText(q, runs, "run"), formatValue(percentileMS(d[0], 100)), formatValue(percentileMS(d[1], 100))),
 		},
 	}, nil
 }
@@ -598,14 +592,11 @@ func s3CacheHit(ctx context.Context, e *Env, m *miniotest.Server, dir string) (R
 			peak = r
 		}
 	}
-	p := func(ds []time.Duration, q float64) float64 {
-		return Percentile(durations(ds), q) / float64(time.Millisecond)
-	}
-	row.Figure.Value = p(dHit, 50)
-	row.Baseline = &Baseline{p(dEmb, 50), "ms", "action-cache hit of surf.Surface.Run on an embedded store, p50"}
+	row.Figure.Value = percentileMS(dHit, 50)
+	row.Baseline = &Baseline{percentileMS(dEmb, 50), "ms", "action-cache hit of surf.Surface.Run on an embedded store, p50"}
 	row.PeakRSS = peak
 	row.Note = fmt.Sprintf("%s (the last request's hit through a fresh in-process store on the bucket, opened as `amduat serve` opens it); %d runs (fresh 1 KiB inputs) through POST /v1/pel/run of one `amduat serve --store s3://` process (a miss: p50 %s ms), then the same request through a second process on the same bucket: an action-cache hit every time, same result; hit p99 %s ms; peak RSS is the larger server's",
-		requestsText(q, 1, "hit"), runs, formatValue(p(dMiss, 50)), formatValue(p(dHit, 99)))
+		requestsText(q, 1, "hit"), runs, formatValue(percentileMS(dMiss, 50)), formatValue(percentileMS(dHit, 99)))
 	return row, nil
 }
 

@@ -60,19 +60,13 @@ func s3Floor(ctx context.Context, cl *minio.Client, name string, rounds []s3Roun
 	for _, r := range rounds {
 		maxGets = max(maxGets, r.gets)
 	}
-	key := func(kind string, parts ...int) string {
-		k := "floor/" + name + "/" + kind
-		for _, p := range parts {
-			k += fmt.Sprintf("/%d", p)
-		}
-		return k
-	}
+	getKey := func(j int) string { return fmt.Sprintf("floor/%s/get/%d", name, j) }
 	put := func(k string) error {
 		_, err := cl.PutObject(ctx, "bench", k, bytes.NewReader(body), int64(len(body)), minio.PutObjectOptions{DisableMultipart: true})
 		return err
 	}
 	for j := range maxGets {
-		if err := put(key("get", j)); err != nil {
+		if err := put(getKey(j)); err != nil {
 			return nil, err
 		}
 	}
@@ -95,10 +89,10 @@ func s3Floor(ctx context.Context, cl *minio.Client, name string, rounds []s3Roun
 			errs := make([]error, r.gets+r.puts)
 			var wg sync.WaitGroup
 			for j := range r.gets {
-				wg.Go(func() { errs[j] = get(key("get", j)) })
+				wg.Go(func() { errs[j] = get(getKey(j)) })
 			}
 			for j := range r.puts {
-				wg.Go(func() { errs[r.gets+j] = put(key("put", s, ri, j)) })
+				wg.Go(func() { errs[r.gets+j] = put(fmt.Sprintf("floor/%s/put/%d/%d/%d", name, s, ri, j)) })
 			}
 			wg.Wait()
 			for _, err := range errs {

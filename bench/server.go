@@ -212,9 +212,7 @@ func runPool(workers, jobs int, job func(w, j int) error, after func() error) (p
 	return p, errors.Join(append(errs, err)...)
 }
 
-func (p pool) pct(q float64) float64 {
-	return Percentile(durations(p.lat), q) / float64(time.Millisecond)
-}
+func (p pool) pct(q float64) float64 { return percentileMS(p.lat, q) }
 
 // latText gives the p50/p99 of a pass's requests.
 func (p pool) latText() string {
@@ -546,24 +544,21 @@ func serverRuns(ctx context.Context, e *Env, emb *pebblestore.Store, rig *server
 		}
 	}
 	rss, _ := w.Stop()
-	p := func(ds []time.Duration, q float64) float64 {
-		return Percentile(durations(ds), q) / float64(time.Millisecond)
-	}
 	return []Row{
 		{
 			Name:     "server/run-p50",
-			Figure:   Quantity{p(dSrv, 50), "ms"},
-			Baseline: &Baseline{p(dEmb, 50), "ms", "embedded surf.Surface.Run, p50"},
+			Figure:   Quantity{percentileMS(dSrv, 50), "ms"},
+			Baseline: &Baseline{percentileMS(dEmb, 50), "ms", "embedded surf.Surface.Run, p50"},
 			PeakRSS:  rss,
 			Note: fmt.Sprintf("%d runs (NoCache, fresh 1 KiB inputs each) of the surface group's %d-node program: POST /v1/pel/run with a report.RunRequest through httpstore.Client.DoJSON, answered when the server's run is stored, against surf.Surface.Run on the embedded store, alternating which goes first; the references of both are checked equal",
 				runs, len(SurfaceProgram().Nodes)),
 		},
 		{
 			Name:     "server/run-p99",
-			Figure:   Quantity{p(dSrv, 99), "ms"},
-			Baseline: &Baseline{p(dEmb, 99), "ms", "embedded surf.Surface.Run, p99"},
+			Figure:   Quantity{percentileMS(dSrv, 99), "ms"},
+			Baseline: &Baseline{percentileMS(dEmb, 99), "ms", "embedded surf.Surface.Run, p99"},
 			PeakRSS:  rss,
-			Note:     fmt.Sprintf("same runs; max %s ms through the server, %s ms embedded", formatValue(p(dSrv, 100)), formatValue(p(dEmb, 100))),
+			Note:     fmt.Sprintf("same runs; max %s ms through the server, %s ms embedded", formatValue(percentileMS(dSrv, 100)), formatValue(percentileMS(dEmb, 100))),
 		},
 	}, nil
 }

@@ -171,33 +171,30 @@ func runSurface(ctx context.Context, e *Env) ([]Row, error) {
 	}
 	rssCache, _ := w.Stop()
 
-	p := func(ds []time.Duration, q float64) float64 {
-		return Percentile(durations(ds), q) / float64(time.Millisecond)
-	}
 	return []Row{
 		{
 			Name:     "surface/run-p50",
-			Figure:   Quantity{p(runD, 50), "ms"},
-			Baseline: &Baseline{p(commitD, 50), "ms", "synced 1-artifact PutBatch, p50"},
+			Figure:   Quantity{percentileMS(runD, 50), "ms"},
+			Baseline: &Baseline{percentileMS(commitD, 50), "ms", "synced 1-artifact PutBatch, p50"},
 			Target:   &Target{"<= 5 ms", OnFigure, AtMost, 5},
 			PeakRSS:  rssFresh,
 			Note: fmt.Sprintf("%d surface runs (NoCache): resolve program + 2 inputs of 1 KiB (fresh content each run), Exec_DAG of %d nodes, store output + result + trace + provenance edge with index entries in one synced batch; Exec_DAG alone p50 %s ms",
-				runs, len(SurfaceProgram().Nodes), formatValue(p(execD, 50))),
+				runs, len(SurfaceProgram().Nodes), formatValue(percentileMS(execD, 50))),
 		},
 		{
 			Name:     "surface/run-p99",
-			Figure:   Quantity{p(runD, 99), "ms"},
-			Baseline: &Baseline{p(commitD, 99), "ms", "synced 1-artifact PutBatch, p99"},
+			Figure:   Quantity{percentileMS(runD, 99), "ms"},
+			Baseline: &Baseline{percentileMS(commitD, 99), "ms", "synced 1-artifact PutBatch, p99"},
 			PeakRSS:  rssFresh,
-			Note:     fmt.Sprintf("same runs; max %s ms", formatValue(p(runD, 100))),
+			Note:     fmt.Sprintf("same runs; max %s ms", formatValue(percentileMS(runD, 100))),
 		},
 		{
 			Name:     "surface/cache-hit-p50",
-			Figure:   Quantity{p(hitD, 50), "ms"},
-			Baseline: &Baseline{p(missD, 50), "ms", "fresh run p50, cache on"},
+			Figure:   Quantity{percentileMS(hitD, 50), "ms"},
+			Baseline: &Baseline{percentileMS(missD, 50), "ms", "fresh run p50, cache on"},
 			PeakRSS:  rssCache,
 			Note: fmt.Sprintf("%d requests run twice on a Surface with the action cache: the second answers from the cache (salt + lookup + verified result fetch), p99 %s ms; the first executes and records, p99 %s ms",
-				runs, formatValue(p(hitD, 99)), formatValue(p(missD, 99))),
+				runs, formatValue(percentileMS(hitD, 99)), formatValue(percentileMS(missD, 99))),
 		},
 	}, nil
 }

@@ -124,54 +124,49 @@ func (s *Surface) lookupCached(ctx context.Context, ix asl.Indexer, key [32]byte
 	var (
 		res           Result
 		resErr        error
-		traceRef      asl.Reference
-		traceIndexed  bool
+		traceRef      = entry.Trace
+		traceKnown    = entry.HasRun
 		traceIndexErr error
-		tr            trace.Trace
-		trErr         error
+		outputs       = entry.Outputs
 		wg            sync.WaitGroup
 	)
-	sem := make(chan struct{}, lookupParallel)
-	drainAll := func(refs []asl.Reference) []error {
-		errs := make([]error, len(refs))
-		for i, ref := range refs {
-			sem <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				errs[i] = drain(ctx, s.store, ref)
-			})
-		}
-		return errs
-	}
-	var outErrs []error
 	if entry.HasRun {
-		// The entry names the trace and the outputs: everything is read at
-		// once, then checked against the result.
-		traceRef, traceIndexed = entry.Trace, true
 		wg.Go(func() { res, resErr = LoadResult(ctx, s.store, resultRef) })
-		wg.Go(func() { tr, trErr = LoadTrace(ctx, s.store, traceRef) })
-		outErrs = drainAll(entry.Outputs)
-		wg.Wait()
-		if resErr == nil && !slices.Equal(res.OutputRefs, entry.Outputs) {
-			return nil, nil // the entry disagrees with its own result
-		}
 	} else {
-		wg.Go(func() { traceRef, traceIndexed, traceIndexErr = indexedTrace(ctx, s.store, resultRef) })
+		// Format 1: the result names the outputs, and the trace's index
+		// entry, read beside it, the trace.
+		wg.Go(func() { traceRef, traceKnown, traceIndexErr = indexedTrace(ctx, s.store, resultRef) })
 		res, resErr = LoadResult(ctx, s.store, resultRef)
 		wg.Wait()
+		if resErr != nil {
+			return nil, missOrError(resErr)
+		}
+		if !res.answers(req) {
+			return nil, nil
+		}
+		outputs = res.OutputRefs
 	}
+	// The trace and the outputs, at once (and the result, for format 2).
+	var tr trace.Trace
+	var trErr error
+	if traceIndexErr == nil && traceKnown {
+		wg.Go(func() { tr, trErr = LoadTrace(ctx, s.store, traceRef) })
+	}
+	outErrs := make([]error, len(outputs))
+	sem := make(chan struct{}, lookupParallel)
+	for i, ref := range outputs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			outErrs[i] = drain(ctx, s.store, ref)
+		})
+	}
+	wg.Wait()
 	if resErr != nil {
 		return nil, missOrError(resErr)
 	}
-	if !res.answers(req) {
-		return nil, nil
-	}
-	if !entry.HasRun {
-		if traceIndexErr == nil && traceIndexed {
-			wg.Go(func() { tr, trErr = LoadTrace(ctx, s.store, traceRef) })
-		}
-		outErrs = drainAll(res.OutputRefs)
-		wg.Wait()
+	if entry.HasRun && (!res.answers(req) || !slices.Equal(res.OutputRefs, outputs)) {
+		return nil, nil // format 1 checked its result before reading outputs
 	}
 	for _, err := range outErrs {
 		if err != nil {
@@ -181,12 +176,12 @@ func (s *Surface) lookupCached(ctx context.Context, ix asl.Indexer, key [32]byte
 	switch {
 	case traceIndexErr != nil:
 		return nil, missOrError(fmt.Errorf("trace of %s: %w", resultRef, traceIndexErr))
-	case traceIndexed && trErr == nil && tr.ExecResultRef == resultRef:
-		// The indexed trace names the result: FindTrace's answer, read once.
-	case traceIndexed && trErr != nil && (errors.Is(trErr, asl.ErrIntegrity) || errors.Is(trErr, asl.ErrNotFound) || !asl.IsContentError(trErr)):
+	case traceKnown && trErr == nil && tr.ExecResultRef == resultRef:
+		// The known trace names the result: FindTrace's answer, read once.
+	case traceKnown && trErr != nil && (errors.Is(trErr, asl.ErrIntegrity) || errors.Is(trErr, asl.ErrNotFound) || !asl.IsContentError(trErr)):
 		return nil, missOrError(fmt.Errorf("trace %s of result %s: %w", traceRef, resultRef, trErr))
 	default:
-		// No usable index entry: FindTrace searches the store.
+		// No usable trace named: FindTrace searches the store.
 		if traceRef, err = FindTrace(ctx, s.store, resultRef); err != nil {
 			return nil, missOrError(err)
 		}
