@@ -89,7 +89,9 @@ type serverRig struct {
 }
 
 func startServerRig(dir string) (*serverRig, error) {
-	st, err := pebblestore.Create(dir, nil)
+	// The store as `amduat serve` opens it.
+	so := server.StoreOptions()
+	st, err := pebblestore.Create(dir, &so)
 	if err != nil {
 		return nil, err
 	}

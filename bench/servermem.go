@@ -9,6 +9,7 @@ import (
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/httpstore"
+	"github.com/amduat/amduat/server"
 )
 
 // serverRSSTarget is the bound, in MiB, on `amduat serve`'s peak RSS while
@@ -75,10 +76,11 @@ func serverWriteRSS(ctx context.Context, e *Env, dir string) (Row, error) {
 	if serr != nil {
 		return Row{}, serr
 	}
+	so := server.StoreOptions()
 	r := Row{Name: name, Figure: Quantity{mibOf(peak), "MiB"}, PeakRSS: peak,
 		Target: &Target{fmt.Sprintf("<= %d MiB", serverRSSTarget), OnFigure, AtMost, serverRSSTarget},
-		Note: fmt.Sprintf("peak RSS of an amduat serve process with its default flags (its VmHWM, read every 5 ms) while clients write %d x %d B fresh random artifacts through it, PutBatch of %d from %d client goroutine(s) (each batch durable when acknowledged), in %s (%s artifacts/s); the baseline is the same process's peak once it listens, before the first request. Where the memory goes: the executable's pages and the runtime (the idle figure), then the Go heap, whose goal is twice its live part (GOGC=100): the batch bodies in flight (at most --write-buffer, 2 MiB) with their decoded artifacts and pack buffers, Pebble's memtables (at most two of --memtable-size, 2 MiB) and block cache (--block-cache, 16 MiB, filled by index lookups), all three in the Go heap in the static build; pack files are written, not mapped, while writing",
-			n, size, serverBigBatch, clients, d.Round(time.Millisecond), formatValue(perSec(n, d))),
+		Note: fmt.Sprintf("peak RSS of an amduat serve process with its default flags (its VmHWM, read every 5 ms) while clients write %d x %d B fresh random artifacts through it, PutBatch of %d from %d client goroutine(s) (each batch durable when acknowledged), in %s (%s artifacts/s); the baseline is the same process's peak once it listens, before the first request. Where the memory goes: the executable's pages and the runtime (the idle figure), then the Go heap, whose goal is twice its live part (GOGC=100): the batch bodies in flight (at most --write-buffer, 2 MiB) with their decoded artifacts and pack buffers, Pebble's memtables (at most two of --memtable-size, %s) and block cache (--block-cache, %s, filled by index lookups, which writes make few of), all three in the Go heap in the static build; pack files are written, not mapped, while writing",
+			n, size, serverBigBatch, clients, d.Round(time.Millisecond), formatValue(perSec(n, d)), sizeText(int64(so.MemTableSize)), sizeText(so.CacheSize)),
 	}
 	if idle > 0 {
 		r.Baseline = &Baseline{float64(idle) / mib, "MiB", "amduat serve listening, idle"}

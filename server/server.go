@@ -31,6 +31,7 @@ import (
 
 	"github.com/amduat/amduat/asl"
 	"github.com/amduat/amduat/asl/httpstore"
+	"github.com/amduat/amduat/asl/pebblestore"
 	"github.com/amduat/amduat/internal/metrics"
 	"github.com/amduat/amduat/opreg"
 	"github.com/amduat/amduat/server/webui"
@@ -88,6 +89,20 @@ type Limits struct {
 	// refused. A batch larger than it passes alone. It bounds the server's
 	// memory under many writing clients.
 	WriteBuffer int64
+}
+
+// StoreOptions are the settings of the embedded store `amduat serve`
+// opens, its --memtable-size and --block-cache defaults (SPECS.md §18.8,
+// "Memory"). The block cache holds the index records of some 400,000
+// artifacts (32 MiB; the memtables, which Pebble charges to the same cache,
+// come on top), so that a GET of a small artifact reads no table block from
+// disk; a write reads few blocks, so it leaves the cache mostly empty. With
+// these and the default WriteBuffer, the server's peak RSS while 16 clients
+// write 1 KiB artifacts stays below 64 MiB (BENCHMARKS.md, write-rss): 4 MiB
+// memtables, which the static build's Go heap counts twice through GOGC,
+// took it to 61–68 MiB.
+func StoreOptions() pebblestore.Options {
+	return pebblestore.Options{MemTableSize: 2 << 20, CacheSize: 32 << 20}
 }
 
 // DefaultLimits are the limits of a zero Limits field.

@@ -677,3 +677,82 @@ func TestFetchForVerifier(t *testing.T) {
 	}
 	checkNoReaderGoroutines(t)
 }
+
+// TestFetchForVerifierSmall: an artifact stored inline or packed whole
+// comes back from FetchForVerifier with the bytes Fetch returns; a damaged
+// pack record fails its CRC in both; bytes only the digest tells apart
+// (a record rewritten with a valid CRC, as Corrupt does) reach the caller
+// of FetchForVerifier, whose asl.VerifyReader refuses them, while Fetch
+// refuses them itself.
+func TestFetchForVerifierSmall(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cases := []struct {
+		name   string
+		opts   Options
+		data   []byte
+		inline bool
+	}{
+		{"inline raw", Options{PackMin: -1}, genBytes(131, 1024, false), true},
+		{"inline zstd", Options{PackMin: -1, MinCompressSize: 512}, genBytes(132, 4000, true), true},
+		{"packed raw", Options{}, genBytes(133, 1024, false), false},
+		{"packed zstd", Options{MinCompressSize: 512}, genBytes(134, 4000, true), false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fs := vfs.NewMem()
+			c.opts.FS = fs
+			s := newMemStore(t, &c.opts)
+			a := asl.Untagged(c.data)
+			ref := put(t, s, asl.HashSHA256, a)
+			rec := indexOf(t, s, ref)
+			if rec.inline() != c.inline || (!c.inline && !rec.packedSingle()) {
+				t.Fatalf("record %+v: inline %v, packed whole %v", rec, rec.inline(), rec.packedSingle())
+			}
+			read := func(fetch func(context.Context, asl.Reference) (io.ReadCloser, asl.Header, error)) ([]byte, asl.Header, error) {
+				rc, hdr, err := fetch(ctx, ref)
+				if err != nil {
+					return nil, hdr, err
+				}
+				defer rc.Close()
+				got, err := io.ReadAll(rc)
+				return got, hdr, err
+			}
+			got, hdr, err := read(s.FetchForVerifier)
+			if err != nil || !bytes.Equal(got, c.data) || hdr.Size != uint64(len(c.data)) {
+				t.Fatalf("FetchForVerifier: %d bytes, %v; want the %d bytes", len(got), err, len(c.data))
+			}
+			if !c.inline {
+				path := packPath(s, rec.Pack)
+				at := int64(rec.Offset + rec.Stored - 3)
+				orig := readFileRange(t, fs, path, at, at+1)
+				patchFile(t, fs, path, at, []byte{orig[0] ^ 0x04})
+				for name, fetch := range map[string]func(context.Context, asl.Reference) (io.ReadCloser, asl.Header, error){"Fetch": s.Fetch, "FetchForVerifier": s.FetchForVerifier} {
+					if _, _, err := read(fetch); !errors.Is(err, asl.ErrIntegrity) {
+						t.Fatalf("%s of a damaged pack record: %v, want ErrIntegrity", name, err)
+					}
+				}
+				patchFile(t, fs, path, at, orig)
+			}
+			other := bytes.Clone(c.data)
+			other[7] ^= 1
+			if !s.Corrupt(ref, other) {
+				t.Fatal("Corrupt reported the artifact absent")
+			}
+			if _, _, err := read(s.Fetch); !errors.Is(err, asl.ErrIntegrity) {
+				t.Fatalf("Fetch of other bytes with a valid CRC: %v, want ErrIntegrity", err)
+			}
+			got, hdr, err = read(s.FetchForVerifier)
+			if err != nil || !bytes.Equal(got, other) {
+				t.Fatalf("FetchForVerifier of other bytes with a valid CRC: %d bytes, %v; want them, unchecked", len(got), err)
+			}
+			vr, err := asl.VerifyReader(ref, hdr, bytes.NewReader(got))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.Copy(io.Discard, vr); !errors.Is(err, asl.ErrIntegrity) {
+				t.Fatalf("the caller's digest of other bytes: %v, want ErrIntegrity", err)
+			}
+		})
+	}
+}

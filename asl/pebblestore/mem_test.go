@@ -170,3 +170,37 @@ func TestGenReader(t *testing.T) {
 		t.Fatal("random generator output compresses")
 	}
 }
+
+// TestBlockCacheBesideMemtables: Options.CacheSize bytes hold table blocks
+// whatever the memtables take. Pebble charges its memtables to the block
+// cache; a cache of exactly CacheSize with memtables of the same size would
+// keep no block at all (SPECS.md §6.4, "Tuning knobs").
+func TestBlockCacheBesideMemtables(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const cache = 1 << 20
+	s := newMemStore(t, &Options{CacheSize: cache, MemTableSize: 1 << 20, PackMin: -1})
+	var refs []asl.Reference
+	for b := range 20 {
+		arts := make([]asl.Artifact, 2000)
+		for i := range arts {
+			arts[i] = asl.Untagged(genBytes(uint64(b*len(arts)+i), 64, false))
+		}
+		rs, err := s.PutBatch(ctx, asl.HashSHA256, arts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs = append(refs, rs...)
+	}
+	if err := s.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		for _, ref := range refs {
+			get(t, s, ref)
+		}
+	}
+	if got := s.db.Metrics().BlockCache.Size; got < cache*3/4 {
+		t.Fatalf("block cache holds %d bytes of blocks after reading %d records twice; want at least %d of its %d", got, len(refs), cache*3/4, cache)
+	}
+}

@@ -59,7 +59,10 @@ type Options struct {
 	// Pebble keeps at most two before it stalls writes, so it bounds much
 	// of the write memory.
 	MemTableSize uint64
-	// CacheSize is Pebble's block cache size: 0 means DefaultCacheSize.
+	// CacheSize is the bytes of table blocks Pebble's block cache holds:
+	// 0 means DefaultCacheSize. Pebble charges its memtables to the same
+	// cache; the store adds two MemTableSize to it, so that they do not
+	// take the blocks' room.
 	CacheSize int64
 	// IngestMin applies only when PackMin is negative: the artifact size
 	// from which chunks bypass Pebble's write-ahead log: they are written
@@ -288,10 +291,12 @@ func pebbleOptions(s settings) *pebble.Options {
 		FormatMajorVersion:          pebble.FormatNewest,
 		MemTableSize:                s.memTable,
 		MemTableStopWritesThreshold: 2,
-		CacheSize:                   s.cache,
-		L0CompactionThreshold:       4,
-		WALBytesPerSync:             1 << 20,
-		BytesPerSync:                1 << 20,
+		// Pebble charges its memtables to the block cache; they come on
+		// top of the blocks, so that s.cache bytes hold table blocks.
+		CacheSize:             s.cache + 2*int64(s.memTable),
+		L0CompactionThreshold: 4,
+		WALBytesPerSync:       1 << 20,
+		BytesPerSync:          1 << 20,
 		EventListener: &pebble.EventListener{
 			// A corrupt block surfaces as a read error (mapped to
 			// ErrIntegrity); the default listener would exit the process.

@@ -22,17 +22,6 @@ import (
 	"github.com/amduat/amduat/server"
 )
 
-// The store's memory of `amduat serve` (SPECS.md §18.8, "Memory"): Pebble's
-// block cache and memtables, the flags' defaults. With them and the default
-// --write-buffer, the server's peak RSS while 16 clients write 1 KiB
-// artifacts stays below 64 MiB (53–55 MiB measured; 61–68 MiB with 4 MiB
-// memtables, which the static build's Go heap counts twice through GOGC;
-// BENCHMARKS.md, write-rss).
-const (
-	serveMemTable   = 2 << 20
-	serveBlockCache = 16 << 20
-)
-
 // serveCloseGrace is how long serve may take, after its requests ended,
 // to close the plan workers and the store (Pebble waits for the flushes
 // and compactions in progress) before the process exits with 130.
@@ -329,7 +318,8 @@ DIR.`,
 	f.Var(sizeValue{&limits.MaxStoreBytes}, "max-size", "bound the stored bytes of the store's artifacts (K, M, G, T suffixes; 0: none): past it the least recently used artifacts no pin reaches are evicted (SPECS §18.11)")
 	writeBuffer = uint64(d.WriteBuffer)
 	f.Var(sizeValue{&writeBuffer}, "write-buffer", "bytes of batch-put bodies held in memory at once; more batch puts wait for room (a larger batch passes alone)")
-	memTable, blockCache = serveMemTable, serveBlockCache
+	so := server.StoreOptions()
+	memTable, blockCache = so.MemTableSize, uint64(so.CacheSize)
 	f.Var(sizeValue{&memTable}, "memtable-size", "size of each of the store's (at most two) Pebble memtables, the writes not yet flushed to its tables (at least 1M)")
 	f.Var(sizeValue{&blockCache}, "block-cache", "bytes of the store's Pebble block cache (index records read from its tables)")
 	f.DurationVar(&limits.RunTimeout, "run-timeout", d.RunTimeout, "wall-time bound of one run or replay (504 beyond)")
