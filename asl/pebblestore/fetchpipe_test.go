@@ -658,13 +658,7 @@ func TestFetchForVerifier(t *testing.T) {
 		if err != nil || len(got) != len(data) || bytes.Equal(got, data) || !bytes.Equal(got[:last*pipeChunk], data[:last*pipeChunk]) {
 			t.Fatalf("last chunk forged: %d bytes, %v; want all of them, the forged byte included, and no error", len(got), err)
 		}
-		vr, err := asl.VerifyReader(ref, hdr, bytes.NewReader(got))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.Copy(io.Discard, vr); !errors.Is(err, asl.ErrIntegrity) {
-			t.Fatalf("the caller's digest of the forged bytes: %v, want ErrIntegrity", err)
-		}
+		callerRefuses(t, ref, hdr, got)
 		rc, _, err := s.Fetch(ctx, ref)
 		if err != nil {
 			t.Fatal(err)
@@ -676,6 +670,19 @@ func TestFetchForVerifier(t *testing.T) {
 		}
 	}
 	checkNoReaderGoroutines(t)
+}
+
+// callerRefuses checks that got, returned by FetchForVerifier for ref, is
+// refused by the digest its caller computes (asl.VerifyReader).
+func callerRefuses(t *testing.T, ref asl.Reference, hdr asl.Header, got []byte) {
+	t.Helper()
+	vr, err := asl.VerifyReader(ref, hdr, bytes.NewReader(got))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(io.Discard, vr); !errors.Is(err, asl.ErrIntegrity) {
+		t.Fatalf("the caller's digest of %d bytes FetchForVerifier returned: %v, want ErrIntegrity", len(got), err)
+	}
 }
 
 // TestFetchForVerifierSmall: an artifact stored inline or packed whole
@@ -746,13 +753,7 @@ func TestFetchForVerifierSmall(t *testing.T) {
 			if err != nil || !bytes.Equal(got, other) {
 				t.Fatalf("FetchForVerifier of other bytes with a valid CRC: %d bytes, %v; want them, unchecked", len(got), err)
 			}
-			vr, err := asl.VerifyReader(ref, hdr, bytes.NewReader(got))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := io.Copy(io.Discard, vr); !errors.Is(err, asl.ErrIntegrity) {
-				t.Fatalf("the caller's digest of other bytes: %v, want ErrIntegrity", err)
-			}
+			callerRefuses(t, ref, hdr, got)
 		})
 	}
 }
