@@ -212,8 +212,7 @@ type ActionEntry struct {
 
 // AppendActionEntry appends the format 2 value of a run's entry.
 func AppendActionEntry(dst []byte, result, trace asl.Reference, outputs []asl.Reference) []byte {
-	refs := make([]asl.Reference, 0, 2+len(outputs))
-	return appendRefList(dst, append(append(refs, result, trace), outputs...))
+	return appendRefList(dst, ActionEntry{Result: result, HasRun: true, Trace: trace, Outputs: outputs}.Refs())
 }
 
 // DecodeActionEntry parses an action-cache value (SPECS.md §14.6, "Record"):
