@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -193,6 +194,29 @@ func NewReport(quick bool, sizes Sizes) *Report {
 // Pebble's background flushes and compactions, started earlier, do not.
 func phase(ctx context.Context, name string, f func(context.Context)) {
 	pprof.Do(ctx, pprof.Labels("phase", name), f)
+}
+
+// phaseHeader carries a bench client's phase label to the server it asks
+// (verifiedGet sets it); the servers ignore it.
+const phaseHeader = "X-Amduat-Bench-Phase"
+
+// labelServe wraps h, the handler of an in-process server, so that the
+// goroutine serving a connection carries the pprof label side=SIDE and,
+// while it serves a request naming its client's phase in phaseHeader,
+// phase=serve:PHASE: the work of reading the request, handling it and
+// writing the answer is then counted apart from the client's (go tool
+// pprof -tagfocus=phase=serve:get-vs-files-server). The labels stay on the
+// connection's goroutine until its next request sets them again.
+func labelServe(side string, h http.Handler) http.Handler {
+	base := pprof.WithLabels(context.Background(), pprof.Labels("side", side))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := base
+		if p := r.Header.Get(phaseHeader); p != "" {
+			ctx = pprof.WithLabels(ctx, pprof.Labels("phase", "serve:"+p))
+		}
+		pprof.SetGoroutineLabels(ctx)
+		h.ServeHTTP(w, r)
+	})
 }
 
 const mib = 1 << 20

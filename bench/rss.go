@@ -208,3 +208,27 @@ func pidCPU(pid int) (time.Duration, bool) {
 	}
 	return time.Duration(utime+stime) * (time.Second / 100), true
 }
+
+// hostSteal is the CPU time the hypervisor has taken from this machine's
+// CPUs so far, summed over them: the steal field of /proc/stat's cpu line
+// (in USER_HZ ticks, as pidCPU); false where there is no such field. A
+// virtual machine's CPUs stall while stolen, whatever runs on them, so the
+// rows that compare two sides report it for each (BENCHMARKS.md,
+// "get-vs-files").
+func hostSteal() (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, false
+	}
+	line, _, _ := bytes.Cut(b, []byte{'\n'})
+	f := bytes.Fields(line)
+	// cpu user nice system idle iowait irq softirq steal ...
+	if len(f) < 9 || string(f[0]) != "cpu" {
+		return 0, false
+	}
+	steal, err := strconv.ParseInt(string(f[8]), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return time.Duration(steal) * (time.Second / 100), true
+}

@@ -107,12 +107,13 @@ func startServerRig(dir string) (*serverRig, error) {
 		return nil, err
 	}
 	// The settings of `amduat serve`.
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+	hs := &http.Server{Handler: labelServe("server", srv.Handler()), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: log.New(io.Discard, "", 0)}
 	r := &serverRig{store: st, reg: reg, hs: hs, url: "http://" + ln.Addr().String(), done: make(chan error, 1)}
 	// The server's goroutines carry the pprof label side=server (they
-	// start from this one), so a profile splits server from client work:
-	// go tool pprof -tagfocus=side=server.
+	// start from this one; labelServe sets it again on each request), so a
+	// profile splits server from client work: go tool pprof
+	// -tagfocus=side=server.
 	go pprof.Do(context.Background(), pprof.Labels("side", "server"), func(context.Context) { r.done <- hs.Serve(ln) })
 	return r, nil
 }
@@ -212,6 +213,12 @@ func runPool(workers, jobs int, job func(w, j int) error, after func() error) (p
 		p.lat = append(p.lat, l...)
 	}
 	return p, errors.Join(append(errs, err)...)
+}
+
+// plus is the two passes p and q counted as one: their times added, their
+// jobs together.
+func (p pool) plus(q pool) pool {
+	return pool{d: p.d + q.d, lat: append(p.lat, q.lat...)}
 }
 
 func (p pool) pct(q float64) float64 { return percentileMS(p.lat, q) }
