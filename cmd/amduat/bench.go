@@ -95,7 +95,8 @@ memory of one group is not inflated by what another left behind.
 --cpuprofile DIR writes each group's CPU profile to DIR/GROUP.pprof; samples
 carry the pprof label phase (hash, put, get, disk, zstd, order, direct, planrun,
 run, commit, cache-hit, ...), so go tool pprof -tagfocus=phase=put isolates one
-measurement.
+measurement; the server group's in-process servers label the work of each
+request with its client's phase as serve:PHASE (serve:get-vs-files-server).
 
 The command prints a table (with --json, one object with a "rows" array) and
 exits 0 whether or not targets are met: it measures, it does not gate.`,
