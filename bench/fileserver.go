@@ -147,10 +147,10 @@ func serverVsFiles(ctx context.Context, e *Env, dir, srvURL string, large asl.Re
 	var rows []Row
 	for k, c := range []int{1, 16} {
 		var (
-			res   [2]pool
-			steal [2]time.Duration
+			res     [2]pool
+			steal   [2]time.Duration
+			stealOK = true
 		)
-		_, stealOK := hostSteal()
 		hs := make([]*asl.Hasher, c)
 		bufs := make([][]byte, c)
 		for w := range hs {
@@ -162,7 +162,7 @@ func serverVsFiles(ctx context.Context, e *Env, dir, srvURL string, large asl.Re
 			lo, hi := ch*chunk, min(n, (ch+1)*chunk)
 			for i := range 2 {
 				si := (i + ch + k) % 2
-				s0, _ := hostSteal()
+				s0, ok0 := hostSteal()
 				var (
 					p   pool
 					err error
@@ -176,8 +176,9 @@ func serverVsFiles(ctx context.Context, e *Env, dir, srvURL string, large asl.Re
 				if err != nil {
 					return nil, fmt.Errorf("server/get-vs-files-c%d: %s, requests %d to %d: %w", c, names[si], lo, hi, err)
 				}
-				s1, _ := hostSteal()
+				s1, ok1 := hostSteal()
 				steal[si] += s1 - s0
+				stealOK = stealOK && ok0 && ok1
 				res[si] = res[si].plus(p)
 			}
 		}

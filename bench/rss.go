@@ -183,9 +183,13 @@ func (c IOCounters) Sub(before IOCounters) IOCounters {
 		OK: c.OK && before.OK}
 }
 
+// procTick is the unit of the CPU times in /proc: Linux's fixed USER_HZ of
+// 100 ticks per second.
+const procTick = time.Second / 100
+
 // pidCPU is the CPU time (user and system) of process pid so far, from
-// /proc/PID/stat (utime and stime, in Linux's fixed USER_HZ of 100 ticks
-// per second); false where there is no such file.
+// /proc/PID/stat (utime and stime, in procTick); false where there is no
+// such file.
 func pidCPU(pid int) (time.Duration, bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
@@ -206,15 +210,14 @@ func pidCPU(pid int) (time.Duration, bool) {
 	if err1 != nil || err2 != nil {
 		return 0, false
 	}
-	return time.Duration(utime+stime) * (time.Second / 100), true
+	return time.Duration(utime+stime) * procTick, true
 }
 
 // hostSteal is the CPU time the hypervisor has taken from this machine's
 // CPUs so far, summed over them: the steal field of /proc/stat's cpu line
-// (in USER_HZ ticks, as pidCPU); false where there is no such field. A
-// virtual machine's CPUs stall while stolen, whatever runs on them, so the
-// rows that compare two sides report it for each (BENCHMARKS.md,
-// "get-vs-files").
+// (in procTick); false where there is no such field. A virtual machine's
+// CPUs stall while stolen, whatever runs on them, so the rows that compare
+// two sides report it for each (BENCHMARKS.md, "get-vs-files").
 func hostSteal() (time.Duration, bool) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
@@ -230,5 +233,5 @@ func hostSteal() (time.Duration, bool) {
 	if err != nil {
 		return 0, false
 	}
-	return time.Duration(steal) * (time.Second / 100), true
+	return time.Duration(steal) * procTick, true
 }
