@@ -166,7 +166,7 @@ func TestGroupsTiny(t *testing.T) {
 		"large-text":   {"put", "get", "put-rss", "get-rss", "put-vs-zstd", "stored-size"},
 		"small":        {"put-batch", "put-batch-1000", "put-vs-fsync", "get-random"},
 		"cli":          {"put-files", "put-files-vs-fsync-git"},
-		"startup":      {"version", "has-1k", "get-1k", "deps-floor"},
+		"startup":      {"version", "has-1k", "get-1k", "deps-floor", "store-floor", "store-open-floor"},
 		"snapshot":     {"put-r", "restore"},
 		"exec":         {"chain/order", "chain/overhead", "chain/alloc", "chain/peak-heap", "fanin/order", "fanin/overhead", "fanin/alloc", "fanin/peak-heap"},
 		"surface":      {"run-p50", "run-p99", "cache-hit-p50"},

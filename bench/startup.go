@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -29,9 +30,37 @@ import "fmt"
 func main() { fmt.Println("hello, world") }
 `
 
-// floorPackage is the program of the startup/deps-floor row, built from the
-// source tree the bench runs in.
-const floorPackage = "github.com/amduat/amduat/bench/startupfloor"
+// startupFloor is one floor program of the startup group: a program that
+// prints the hello-world's line and links only some of the amduat command's
+// dependencies, built from the source tree the bench runs in (as the README
+// installs the command, CGO_ENABLED=0) and timed alternating with its
+// baseline: the hello-world, or `git cat-file -e` when it opens the store.
+type startupFloor struct {
+	row     Row
+	pkg     string // import path of the program
+	what    string // what it links and does, for the row's note
+	opens   bool   // whether it is given the store's directory to open
+	bin     string
+	err     error // why it was not built
+	s, base startupSeries
+}
+
+// startupFloors are the floor programs, as their rows: deps-floor links the
+// two dependencies whose package inits every amduat command pays, Pebble
+// and minio-go; store-floor links Pebble alone, which every command on the
+// embedded store (has and get among them) needs; store-open-floor is the
+// same program opening the bench's store read-only and reading its first
+// key, the least `has` does.
+func startupFloors() []*startupFloor {
+	return []*startupFloor{
+		{row: Row{Name: "startup/deps-floor", Figure: Quantity{0, "ms"}}, pkg: "github.com/amduat/amduat/bench/startupfloor",
+			what: "links only Pebble and minio-go, whose package inits every amduat command pays"},
+		{row: Row{Name: "startup/store-floor", Figure: Quantity{0, "ms"}}, pkg: "github.com/amduat/amduat/bench/storefloor",
+			what: "links only Pebble, which every command on the embedded store opens"},
+		{row: Row{Name: "startup/store-open-floor", Figure: Quantity{0, "ms"}}, pkg: "github.com/amduat/amduat/bench/storefloor", opens: true,
+			what: "links only Pebble, opens the store's Pebble database read-only and reads its first key"},
+	}
+}
 
 // startupSeries is the wall times and minor page faults of one command's
 // runs.
@@ -84,16 +113,19 @@ func loadAverage() string {
 // `amduat has` and `get` of one 1 KiB artifact in a fresh store against
 // `git cat-file -e` and `git cat-file blob` of the same bytes in a fresh
 // repository. Each pair alternates startupReps times; medians are
-// compared. The row deps-floor times bench/startupfloor, which links only
-// Pebble and minio-go, against the same hello-world: the part of the
-// commands' start that is those dependencies' package initialisation and
-// that no change to this module can remove.
+// compared. The floor rows (startupFloors) time programs that link only
+// Pebble and minio-go, and only Pebble, against the same hello-world: the
+// part of the commands' start that is those dependencies' package
+// initialisation and that no change to this module can remove.
 func runStartup(ctx context.Context, e *Env) ([]Row, error) {
 	version := Row{Name: "startup/version", Figure: Quantity{0, "ms"}, Target: &Target{"<= 1.5x baseline", OnRatio, AtMost, 1.5}}
 	has := Row{Name: "startup/has-1k", Figure: Quantity{0, "ms"}, Target: &Target{"<= 2x baseline", OnRatio, AtMost, 2}}
 	get := Row{Name: "startup/get-1k", Figure: Quantity{0, "ms"}, Target: &Target{"<= 2x baseline", OnRatio, AtMost, 2}}
-	floorRow := Row{Name: "startup/deps-floor", Figure: Quantity{0, "ms"}}
-	rows := []*Row{&version, &has, &get, &floorRow}
+	floors := startupFloors()
+	rows := []*Row{&version, &has, &get}
+	for _, f := range floors {
+		rows = append(rows, &f.row)
+	}
 	result := func() []Row {
 		out := make([]Row, len(rows))
 		for i, r := range rows {
@@ -137,18 +169,19 @@ func runStartup(ctx context.Context, e *Env) ([]Row, error) {
 			return nil, fmt.Errorf("building the hello-world baseline: %w: %s", err, out)
 		}
 	}
-	// The floor: bench/startupfloor, built as the README installs the
-	// command (CGO_ENABLED=0), from the source tree of the working
-	// directory; outside one the row is skipped.
-	var floor string
-	floorErr := goErr
-	if goErr == nil {
-		floor = filepath.Join(dir, "deps-floor")
-		e.logf("startup: building %s", floorPackage)
-		b := exec.CommandContext(ctx, goPath, "build", "-o", floor, floorPackage)
+	// The floors, built from the source tree of the working directory;
+	// outside one their rows are skipped.
+	for _, f := range floors {
+		f.err = goErr
+		if goErr != nil {
+			continue
+		}
+		f.bin = filepath.Join(dir, strings.TrimPrefix(f.row.Name, "startup/")+"-bin")
+		e.logf("startup: building %s", f.pkg)
+		b := exec.CommandContext(ctx, goPath, "build", "-o", f.bin, f.pkg)
 		b.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := b.CombinedOutput(); err != nil {
-			floorErr = fmt.Errorf("go build %s (run the bench from the amduat source tree): %w: %s", floorPackage, err, bytes.TrimSpace(out))
+			f.err = fmt.Errorf("go build %s (run the bench from the amduat source tree): %w: %s", f.pkg, err, bytes.TrimSpace(out))
 		}
 	}
 	gitPath, gitErr := exec.LookPath("git")
@@ -186,7 +219,7 @@ func runStartup(ctx context.Context, e *Env) ([]Row, error) {
 		oid = strings.TrimSpace(string(r.stdout))
 	}
 
-	var sVersion, sHello, sFloor, sHelloFloor, sHas, sGitHas, sGet, sGitGet startupSeries
+	var sVersion, sHello, sHas, sGitHas, sGet, sGitGet startupSeries
 	amduat := func(args ...string) *exec.Cmd { return exec.CommandContext(ctx, e.AmduatBin, args...) }
 	git := func(args ...string) *exec.Cmd {
 		c := exec.CommandContext(ctx, gitPath, args...)
@@ -202,9 +235,20 @@ func runStartup(ctx context.Context, e *Env) ([]Row, error) {
 		{{&sVersion, func() *exec.Cmd { return amduat("version") }, nil}, {&sHello, func() *exec.Cmd { return exec.CommandContext(ctx, hello) }, []byte("hello, world\n")}},
 		{{&sHas, func() *exec.Cmd { return amduat("--store", store, "has", ref) }, []byte(ref + " present\n")}, {&sGitHas, func() *exec.Cmd { return git("cat-file", "-e", oid) }, []byte{}}},
 		{{&sGet, func() *exec.Cmd { return amduat("--store", store, "get", ref) }, content}, {&sGitGet, func() *exec.Cmd { return git("cat-file", "blob", oid) }, content}},
-		{{&sFloor, func() *exec.Cmd { return exec.CommandContext(ctx, floor) }, []byte("hello, world\n")}, {&sHelloFloor, func() *exec.Cmd { return exec.CommandContext(ctx, hello) }, []byte("hello, world\n")}},
 	}
-	haveBaseline := []bool{goErr == nil, gitErr == nil, gitErr == nil, floorErr == nil}
+	haveBaseline := []bool{goErr == nil, gitErr == nil, gitErr == nil}
+	floorSteps := map[*startupSeries]bool{}
+	for _, f := range floors {
+		run := step{&f.s, func() *exec.Cmd { return exec.CommandContext(ctx, f.bin) }, []byte("hello, world\n")}
+		base := step{&f.base, func() *exec.Cmd { return exec.CommandContext(ctx, hello) }, []byte("hello, world\n")}
+		if f.opens {
+			run.cmd = func() *exec.Cmd { return exec.CommandContext(ctx, f.bin, store) }
+			base = step{&f.base, func() *exec.Cmd { return git("cat-file", "-e", oid) }, []byte{}}
+		}
+		pairs = append(pairs, [2]*step{&run, &base})
+		haveBaseline = append(haveBaseline, f.err == nil && (!f.opens || gitErr == nil))
+		floorSteps[&f.s] = true
+	}
 	reps := e.reps(startupReps)
 	e.logf("startup: %d alternating runs each of amduat version, has and get against their baselines", reps)
 	for i := range reps {
@@ -214,7 +258,7 @@ func runStartup(ctx context.Context, e *Env) ([]Row, error) {
 				order = []*step{p[1], p[0]}
 			}
 			for _, st := range order {
-				if !haveBaseline[k] && (st == p[1] || st.s == &sFloor) {
+				if !haveBaseline[k] && (st == p[1] || floorSteps[st.s]) {
 					continue
 				}
 				if err := st.s.timeStart(st.cmd(), st.want); err != nil {
@@ -252,14 +296,28 @@ func runStartup(ctx context.Context, e *Env) ([]Row, error) {
 		c.r.Baseline = &Baseline{c.g.median(), "ms", c.base + " of the same bytes in a fresh repository"}
 		c.r.Note += fmt.Sprintf("; %s %s, alternating; %s", c.base, c.g.text(), load)
 	}
-	if floorErr != nil {
-		floorRow.Skipped = true
-		floorRow.Note = fmt.Sprintf("no floor program: %v", floorErr)
-		return result(), nil
+	for _, f := range floors {
+		r := &f.row
+		if f.err == nil && f.opens && gitErr != nil {
+			f.err = errors.New("git is not installed: no baseline")
+		}
+		if f.err != nil {
+			r.Skipped = true
+			r.Note = fmt.Sprintf("no floor program: %v", f.err)
+			continue
+		}
+		r.Figure.Value = f.s.median()
+		name := strings.TrimPrefix(f.pkg, "github.com/amduat/amduat/")
+		if f.opens {
+			r.Baseline = &Baseline{f.base.median(), "ms", "git cat-file -e OID of the same bytes in a fresh repository"}
+			r.Note = fmt.Sprintf("%s DIR: %s, %d runs: %s; git cat-file -e %s, alternating; amduat has is %.2fx this floor",
+				name, f.what, reps, f.s.text(), f.base.text(), sHas.median()/f.s.median())
+		} else {
+			r.Baseline = &Baseline{f.base.median(), "ms", "a Go hello-world (fmt.Println) built by the same toolchain in this run"}
+			r.Note = fmt.Sprintf("%s: prints a line and %s, %d runs: %s; hello-world %s, alternating; amduat version is %.2fx this floor",
+				name, f.what, reps, f.s.text(), f.base.text(), sVersion.median()/f.s.median())
+		}
+		r.Note += "; " + load
 	}
-	floorRow.Figure.Value = sFloor.median()
-	floorRow.Baseline = &Baseline{sHelloFloor.median(), "ms", "a Go hello-world (fmt.Println) built by the same toolchain in this run"}
-	floorRow.Note = fmt.Sprintf("bench/startupfloor: prints a line and links only Pebble and minio-go, whose package inits every amduat command pays, %d runs: %s; hello-world %s, alternating; "+
-		"amduat version is %.2fx this floor; %s", reps, sFloor.text(), sHelloFloor.text(), sVersion.median()/sFloor.median(), load)
 	return result(), nil
 }

@@ -49,9 +49,12 @@ target. The groups, in order:
   cli           amduat put of 20,000 files in one call against
                 git hash-object -w --stdin-paths (skipped without git)
   startup       process start: amduat version against a Go hello-world, has
-                and get of 1 KiB against git cat-file; deps-floor, a program
-                linking only Pebble and minio-go (built from the source tree
-                the bench runs in), against the same hello-world
+                and get of 1 KiB against git cat-file; the floors (built
+                from the source tree the bench runs in): deps-floor and
+                store-floor, programs linking only Pebble and minio-go, and
+                only Pebble, against the same hello-world; store-open-floor,
+                the second opening the store and reading a key, against
+                git cat-file -e
   snapshot      put -r of a directory of many small files against put
                 --stdin-paths of the same files, and get -r against cp -r
   exec          1M-node chain and fan-in: canonical ordering, Exec_DAG overhead
