@@ -3,6 +3,7 @@ package main
 import (
 	"runtime"
 	"runtime/debug"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -34,9 +35,11 @@ func newVersionCmd(a *app) *cobra.Command {
 }
 
 // moduleVersion is the main module's version, "(devel)" in a work tree.
-func moduleVersion() string {
+// The build information is parsed once: every start reads it for the root
+// command's --version.
+var moduleVersion = sync.OnceValue(func() string {
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
 		return bi.Main.Version
 	}
 	return "(devel)"
-}
+})
