@@ -23,11 +23,24 @@ var (
 	// are written only once the artifacts are acknowledged (§6.5); its one
 	// GET (the salt) goes while the run computes.
 	s3RunRounds = []s3Round{{puts: 4}, {puts: 8}}
+	// the same requests in one round: what the run would wait for if its
+	// entries did not wait for its artifacts.
+	s3RunOneRound = oneRound(s3RunRounds)
 	// an action-cache hit through a server that has read the salt: salt
 	// and action entry, then result, trace and output (the entry names
 	// them), then the run log's entry (§14.6, §19.7).
 	s3HitRounds = []s3Round{{gets: 2}, {gets: 3}, {puts: 1}}
 )
+
+// oneRound is the requests of rounds sent in a single round.
+func oneRound(rounds []s3Round) []s3Round {
+	var r s3Round
+	for _, x := range rounds {
+		r.gets += x.gets
+		r.puts += x.puts
+	}
+	return []s3Round{r}
+}
 
 // roundsText describes rounds as "4 PUT, then 8 PUT".
 func roundsText(rounds []s3Round) string {

@@ -86,7 +86,7 @@ target. The groups, in order:
                 minio-go client on the same server and bytes; surface run
                 p50/p99, and an action-cache hit through a second server,
                 each beside its floor: the rounds of requests it must wait
-                for, sent by the raw client
+                for, sent by the raw client (the run's also in one round)
 
 --quick shrinks the work (64 MiB, 10,000 artifacts, 2,000 files, 100,000
 nodes, 50 runs, a 256 MiB budget for the hostile runs) to run in well under
