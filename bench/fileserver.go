@@ -147,9 +147,8 @@ func serverVsFiles(ctx context.Context, e *Env, dir, srvURL string, large asl.Re
 	var rows []Row
 	for k, c := range []int{1, 16} {
 		var (
-			res     [2]pool
-			steal   [2]time.Duration
-			stealOK = true
+			res   [2]pool
+			steal [2]time.Duration
 		)
 		hs := make([]*asl.Hasher, c)
 		bufs := make([][]byte, c)
@@ -158,11 +157,11 @@ func serverVsFiles(ctx context.Context, e *Env, dir, srvURL string, large asl.Re
 		}
 		e.logf("server: GET of %d x %d B from the file server and the amduat server, %d clients, in %d alternating chunks", n, size, c, getChunks)
 		chunk := (n + getChunks - 1) / getChunks
+		last, stealOK := hostSteal()
 		for ch := 0; ch*chunk < n; ch++ {
 			lo, hi := ch*chunk, min(n, (ch+1)*chunk)
 			for i := range 2 {
 				si := (i + ch + k) % 2
-				s0, ok0 := hostSteal()
 				var (
 					p   pool
 					err error
@@ -176,9 +175,9 @@ func serverVsFiles(ctx context.Context, e *Env, dir, srvURL string, large asl.Re
 				if err != nil {
 					return nil, fmt.Errorf("server/get-vs-files-c%d: %s, requests %d to %d: %w", c, names[si], lo, hi, err)
 				}
-				s1, ok1 := hostSteal()
-				steal[si] += s1 - s0
-				stealOK = stealOK && ok0 && ok1
+				now, ok := hostSteal()
+				steal[si] += now - last
+				last, stealOK = now, stealOK && ok
 				res[si] = res[si].plus(p)
 			}
 		}

@@ -3,10 +3,10 @@ package bench
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -169,22 +169,37 @@ func runStartup(ctx context.Context, e *Env) ([]Row, error) {
 			return nil, fmt.Errorf("building the hello-world baseline: %w: %s", err, out)
 		}
 	}
-	// The floors, built from the source tree of the working directory;
-	// outside one their rows are skipped.
+	gitPath, gitErr := exec.LookPath("git")
+	// The floors, each program built once from the source tree of the
+	// working directory; outside one, or without their baseline, their
+	// rows are skipped.
+	type build struct {
+		bin string
+		err error
+	}
+	built := map[string]build{}
 	for _, f := range floors {
-		f.err = goErr
 		if goErr != nil {
+			f.err = goErr
 			continue
 		}
-		f.bin = filepath.Join(dir, strings.TrimPrefix(f.row.Name, "startup/")+"-bin")
-		e.logf("startup: building %s", f.pkg)
-		b := exec.CommandContext(ctx, goPath, "build", "-o", f.bin, f.pkg)
-		b.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := b.CombinedOutput(); err != nil {
-			f.err = fmt.Errorf("go build %s (run the bench from the amduat source tree): %w: %s", f.pkg, err, bytes.TrimSpace(out))
+		if f.opens && gitErr != nil {
+			f.err = fmt.Errorf("no baseline: %w", gitErr)
+			continue
 		}
+		b, ok := built[f.pkg]
+		if !ok {
+			b.bin = filepath.Join(dir, path.Base(f.pkg))
+			e.logf("startup: building %s", f.pkg)
+			c := exec.CommandContext(ctx, goPath, "build", "-o", b.bin, f.pkg)
+			c.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := c.CombinedOutput(); err != nil {
+				b.err = fmt.Errorf("go build %s (run the bench from the amduat source tree): %w: %s", f.pkg, err, bytes.TrimSpace(out))
+			}
+			built[f.pkg] = b
+		}
+		f.bin, f.err = b.bin, b.err
 	}
-	gitPath, gitErr := exec.LookPath("git")
 
 	// The 1 KiB artifact, in a fresh store and a fresh repository.
 	content := make([]byte, 1<<10)
@@ -237,8 +252,10 @@ func runStartup(ctx context.Context, e *Env) ([]Row, error) {
 		{{&sGet, func() *exec.Cmd { return amduat("--store", store, "get", ref) }, content}, {&sGitGet, func() *exec.Cmd { return git("cat-file", "blob", oid) }, content}},
 	}
 	haveBaseline := []bool{goErr == nil, gitErr == nil, gitErr == nil}
-	floorSteps := map[*startupSeries]bool{}
 	for _, f := range floors {
+		if f.err != nil {
+			continue
+		}
 		run := step{&f.s, func() *exec.Cmd { return exec.CommandContext(ctx, f.bin) }, []byte("hello, world\n")}
 		base := step{&f.base, func() *exec.Cmd { return exec.CommandContext(ctx, hello) }, []byte("hello, world\n")}
 		if f.opens {
@@ -246,8 +263,7 @@ func runStartup(ctx context.Context, e *Env) ([]Row, error) {
 			base = step{&f.base, func() *exec.Cmd { return git("cat-file", "-e", oid) }, []byte{}}
 		}
 		pairs = append(pairs, [2]*step{&run, &base})
-		haveBaseline = append(haveBaseline, f.err == nil && (!f.opens || gitErr == nil))
-		floorSteps[&f.s] = true
+		haveBaseline = append(haveBaseline, true)
 	}
 	reps := e.reps(startupReps)
 	e.logf("startup: %d alternating runs each of amduat version, has and get against their baselines", reps)
@@ -258,7 +274,7 @@ func runStartup(ctx context.Context, e *Env) ([]Row, error) {
 				order = []*step{p[1], p[0]}
 			}
 			for _, st := range order {
-				if !haveBaseline[k] && (st == p[1] || floorSteps[st.s]) {
+				if !haveBaseline[k] && st == p[1] {
 					continue
 				}
 				if err := st.s.timeStart(st.cmd(), st.want); err != nil {
@@ -298,9 +314,6 @@ func runStartup(ctx context.Context, e *Env) ([]Row, error) {
 	}
 	for _, f := range floors {
 		r := &f.row
-		if f.err == nil && f.opens && gitErr != nil {
-			f.err = errors.New("git is not installed: no baseline")
-		}
 		if f.err != nil {
 			r.Skipped = true
 			r.Note = fmt.Sprintf("no floor program: %v", f.err)
