@@ -78,8 +78,36 @@ func (s *Store) Fetch(ctx context.Context, ref asl.Reference) (io.ReadCloser, as
 	return s.fetch(ctx, ref)
 }
 
-// fetch is Fetch from the bucket.
+// fetch is Fetch from the bucket: from the pack this process knows to
+// hold ref, else from its loose object, else, after learning the packs
+// written since (refreshPacks), from one of those (SPECS.md §6.7,
+// "Reading").
 func (s *Store) fetch(ctx context.Context, ref asl.Reference) (io.ReadCloser, asl.Header, error) {
+	type fetched struct {
+		rc  io.ReadCloser
+		hdr asl.Header
+	}
+	packed := func(l artLoc) (fetched, error) {
+		rc, hdr, err := s.fetchPacked(ctx, ref, l)
+		return fetched{rc, hdr}, err
+	}
+	f, found, err := packedOp(s, ctx, ref, false, packed)
+	if found {
+		return f.rc, f.hdr, err
+	}
+	rc, hdr, err := s.fetchLoose(ctx, ref)
+	if !errors.Is(err, asl.ErrNotFound) || errors.Is(err, asl.ErrIntegrity) {
+		return rc, hdr, err
+	}
+	f, found, perr := packedOp(s, ctx, ref, true, packed)
+	if found || perr != nil {
+		return f.rc, f.hdr, perr
+	}
+	return nil, asl.Header{}, err
+}
+
+// fetchLoose is fetch from the artifact's own object.
+func (s *Store) fetchLoose(ctx context.Context, ref asl.Reference) (io.ReadCloser, asl.Header, error) {
 	key := s.ArtifactKey(ref)
 	body, info, _, err := s.core.GetObject(ctx, s.bucket, key, minio.GetObjectOptions{})
 	if err != nil {
@@ -234,7 +262,19 @@ func (s *Store) Stat(ctx context.Context, ref asl.Reference) (asl.Info, error) {
 	if err := s.check(); err != nil {
 		return asl.Info{}, err
 	}
-	return s.stat(ctx, ref, s.ArtifactKey(ref))
+	f, found, err := packedOp(s, ctx, ref, false, func(l artLoc) (asl.Info, error) { return s.statPacked(ctx, ref, l) })
+	if found {
+		return f, err
+	}
+	info, err := s.stat(ctx, ref, s.ArtifactKey(ref))
+	if !errors.Is(err, asl.ErrNotFound) || errors.Is(err, asl.ErrIntegrity) {
+		return info, err
+	}
+	f, found, perr := packedOp(s, ctx, ref, true, func(l artLoc) (asl.Info, error) { return s.statPacked(ctx, ref, l) })
+	if found || perr != nil {
+		return f, perr
+	}
+	return asl.Info{}, err
 }
 
 func (s *Store) stat(ctx context.Context, ref asl.Reference, key string) (asl.Info, error) {
@@ -291,9 +331,14 @@ func (s *Store) Enumerate(ctx context.Context, after asl.Reference, fn func(asl.
 	if !after.IsZero() {
 		lo.StartAfter = s.ArtifactKey(after)
 	}
+	if err := s.refreshPacks(ctx); err != nil {
+		return err
+	}
+	packed := s.packs.packedInfos(after)
 	type item struct {
-		ref asl.Reference
-		key string
+		ref  asl.Reference
+		key  string
+		info *asl.Info // a packed artifact: from its index, no request
 	}
 	page := make([]item, 0, 256)
 	// Damaged objects are skipped and reported at the end, joined (as
@@ -304,6 +349,10 @@ func (s *Store) Enumerate(ctx context.Context, after asl.Reference, fn func(asl.
 		infos := make([]asl.Info, len(page))
 		errs := make([]error, len(page))
 		s.parallel(len(page), func(i int) {
+			if page[i].info != nil {
+				infos[i] = *page[i].info
+				return
+			}
 			infos[i], errs[i] = s.stat(ctx, page[i].ref, page[i].key)
 		})
 		for i := range page {
@@ -324,6 +373,13 @@ func (s *Store) Enumerate(ctx context.Context, after asl.Reference, fn func(asl.
 		page = page[:0]
 		return nil
 	}
+	add := func(it item) error {
+		page = append(page, it)
+		if len(page) == cap(page) {
+			return flush()
+		}
+		return nil
+	}
 	for obj := range s.core.Client.ListObjects(ctx, s.bucket, lo) {
 		if obj.Err != nil {
 			return s.errorf("list", lo.Prefix, asl.Reference{}, obj.Err)
@@ -333,19 +389,30 @@ func (s *Store) Enumerate(ctx context.Context, after asl.Reference, fn func(asl.
 			damaged = append(damaged, fmt.Errorf("s3store: list s3://%s/%s: key is no artifact key: %w", s.bucket, obj.Key, asl.ErrIntegrity))
 			continue
 		}
-		page = append(page, item{ref, obj.Key})
-		if len(page) == cap(page) {
-			if err := flush(); err != nil {
-				return err
+		for len(packed) > 0 && bytes.Compare(packed[0].Ref.Bytes(), ref.Bytes()) <= 0 {
+			if packed[0].Ref != ref {
+				if err := add(item{ref: packed[0].Ref, info: &packed[0]}); err != nil {
+					return err
+				}
 			}
+			packed = packed[1:]
+		}
+		if err := add(item{ref: ref, key: obj.Key}); err != nil {
+			return err
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	for i := range packed {
+		if err := add(item{ref: packed[i].Ref, info: &packed[i]}); err != nil {
+			return err
+		}
+	}
 	if err := flush(); err != nil {
 		return err
 	}
+	damaged = append(damaged, s.packs.damage()...)
 	if len(damaged) > 0 {
 		return fmt.Errorf("s3store: enumerate s3://%s/%sa/: %d damaged objects skipped: %w", s.bucket, s.prefix, len(damaged), errors.Join(damaged...))
 	}
@@ -406,6 +473,9 @@ func (s *Store) Put(ctx context.Context, id asl.HashID, hdr asl.Header, r io.Rea
 		ref, err := h.Sum()
 		if err != nil {
 			return asl.Reference{}, err
+		}
+		if s.packs.young(ref, s.touchAge()) {
+			return ref, nil // packed, and younger than the touch age
 		}
 		if err := s.putObject(ctx, ref, buf); err != nil {
 			return ref, err
@@ -529,9 +599,18 @@ func (s *Store) putObject(ctx context.Context, ref asl.Reference, b []byte) erro
 	return s.errorf("put", key, ref, err)
 }
 
-// PutBatch implements asl.BatchReceiver: one object per artifact, Parallel
-// PUTs at a time. When it returns nil every object is acknowledged.
+// PutBatch implements asl.BatchReceiver: the small artifacts go into
+// packs (putPacks; a batch of one small artifact is one loose object, one
+// PUT), the large ones stream as parts and a manifest, Parallel at a time.
+// When it returns nil every object is acknowledged.
 func (s *Store) PutBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact) ([]asl.Reference, error) {
+	return s.putBatch(ctx, id, arts, nil)
+}
+
+// putBatch is PutBatch with index entries, written after every artifact
+// is acknowledged (with the last pack's index when that is the last write,
+// SPECS.md §6.5).
+func (s *Store) putBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact, entries []asl.IndexEntry) ([]asl.Reference, error) {
 	if err := checkHash(id); err != nil {
 		return nil, err
 	}
@@ -549,42 +628,57 @@ func (s *Store) PutBatch(ctx context.Context, id asl.HashID, arts []asl.Artifact
 		}
 		refs[i] = ref
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errs := make([]error, len(arts))
 	seen := make(map[asl.Reference]bool, len(arts))
-	var todo []int
+	var small []packRecord
+	var large []int
 	for i, ref := range refs {
-		if !seen[ref] {
-			seen[ref] = true
-			todo = append(todo, i)
+		if seen[ref] {
+			continue
+		}
+		seen[ref] = true
+		a := arts[i]
+		switch {
+		case uint64(len(a.Bytes)) > s.opts.PartSize:
+			large = append(large, i)
+		case s.packs.young(ref, s.touchAge()):
+			// Packed less than the touch age ago: stored, and no
+			// collection takes it before its grace (SPECS.md §6.7).
+		default:
+			small = append(small, packRecord{Ref: ref, Hdr: a.Header(), Payload: a.Bytes})
 		}
 	}
-	s.parallel(len(todo), func(j int) {
-		i := todo[j]
-		if ctx.Err() != nil {
-			errs[i] = ctx.Err()
-			return
-		}
-		a := arts[i]
-		if uint64(len(a.Bytes)) <= s.opts.PartSize {
-			if errs[i] = s.putObject(ctx, refs[i], asl.EncodeArtifact(a)); errs[i] == nil {
-				s.remember(refs[i], a.Header(), a.Bytes)
-			}
-		} else {
-			_, errs[i] = s.putLarge(ctx, mustHasher(id, a.Header()), a.Header(), bytes.NewReader(a.Bytes))
-		}
-		if errs[i] != nil {
-			cancel()
-		}
-	})
-	for _, err := range errs {
-		if err != nil && !errors.Is(err, context.Canceled) {
+	if len(small) == 1 && len(large) == 0 && len(entries) == 0 {
+		r := small[0]
+		if err := s.putObject(ctx, r.Ref, asl.EncodeArtifact(asl.Artifact{Bytes: r.Payload, Tag: r.Hdr.Tag, HasTag: r.Hdr.HasTag})); err != nil {
 			return nil, err
 		}
+		s.remember(r.Ref, r.Hdr, r.Payload)
+		return refs, nil
 	}
-	for _, err := range errs {
-		if err != nil {
+	if len(large) > 0 {
+		ctx, cancel := context.WithCancel(ctx)
+		errs := make([]error, len(large)+1)
+		s.parallel(len(large)+1, func(j int) {
+			if j == len(large) {
+				if len(small) > 0 {
+					errs[j] = s.putPacks(ctx, small, nil)
+				}
+			} else {
+				a := arts[large[j]]
+				_, errs[j] = s.putLarge(ctx, mustHasher(id, a.Header()), a.Header(), bytes.NewReader(a.Bytes))
+			}
+			if errs[j] != nil {
+				cancel()
+			}
+		})
+		cancel()
+		if err := firstErr(errs); err != nil {
+			return nil, err
+		}
+		small = nil
+	}
+	if len(small) > 0 || len(entries) > 0 {
+		if err := s.putPacks(ctx, small, entries); err != nil {
 			return nil, err
 		}
 	}

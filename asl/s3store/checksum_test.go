@@ -40,7 +40,8 @@ func objectBytes(t *testing.T, st *s3store.Store, key string) []byte {
 // "Checksums"): x-amz-checksum-sha256 when the SHA-256 of the object is
 // known without hashing (a SHA-256 Reference's uncompressed object, a
 // compressed object, a part), x-amz-checksum-crc32c otherwise (a BLAKE3
-// Reference's uncompressed object, a manifest, an index entry).
+// Reference's uncompressed object, a manifest); a pack and an index
+// object carry their SHA-256.
 func TestPutChecksums(t *testing.T) {
 	t.Parallel()
 	m := sharedServer(t)
@@ -65,11 +66,38 @@ func TestPutChecksums(t *testing.T) {
 	}
 	// The large artifact's parts, listed under its prefix.
 	keys := map[string]string{
-		st.ArtifactKey(small):         "sha256",
-		st.ArtifactKey(squeezable):    "sha256",
-		st.ArtifactKey(blake):         "crc32c",
-		st.ArtifactKey(large):         "crc32c", // its manifest
-		st.IndexKey(en.Space, en.Key): "crc32c",
+		st.ArtifactKey(small):      "sha256",
+		st.ArtifactKey(squeezable): "sha256",
+		st.ArtifactKey(blake):      "crc32c",
+		st.ArtifactKey(large):      "crc32c", // its manifest
+	}
+	// The entry's index object (SHA-256: its name does not give it, but
+	// the writer hashed it to sign the PUT).
+	indexes := 0
+	for obj := range st.Client().ListObjects(ctx, st.Bucket(), minio.ListObjectsOptions{Prefix: st.Prefix() + "x/", Recursive: true}) {
+		if obj.Err != nil {
+			t.Fatal(obj.Err)
+		}
+		keys[obj.Key] = "sha256"
+		indexes++
+	}
+	if indexes != 1 {
+		t.Fatalf("%d index objects, want 1", indexes)
+	}
+	// A pack and its index.
+	if _, err := st.PutBatch(ctx, asl.HashSHA256, []asl.Artifact{asl.Untagged(gen(4, 100)), asl.Untagged(gen(5, 100))}); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"k/", "x/"} {
+		for obj := range st.Client().ListObjects(ctx, st.Bucket(), minio.ListObjectsOptions{Prefix: st.Prefix() + dir, Recursive: true}) {
+			if obj.Err != nil {
+				t.Fatal(obj.Err)
+			}
+			keys[obj.Key] = "sha256"
+		}
+	}
+	if len(keys) != 7 {
+		t.Fatalf("%d objects to check, want 7 (4 artifacts, 2 index objects, 1 pack)", len(keys))
 	}
 	parts := 0
 	for obj := range st.Client().ListObjects(ctx, st.Bucket(), minio.ListObjectsOptions{Prefix: st.Prefix() + "p/", Recursive: true}) {

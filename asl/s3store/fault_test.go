@@ -515,8 +515,14 @@ func TestGetBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// One byte of refs[7]'s record flipped in its pack, rewritten behind
+	// the store's back.
 	damaged := refs[7]
-	st.Client().PutObject(ctx, st.Bucket(), st.ArtifactKey(damaged), bytes.NewReader([]byte("garbage!!!!!!")), 13, minio.PutObjectOptions{})
+	key, off, _, ok := st.PackedAt(damaged)
+	if !ok {
+		t.Fatalf("%s is not packed", damaged)
+	}
+	flipObjectByte(t, st, key, off)
 	missing := asl.MustDerive(asl.HashSHA256, asl.Untagged([]byte("never put")))
 	ask := append(append([]asl.Reference{missing}, refs...), missing)
 	want := func(i int) (asl.Artifact, error) {
@@ -629,5 +635,15 @@ func TestLargeResumesCutParts(t *testing.T) {
 	}
 	if r := c.ranged.Load(); r != 3 {
 		t.Fatalf("Get(%s) with every read cut: %d ranged re-reads, want 3", ref, r)
+	}
+}
+
+// flipObjectByte rewrites the object at key with its byte at off flipped.
+func flipObjectByte(t *testing.T, st *s3store.Store, key string, off int64) {
+	t.Helper()
+	b := objectBytes(t, st, key)
+	b[off] ^= 0x55
+	if _, err := st.Client().PutObject(t.Context(), st.Bucket(), key, bytes.NewReader(b), int64(len(b)), minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -287,13 +287,14 @@ func (s *Store) guardPin(ctx context.Context, g1 gcState, ref asl.Reference) err
 	gone := make([]bool, len(refs))
 	errs := make([]error, len(refs))
 	s.parallel(len(refs), func(i int) {
-		_, err := s.core.Client.StatObject(ctx, s.bucket, s.ArtifactKey(refs[i]), minio.StatObjectOptions{})
-		if err != nil {
-			if code(err) == "NoSuchKey" {
-				gone[i] = true
-			} else {
-				errs[i] = s.errorf("pin (check)", s.ArtifactKey(refs[i]), refs[i], err)
-			}
+		_, err := s.Stat(ctx, refs[i])
+		switch {
+		case err == nil, errors.Is(err, asl.ErrIntegrity):
+			// Stored (damage is not removal).
+		case errors.Is(err, asl.ErrNotFound):
+			gone[i] = true
+		default:
+			errs[i] = fmt.Errorf("s3store: pin (check): %w", err)
 		}
 	})
 	if err := errors.Join(errs...); err != nil {
@@ -541,19 +542,27 @@ type GCOptions struct {
 
 // GCReport says what GC found and removed; it holds no times.
 type GCReport struct {
-	Gen          uint64      `json:"gen"`
-	Pins         int         `json:"pins"`
-	Roots        int         `json:"roots"`
-	Reachable    int         `json:"reachable"`     // stored artifacts the roots reach
-	Listed       int         `json:"listed"`        // artifact objects listed
-	Young        int         `json:"young"`         // unreachable, written within the grace
-	Candidates   int         `json:"candidates"`    // unreachable and older
-	Deleted      int         `json:"deleted"`       // removed (dry run: would be)
-	DeletedBytes int64       `json:"deleted_bytes"` // their object bytes
-	KeptShards   int         `json:"kept_shards"`   // shards a writer kept from the sweep
-	Kept         int         `json:"kept"`          // candidates in those shards, kept
-	DryRun       bool        `json:"dry_run"`
-	Sweep        SweepReport `json:"sweep"`
+	Gen          uint64 `json:"gen"`
+	Pins         int    `json:"pins"`
+	Roots        int    `json:"roots"`
+	Reachable    int    `json:"reachable"`     // stored artifacts the roots reach
+	Listed       int    `json:"listed"`        // artifact objects listed
+	Young        int    `json:"young"`         // unreachable, written within the grace
+	Candidates   int    `json:"candidates"`    // unreachable and older
+	Deleted      int    `json:"deleted"`       // removed (dry run: would be)
+	DeletedBytes int64  `json:"deleted_bytes"` // their object bytes
+	KeptShards   int    `json:"kept_shards"`   // shards a writer kept from the sweep
+	Kept         int    `json:"kept"`          // candidates in those shards, kept
+	// Packs (SPECS.md §6.7, "Packs"): those to repack or remove, those
+	// left because a writer kept a shard they remove from, those removed
+	// (their bytes are in DeletedBytes) and the record bytes carried into
+	// new packs.
+	Packs            int         `json:"packs"`
+	KeptPacks        int         `json:"kept_packs"`
+	PacksRemoved     int         `json:"packs_removed"`
+	PackBytesCarried int64       `json:"pack_bytes_carried"`
+	DryRun           bool        `json:"dry_run"`
+	Sweep            SweepReport `json:"sweep"`
 }
 
 // GC collects the artifacts no pin (nor opts.Roots) reaches and no writer
@@ -624,7 +633,8 @@ func (s *Store) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 	rep.Reachable = len(live)
 	// Candidates, by shard.
 	cutoff := t0.Add(-grace)
-	cands := map[string][]minio.ObjectInfo{}
+	cands := map[string][]minio.ObjectInfo{}  // loose candidates
+	packed := map[string][]minio.ObjectInfo{} // packed candidates (their artifact keys, for the records)
 	lo := minio.ListObjectsOptions{Prefix: s.prefix + "a/", Recursive: true}
 	for obj := range s.core.Client.ListObjects(ctx, s.bucket, lo) {
 		if obj.Err != nil {
@@ -642,6 +652,26 @@ func (s *Store) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 		rep.Candidates++
 		cands[shard(ref)] = append(cands[shard(ref)], obj)
 	}
+	// Packs: every index object is listed again (their modification
+	// times are the object store's), then each old pack's fate decided.
+	if err := s.listPacksFull(ctx); err != nil {
+		return rep, err
+	}
+	plans := s.planPacks(marked, cutoff)
+	packsOf := map[string][]*packPlan{} // shard -> plans that remove from it
+	for _, pl := range plans {
+		rep.Packs++
+		rep.Candidates += len(pl.removed)
+		seen := map[string]bool{}
+		for _, r := range pl.removed {
+			dd := shard(r)
+			packed[dd] = append(packed[dd], minio.ObjectInfo{Key: s.ArtifactKey(r)})
+			if !seen[dd] {
+				seen[dd] = true
+				packsOf[dd] = append(packsOf[dd], pl)
+			}
+		}
+	}
 	if opts.BeforeSweep != nil {
 		opts.BeforeSweep()
 	}
@@ -650,6 +680,13 @@ func (s *Store) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 			rep.Deleted += len(objs)
 			for _, o := range objs {
 				rep.DeletedBytes += o.Size
+			}
+		}
+		for _, pl := range plans {
+			rep.PacksRemoved++
+			rep.DeletedBytes += pl.bytes
+			for _, l := range pl.keep {
+				rep.PackBytesCarried += int64(l.a.Stored)
 			}
 		}
 		rep.Sweep, err = s.Sweep(ctx, partAge(opts.PartAge), true)
@@ -661,8 +698,16 @@ func (s *Store) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 	for dd := range cands {
 		shards = append(shards, dd)
 	}
+	for dd := range packed {
+		if _, ok := cands[dd]; !ok {
+			shards = append(shards, dd)
+		}
+	}
 	sort.Strings(shards)
-	// Shards are independent: Parallel of them at a time.
+	// Claim every shard first (Parallel at a time; a writer's keep wins
+	// a shard from the collection), then remove the loose candidates of
+	// the shards won and carry or remove the packs none of whose removed
+	// artifacts lies in a kept shard, then mark the shards swept.
 	type shardRes struct {
 		kept  bool
 		n     int
@@ -670,30 +715,66 @@ func (s *Store) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 		err   error
 	}
 	res := make([]shardRes, len(shards))
+	body := func(state string, dd string) []byte {
+		return claimBody(state, append(append([]minio.ObjectInfo(nil), cands[dd]...), packed[dd]...), record)
+	}
 	s.parallel(len(shards), func(i int) {
 		r := &res[i]
 		if err := context.Cause(ctx); err != nil {
 			r.err = err
 			return
 		}
-		key := s.claimKey(st.Gen, shards[i])
-		objs := cands[shards[i]]
-		err := s.putSmall(ctx, key, claimBody(claimSweep, objs, record), "", true)
+		err := s.putSmall(ctx, s.claimKey(st.Gen, shards[i]), body(claimSweep, shards[i]), "", true)
 		if errors.Is(err, errPrecondition) {
 			r.kept = true
 			return
 		}
-		if err != nil {
-			r.err = err
-			return
-		}
-		r.n, r.bytes, r.err = s.removeObjects(ctx, objs)
-		if r.err != nil {
-			return
-		}
-		r.err = s.putSmall(ctx, key, claimBody(claimSwept, objs, record), "", false)
+		r.err = err
 	})
+	keptPlan := map[*packPlan]bool{}
+	for i, dd := range shards {
+		if res[i].kept {
+			for _, pl := range packsOf[dd] {
+				keptPlan[pl] = true
+			}
+		}
+	}
+	s.parallel(len(shards), func(i int) {
+		r := &res[i]
+		if r.kept || r.err != nil {
+			return
+		}
+		r.n, r.bytes, r.err = s.removeObjects(ctx, cands[shards[i]])
+	})
+	var carry []*packPlan
+	for _, pl := range plans {
+		if keptPlan[pl] {
+			rep.KeptPacks++
+		} else {
+			carry = append(carry, pl)
+		}
+	}
 	var errs []error
+	claimErr := false
+	for _, r := range res {
+		claimErr = claimErr || r.err != nil
+	}
+	if !claimErr {
+		n, b, carried, err := s.carryPacks(ctx, carry)
+		rep.PacksRemoved += n
+		rep.DeletedBytes += b
+		rep.PackBytesCarried += carried
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.parallel(len(shards), func(i int) {
+		r := &res[i]
+		if r.kept || r.err != nil {
+			return
+		}
+		r.err = s.putSmall(ctx, s.claimKey(st.Gen, shards[i]), body(claimSwept, shards[i]), "", false)
+	})
 	for i, r := range res {
 		if r.kept {
 			rep.KeptShards++

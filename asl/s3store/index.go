@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/minio/minio-go/v7"
 
@@ -35,62 +36,63 @@ func (s *Store) PutIndexed(ctx context.Context, id asl.HashID, arts []asl.Artifa
 			return nil, err
 		}
 	}
-	refs := []asl.Reference{}
-	if len(arts) > 0 {
-		var err error
-		if refs, err = s.PutBatch(ctx, id, arts); err != nil {
-			return nil, err
-		}
-	} else if err := s.check(); err != nil {
+	refs, err := s.putBatch(ctx, id, arts, entries)
+	if err != nil {
 		return nil, err
-	}
-	last := make(map[string]int, len(entries))
-	for i, e := range entries {
-		last[s.IndexKey(e.Space, e.Key)] = i
-	}
-	var todo []int
-	for i, e := range entries {
-		if last[s.IndexKey(e.Space, e.Key)] == i {
-			todo = append(todo, i)
-		}
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errs := make([]error, len(todo))
-	s.parallel(len(todo), func(j int) {
-		if err := ctx.Err(); err != nil {
-			errs[j] = err
-			return
-		}
-		e := entries[todo[j]]
-		key := s.IndexKey(e.Space, e.Key)
-		po := minio.PutObjectOptions{ContentType: "application/octet-stream", DisableMultipart: true}
-		withChecksum(&po, e.Value, "")
-		_, err := s.core.Client.PutObject(ctx, s.bucket, key, bytes.NewReader(e.Value), int64(len(e.Value)), po)
-		if err != nil {
-			errs[j] = s.errorf("put index entry", key, asl.Reference{}, err)
-			cancel()
-		}
-	})
-	for _, err := range errs {
-		if err != nil && !errors.Is(err, context.Canceled) {
-			return nil, err
-		}
-	}
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
 	}
 	return refs, nil
 }
 
-// LookupIndex implements asl.Indexer with one GET.
+// looseIndex remembers, once per process, whether the bucket holds index
+// entries of layout version 3 or before (one object each under PREFIX
+// i/): a bucket created at version 4 has none, and a migrated one none
+// left (SPECS.md §6.7, "Versions").
+type looseIndex struct {
+	mu      sync.Mutex
+	checked bool
+	present bool
+}
+
+func (s *Store) hasLooseEntries(ctx context.Context) (bool, error) {
+	s.looseIx.mu.Lock()
+	defer s.looseIx.mu.Unlock()
+	if s.looseIx.checked {
+		return s.looseIx.present, nil
+	}
+	lo := minio.ListObjectsOptions{Prefix: s.prefix + "i/", Recursive: true, MaxKeys: 1}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for obj := range s.core.Client.ListObjects(ctx, s.bucket, lo) {
+		if obj.Err != nil {
+			return false, s.errorf("list", lo.Prefix, asl.Reference{}, obj.Err)
+		}
+		s.looseIx.present = true
+		break
+	}
+	s.looseIx.checked = true
+	return s.looseIx.present, nil
+}
+
+// LookupIndex implements asl.Indexer: the index objects written since this
+// process last looked are listed and read (refreshPacks: one LIST, shared
+// by the lookups that arrive meanwhile), and the entry of the highest
+// stamp answers; on a bucket that still holds loose entries, one GET of
+// the entry's object answers what no pack holds.
 func (s *Store) LookupIndex(ctx context.Context, space string, key []byte) ([]byte, bool, error) {
 	if err := checkSpace(space); err != nil {
 		return nil, false, err
 	}
 	if err := s.check(); err != nil {
+		return nil, false, err
+	}
+	if err := s.refreshPacks(ctx); err != nil {
+		return nil, false, err
+	}
+	if v, ok := s.packs.entry(space, key); ok {
+		return v, true, nil
+	}
+	loose, err := s.hasLooseEntries(ctx)
+	if err != nil || !loose {
 		return nil, false, err
 	}
 	v, err := s.getValue(ctx, s.IndexKey(space, key))
@@ -104,20 +106,26 @@ func (s *Store) LookupIndex(ctx context.Context, space string, key []byte) ([]by
 }
 
 func (s *Store) getValue(ctx context.Context, okey string) ([]byte, error) {
+	return s.getValueMax(ctx, okey, maxIndexValue, "read index entry")
+}
+
+// getValueMax reads the whole object okey, at most max bytes (a larger
+// one, or one shorter than its length, is asl.ErrIntegrity).
+func (s *Store) getValueMax(ctx context.Context, okey string, max int64, op string) ([]byte, error) {
 	body, info, _, err := s.core.GetObject(ctx, s.bucket, okey, minio.GetObjectOptions{})
 	if err != nil {
-		return nil, s.errorf("read index entry", okey, asl.Reference{}, err)
+		return nil, s.errorf(op, okey, asl.Reference{}, err)
 	}
 	defer body.Close()
-	if info.Size > maxIndexValue {
-		return nil, fmt.Errorf("s3store: read index entry s3://%s/%s: %d bytes, above the limit of %d: %w", s.bucket, okey, info.Size, maxIndexValue, asl.ErrIntegrity)
+	if info.Size > max {
+		return nil, fmt.Errorf("s3store: %s s3://%s/%s: %d bytes, above the limit of %d: %w", op, s.bucket, okey, info.Size, max, asl.ErrIntegrity)
 	}
-	v, err := io.ReadAll(body)
+	v, err := io.ReadAll(io.LimitReader(body, max+1))
 	if err != nil {
-		return nil, s.errorf("read index entry", okey, asl.Reference{}, err)
+		return nil, s.errorf(op, okey, asl.Reference{}, err)
 	}
 	if info.Size >= 0 && int64(len(v)) != info.Size {
-		return nil, fmt.Errorf("s3store: read index entry s3://%s/%s: %d of %d bytes: %w", s.bucket, okey, len(v), info.Size, asl.ErrIntegrity)
+		return nil, fmt.Errorf("s3store: %s s3://%s/%s: %d of %d bytes: %w", op, s.bucket, okey, len(v), info.Size, asl.ErrIntegrity)
 	}
 	return v, nil
 }
@@ -138,6 +146,44 @@ func (s *Store) ScanIndexAfter(ctx context.Context, space string, prefix, after 
 	}
 	if err := s.check(); err != nil {
 		return err
+	}
+	if err := s.refreshPacks(ctx); err != nil {
+		return err
+	}
+	pkeys, pvals := s.packs.scanEntries(space, prefix, after)
+	loose, err := s.hasLooseEntries(ctx)
+	if err != nil {
+		return err
+	}
+	// Packed entries merged with loose ones in key order; of a key in
+	// both, the packed value (written later, by this layout) is the one.
+	out := fn
+	emitPacked := func() error {
+		for len(pkeys) > 0 {
+			if err := out(pkeys[0], pvals[0]); err != nil {
+				return err
+			}
+			pkeys, pvals = pkeys[1:], pvals[1:]
+		}
+		return nil
+	}
+	if !loose {
+		return emitPacked()
+	}
+	looseFn := out
+	fn = func(k, v []byte) error {
+		shadowed := false
+		for len(pkeys) > 0 && bytes.Compare(pkeys[0], k) <= 0 {
+			shadowed = shadowed || bytes.Equal(pkeys[0], k)
+			if err := looseFn(pkeys[0], pvals[0]); err != nil {
+				return err
+			}
+			pkeys, pvals = pkeys[1:], pvals[1:]
+		}
+		if shadowed {
+			return nil
+		}
+		return looseFn(k, v)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -184,5 +230,8 @@ func (s *Store) ScanIndexAfter(ctx context.Context, space string, prefix, after 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return flush()
+	if err := flush(); err != nil {
+		return err
+	}
+	return emitPacked()
 }

@@ -345,7 +345,7 @@ func TestLayoutVersion1(t *testing.T) {
 	if got, err := asl.Get(ctx, st2, ref, 0); err != nil || !bytes.Equal(got.Bytes, big.Bytes) {
 		t.Fatalf("Get of a layout-1 object = %v", err)
 	}
-	if got := string(getObject(t, st, st.Prefix()+"config")); got != `{"format":"amduat-s3store","version":3,"hash":1}` {
+	if got := string(getObject(t, st, st.Prefix()+"config")); got != `{"format":"amduat-s3store","version":4,"hash":1}` {
 		t.Errorf("config after open = %s", got)
 	}
 	// A re-put replaces the old object by a manifest; both read the same.

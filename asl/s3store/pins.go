@@ -439,6 +439,12 @@ func (s *Store) Delete(ctx context.Context, refs []asl.Reference) ([]bool, error
 	s.parallel(len(todo), func(j int) {
 		i := todo[j]
 		key := s.ArtifactKey(refs[i])
+		packed, err := s.deletePacked(ctx, refs[i])
+		if err != nil {
+			errs[i] = err
+			return
+		}
+		deleted[i] = packed
 		if _, err := s.core.Client.StatObject(ctx, s.bucket, key, minio.StatObjectOptions{}); err != nil {
 			if code(err) != "NoSuchKey" {
 				errs[i] = s.errorf("delete (stat)", key, refs[i], err)

@@ -67,29 +67,37 @@ func TestRequestsPerOperation(t *testing.T) {
 		op    func(s *s3store.Store) // counted
 		want  s3store.Stats
 	}{
-		// 3 conditional PUTs of new artifacts.
-		{"put batch", nil, func(*s3store.Store) { inputs("a", "b") }, s3store.Stats{PUT: 3}},
-		// Each PUT refused (412); one HEAD each finds the object the
-		// same and younger than the touch age: nothing rewritten.
-		{"re-put", nil, func(*s3store.Store) { inputs("a", "b") }, s3store.Stats{PUT: 3, HEAD: 3}},
-		// Salt and action entry (both missing); nothing read of the
-		// program and inputs (in the memory cache since their put); 4
-		// artifact PUTs, then 9 entry PUTs.
-		{"run, miss", nil, func(s *s3store.Store) { run(s, surf.Options{}, false) }, s3store.Stats{GET: 2, PUT: 13}},
-		// Through another server: salt, entry, then result, trace and
-		// output (the entry names them, §14.6 format 2); the run log's
-		// entry.
+		// One pack and its index object.
+		{"put batch", nil, func(*s3store.Store) { inputs("a", "b") }, s3store.Stats{PUT: 2}},
+		// Packed less than the touch age ago, by this process: nothing
+		// sent.
+		{"re-put", nil, func(*s3store.Store) { inputs("a", "b") }, s3store.Stats{}},
+		// Salt and action entry (both missing): a listing of the index
+		// objects written since for each (the lookups come one after the
+		// other), and, once per process, whether loose entries of an
+		// older layout exist; nothing read of the program and inputs (in
+		// the memory cache since their put); the pack of the 4 artifacts,
+		// then its index object with the 9 entries.
+		{"run, miss", nil, func(s *s3store.Store) { run(s, surf.Options{}, false) }, s3store.Stats{LIST: 3, PUT: 2}},
+		// Through another server: its first listing reads the 2 index
+		// objects; the loose-entries check; the second lookup's listing;
+		// result, trace and output, one ranged GET each (the entry names
+		// them, §14.6 format 2); the run log's entry, an index object of
+		// its own.
 		{"hit, second server", func() *s3store.Store { return fresh(0) },
-			func(s *s3store.Store) { run(s, surf.Options{}, true) }, s3store.Stats{GET: 5, PUT: 1}},
+			func(s *s3store.Store) { run(s, surf.Options{}, true) }, s3store.Stats{GET: 5, LIST: 3, PUT: 1}},
+		// The same, and the first hit's log entry to read.
 		{"hit, second server with memory cache", func() *s3store.Store { return fresh(s3store.DefaultMemCacheSize) },
-			func(s *s3store.Store) { run(s, surf.Options{}, true) }, s3store.Stats{GET: 5, PUT: 1}},
-		// Through the server that ran it: salt and entry; result,
-		// output and trace from memory.
-		{"hit, same server", nil, func(s *s3store.Store) { run(s, surf.Options{}, true) }, s3store.Stats{GET: 2, PUT: 1}},
+			func(s *s3store.Store) { run(s, surf.Options{}, true) }, s3store.Stats{GET: 6, LIST: 3, PUT: 1}},
+		// Through the server that ran it: two listings, which find the
+		// other servers' 2 log entries to read; result, output and trace
+		// from memory.
+		{"hit, same server", nil, func(s *s3store.Store) { run(s, surf.Options{}, true) }, s3store.Stats{GET: 2, LIST: 2, PUT: 1}},
 		// A fresh run without the cache (new inputs put first, not
-		// counted): the salt, for the log; 4 artifacts; 8 entries.
+		// counted): the salt's listing, for the log; one pack and its
+		// index.
 		{"run, no cache", func() *s3store.Store { inputs("c", "d"); return st },
-			func(s *s3store.Store) { run(s, surf.Options{NoCache: true}, false) }, s3store.Stats{GET: 1, PUT: 12}},
+			func(s *s3store.Store) { run(s, surf.Options{NoCache: true}, false) }, s3store.Stats{LIST: 1, PUT: 2}},
 	} {
 		s := st
 		if c.store != nil {

@@ -11,15 +11,15 @@ import (
 // request sent counts once, a retried one once per attempt; a request the
 // client library never sent (refused before any I/O) does not count.
 type Stats struct {
-	GET, HEAD, PUT, POST, DELETE, Other int64
+	GET, LIST, HEAD, PUT, POST, DELETE, Other int64
 }
 
 // Total is the number of requests of every method.
-func (s Stats) Total() int64 { return s.GET + s.HEAD + s.PUT + s.POST + s.DELETE + s.Other }
+func (s Stats) Total() int64 { return s.GET + s.LIST + s.HEAD + s.PUT + s.POST + s.DELETE + s.Other }
 
 // Sub is the requests counted in s and not in before (s taken later).
 func (s Stats) Sub(before Stats) Stats {
-	return Stats{GET: s.GET - before.GET, HEAD: s.HEAD - before.HEAD, PUT: s.PUT - before.PUT,
+	return Stats{GET: s.GET - before.GET, LIST: s.LIST - before.LIST, HEAD: s.HEAD - before.HEAD, PUT: s.PUT - before.PUT,
 		POST: s.POST - before.POST, DELETE: s.DELETE - before.DELETE, Other: s.Other - before.Other}
 }
 
@@ -30,7 +30,7 @@ func (s Stats) String() string {
 	for _, m := range []struct {
 		name string
 		n    int64
-	}{{"GET", s.GET}, {"HEAD", s.HEAD}, {"PUT", s.PUT}, {"POST", s.POST}, {"DELETE", s.DELETE}, {"other", s.Other}} {
+	}{{"GET", s.GET}, {"LIST", s.LIST}, {"HEAD", s.HEAD}, {"PUT", s.PUT}, {"POST", s.POST}, {"DELETE", s.DELETE}, {"other", s.Other}} {
 		if m.n != 0 {
 			t += fmt.Sprintf("%s%d %s", sep, m.n, m.name)
 			sep = ", "
@@ -45,14 +45,18 @@ func (s Stats) String() string {
 // reqCounter counts requests by method; it sits below the retries
 // (retryTransport), so each attempt sent counts.
 type reqCounter struct {
-	next                             http.RoundTripper
-	get, head, put, post, del, other atomic.Int64
+	next                                   http.RoundTripper
+	get, list, head, put, post, del, other atomic.Int64
 }
 
 func (c *reqCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 	switch req.Method {
 	case http.MethodGet:
-		c.get.Add(1)
+		if req.URL.Query().Has("list-type") {
+			c.list.Add(1)
+		} else {
+			c.get.Add(1)
+		}
 	case http.MethodHead:
 		c.head.Add(1)
 	case http.MethodPut:
@@ -68,7 +72,7 @@ func (c *reqCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 func (c *reqCounter) stats() Stats {
-	return Stats{GET: c.get.Load(), HEAD: c.head.Load(), PUT: c.put.Load(), POST: c.post.Load(), DELETE: c.del.Load(), Other: c.other.Load()}
+	return Stats{GET: c.get.Load(), LIST: c.list.Load(), HEAD: c.head.Load(), PUT: c.put.Load(), POST: c.post.Load(), DELETE: c.del.Load(), Other: c.other.Load()}
 }
 
 // Stats returns the requests sent to the object store so far. Take it
@@ -78,6 +82,6 @@ func (s *Store) Stats() Stats { return s.reqs.stats() }
 
 // Add is the requests counted in s or in o.
 func (s Stats) Add(o Stats) Stats {
-	return Stats{GET: s.GET + o.GET, HEAD: s.HEAD + o.HEAD, PUT: s.PUT + o.PUT,
+	return Stats{GET: s.GET + o.GET, LIST: s.LIST + o.LIST, HEAD: s.HEAD + o.HEAD, PUT: s.PUT + o.PUT,
 		POST: s.POST + o.POST, DELETE: s.DELETE + o.DELETE, Other: s.Other + o.Other}
 }

@@ -33,7 +33,7 @@ import (
 // Format and Version are the config object's (SPECS.md §6.7).
 const (
 	Format  = "amduat-s3store"
-	Version = 3
+	Version = 4
 )
 
 // Defaults.
@@ -130,6 +130,8 @@ type Store struct {
 	children ChildrenFunc // SetChildren
 	reqs     *reqCounter  // Stats
 	mem      *memCache    // nil without Options.MemCacheSize
+	packs    *packSet     // the packs this process has learned (packset.go)
+	looseIx  looseIndex   // whether the bucket holds loose index entries (index.go)
 
 	mu     sync.RWMutex
 	closed bool
@@ -272,7 +274,7 @@ func newStore(bucket, prefix string, o Options) (*Store, error) {
 	if prefix = strings.Trim(prefix, "/"); prefix != "" {
 		prefix += "/"
 	}
-	s := &Store{core: core, bucket: bucket, prefix: prefix, opts: o, reqs: reqs}
+	s := &Store{core: core, bucket: bucket, prefix: prefix, opts: o, reqs: reqs, packs: newPackSet()}
 	if o.MemCacheSize > 0 {
 		s.mem = newMemCache(o.MemCacheSize)
 	}

@@ -41,7 +41,7 @@ func TestConfigUnsupported(t *testing.T) {
 	m := sharedServer(t)
 	o := options(m)
 	st := create(t, m, "config-unsupported", o)
-	for _, c := range []string{`{"format":"amduat-s3store","version":2,"hash":30583}`, `{"format":"amduat-s3store","version":4,"hash":1}`} {
+	for _, c := range []string{`{"format":"amduat-s3store","version":2,"hash":30583}`, `{"format":"amduat-s3store","version":5,"hash":1}`} {
 		putObject(t, st, st.Prefix()+"config", []byte(c))
 		st2, err := s3store.Open(t.Context(), st.Bucket(), st.Prefix(), o)
 		if err == nil {

@@ -1,0 +1,305 @@
+package s3store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+
+	"github.com/amduat/amduat/asl"
+	"github.com/amduat/amduat/asl/zcodec"
+)
+
+// What a collection does with packs (SPECS.md §6.7, "Garbage collection",
+// "Packs"): a pack last written before the cutoff whose copies are all
+// dead (unmarked, or an older copy of an artifact packed again since) and
+// whose entries have all been written again since is removed; one whose
+// dead bytes are at least its live ones, or a small one beside other small
+// ones, is repacked: its live records (verified) and winning entries (with
+// their stamps) are written into new packs, and only then are its index
+// object and pack object removed, in that order.
+
+// packPlan is one pack's fate.
+type packPlan struct {
+	m       *packMeta
+	keep    []artLoc        // live copies, carried into a new pack
+	ents    []packEntry     // winning entries, carried with their stamps
+	removed []asl.Reference // unmarked artifacts (named in deletion records)
+	dead    int             // dead copies
+	bytes   int64           // the pack's and its index's bytes
+}
+
+// packContents groups the copies and winning entries this process knows
+// by pack.
+func (p *packSet) packContents() map[*packMeta]*packPlan {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	out := map[*packMeta]*packPlan{}
+	get := func(m *packMeta) *packPlan {
+		pl := out[m]
+		if pl == nil {
+			pl = &packPlan{m: m}
+			out[m] = pl
+		}
+		return pl
+	}
+	for _, m := range p.packs {
+		if m.live {
+			get(m)
+		}
+	}
+	for _, l := range p.arts {
+		if l.p.live {
+			get(l.p).keep = append(get(l.p).keep, l)
+		}
+	}
+	for _, ds := range p.dups {
+		for _, d := range ds {
+			if d.p.live {
+				pl := get(d.p)
+				pl.dead++
+				pl.removed = append(pl.removed, d.a.Ref) // an older copy: harmless to name
+			}
+		}
+	}
+	for k, e := range p.ents {
+		if e.p.live {
+			i := 0
+			for k[i] != 0 {
+				i++
+			}
+			get(e.p).ents = append(get(e.p).ents, packEntry{Stamp: e.stamp, Space: k[:i], Key: []byte(k[i+1:]), Value: e.value})
+		}
+	}
+	return out
+}
+
+// planPacks decides, for every pack last written before cutoff, whether
+// it stays, is repacked or is removed.
+func (s *Store) planPacks(marked map[asl.Reference]bool, cutoff time.Time) []*packPlan {
+	target := int64(s.opts.PartSize)
+	var plans, small []*packPlan
+	for _, pl := range s.packs.packContents() {
+		if pl.m.mod.IsZero() || !pl.m.mod.Before(cutoff) {
+			continue
+		}
+		var live, dead int64
+		kept := pl.keep[:0]
+		for _, l := range pl.keep {
+			if marked[l.a.Ref] {
+				kept = append(kept, l)
+				live += int64(l.a.Stored)
+			} else {
+				pl.dead++
+				pl.removed = append(pl.removed, l.a.Ref)
+				dead += int64(l.a.Stored)
+			}
+		}
+		pl.keep = kept
+		deadEnts := pl.m.ents - len(pl.ents)
+		pl.bytes = int64(pl.m.len)
+		isSmall := int64(pl.m.len) < target/8
+		switch {
+		case len(pl.keep) == 0 && len(pl.ents) == 0:
+			plans = append(plans, pl)
+		case (pl.dead > 0 || deadEnts > 0) && (dead >= live || isSmall):
+			plans = append(plans, pl)
+		case isSmall:
+			small = append(small, pl)
+		}
+	}
+	if len(small) >= 2 {
+		plans = append(plans, small...)
+	}
+	sort.Slice(plans, func(i, j int) bool { return plans[i].m.name < plans[j].m.name })
+	return plans
+}
+
+// carryPacks writes the live records and entries of plans into new packs
+// and then removes the plans' index objects and pack objects. A plan
+// whose pack cannot be read whole and verified is left as it is (its
+// error is returned beside the others' progress).
+func (s *Store) carryPacks(ctx context.Context, plans []*packPlan) (removed int, removedBytes, carried int64, err error) {
+	const chunk = 4 // packs read at once
+	var errs []error
+	for lo := 0; lo < len(plans); lo += chunk {
+		part := plans[lo:min(lo+chunk, len(plans))]
+		recs := make([][]packRecord, len(part))
+		perr := make([]error, len(part))
+		var wg sync.WaitGroup
+		for i, pl := range part {
+			if len(pl.keep) == 0 {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				recs[i], perr[i] = s.liveRecords(ctx, pl)
+			}()
+		}
+		wg.Wait()
+		var all []packRecord
+		var ents []packEntry
+		var done []*packPlan
+		for i, pl := range part {
+			if perr[i] != nil {
+				errs = append(errs, perr[i])
+				continue
+			}
+			all = append(all, recs[i]...)
+			ents = append(ents, pl.ents...)
+			done = append(done, pl)
+		}
+		for _, r := range all {
+			carried += int64(len(r.Stored))
+		}
+		if err := s.writeRecords(ctx, all, ents); err != nil {
+			return removed, removedBytes, carried, errors.Join(append(errs, err)...)
+		}
+		n, b, err := s.removePacks(ctx, done)
+		removed += n
+		removedBytes += b
+		if err != nil {
+			return removed, removedBytes, carried, errors.Join(append(errs, err)...)
+		}
+	}
+	return removed, removedBytes, carried, errors.Join(errs...)
+}
+
+// liveRecords reads pl's pack whole and returns its live records, each
+// verified against its reference.
+func (s *Store) liveRecords(ctx context.Context, pl *packPlan) ([]packRecord, error) {
+	key := s.PackKey(pl.m.name)
+	pack, err := s.getValueMax(ctx, key, int64(pl.m.len), "gc (read pack)")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]packRecord, 0, len(pl.keep))
+	for _, l := range pl.keep {
+		if l.a.Off+l.a.Stored > uint64(len(pack)) {
+			return nil, fmt.Errorf("s3store: gc: s3://%s/%s: record of %s past the pack's end: %w", s.bucket, key, l.a.Ref, asl.ErrIntegrity)
+		}
+		stored := pack[l.a.Off : l.a.Off+l.a.Stored]
+		if err := verifyRecord(l, stored); err != nil {
+			return nil, fmt.Errorf("s3store: gc: s3://%s/%s bytes %d+%d: %w", s.bucket, key, l.a.Off, l.a.Stored, err)
+		}
+		out = append(out, packRecord{Ref: l.a.Ref, Hdr: l.a.Hdr, Codec: l.a.Codec, Stored: stored})
+	}
+	return out, nil
+}
+
+// verifyRecord checks that stored decodes to a payload hashing to l's
+// reference.
+func verifyRecord(l artLoc, stored []byte) error {
+	payload := stored
+	if l.a.Codec == codecZstd {
+		var err error
+		if payload, err = zcodec.DecodeExact(stored, l.a.Hdr.Size, nil); err != nil {
+			return fmt.Errorf("%s: %v: %w", l.a.Ref, err, asl.ErrIntegrity)
+		}
+	}
+	vr, err := asl.VerifyReader(l.a.Ref, l.a.Hdr, bytes.NewReader(payload))
+	if err != nil {
+		return err
+	}
+	_, err = asl.ReadWhole(vr, l.a.Hdr.Size)
+	return err
+}
+
+// writeRecords writes records already encoded and entries with their own
+// stamps into new packs (the entries in an index of their own, last).
+func (s *Store) writeRecords(ctx context.Context, recs []packRecord, ents []packEntry) error {
+	groups := groupRecords(recs, s.opts.PartSize)
+	errs := make([]error, len(groups))
+	s.parallel(len(groups), func(i int) { errs[i] = s.writePack(ctx, groups[i], nil) })
+	if err := firstErr(errs); err != nil {
+		return err
+	}
+	if len(ents) > 0 {
+		return s.writePack(ctx, nil, ents)
+	}
+	return nil
+}
+
+// groupRecords cuts recs (sorted here) into packs of at most target bytes
+// of records each (a larger record alone).
+func groupRecords(recs []packRecord, target uint64) [][]packRecord {
+	sort.Slice(recs, func(i, j int) bool { return bytes.Compare(recs[i].Ref.Bytes(), recs[j].Ref.Bytes()) < 0 })
+	var groups [][]packRecord
+	var size uint64
+	for _, r := range recs {
+		n := uint64(len(r.Payload) + len(r.Stored))
+		if len(groups) == 0 || size > 0 && size+n > target {
+			groups = append(groups, nil)
+			size = 0
+		}
+		groups[len(groups)-1] = append(groups[len(groups)-1], r)
+		size += n
+	}
+	return groups
+}
+
+// removePacks removes the index objects of plans, then their pack
+// objects, and forgets them.
+func (s *Store) removePacks(ctx context.Context, plans []*packPlan) (int, int64, error) {
+	var idx, packs []minio.ObjectInfo
+	for _, pl := range plans {
+		idx = append(idx, minio.ObjectInfo{Key: s.PackIndexKey(pl.m.name)})
+		if pl.m.len > 0 {
+			packs = append(packs, minio.ObjectInfo{Key: s.PackKey(pl.m.name), Size: int64(pl.m.len)})
+		}
+	}
+	if _, _, err := s.removeObjects(ctx, idx); err != nil {
+		return 0, 0, err
+	}
+	_, b, err := s.removeObjects(ctx, packs)
+	for _, pl := range plans {
+		s.packs.forget(pl.m)
+	}
+	return len(plans), b, err
+}
+
+// deletePacks removes every packed copy of ref this process can learn of
+// (asl.Deleter, rm): each pack holding one is repacked without it (its
+// other live records and entries carried into a new pack first).
+func (s *Store) deletePacked(ctx context.Context, ref asl.Reference) (bool, error) {
+	// One at a time: two deletes from one pack would each carry the
+	// other's artifact.
+	s.packs.delMu.Lock()
+	defer s.packs.delMu.Unlock()
+	if err := s.refreshPacks(ctx); err != nil {
+		return false, err
+	}
+	var plans []*packPlan
+	for _, pl := range s.packs.packContents() {
+		holds := false
+		kept := pl.keep[:0]
+		for _, l := range pl.keep {
+			if l.a.Ref == ref {
+				holds = true
+			} else {
+				kept = append(kept, l)
+			}
+		}
+		for _, r := range pl.removed {
+			holds = holds || r == ref
+		}
+		if holds {
+			pl.keep = kept
+			plans = append(plans, pl)
+		}
+	}
+	if len(plans) == 0 {
+		return false, nil
+	}
+	sort.Slice(plans, func(i, j int) bool { return plans[i].m.name < plans[j].m.name })
+	if _, _, _, err := s.carryPacks(ctx, plans); err != nil {
+		return false, fmt.Errorf("s3store: delete %s: %w", ref, err)
+	}
+	return true, nil
+}
