@@ -43,6 +43,7 @@ func TestCache(t *testing.T) {
 	dir := t.TempDir()
 	o.CacheDir, o.CacheSize = dir, 7<<20 // the large artifact is within a quarter
 	o.MaxRetries = 1
+	o.ReachWait = -1 // fail while MinIO is down, not wait for it (TestReachWait does)
 	st := create(t, m, "cache", o)
 	s3store.SetPartSize(st, partSize)
 	ctx := t.Context()

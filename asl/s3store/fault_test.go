@@ -392,6 +392,7 @@ func TestRestart(t *testing.T) {
 	m := stoppableServer(t)
 	o := options(m)
 	o.MaxRetries = 2
+	o.ReachWait = -1 // fail while MinIO is down, not wait for it (TestReachWait does)
 	st := create(t, m, "restart", o)
 	s3store.SetPartSize(st, partSize)
 	ctx := t.Context()

@@ -30,6 +30,7 @@ func TestRestartUnderLoad(t *testing.T) {
 	m := stoppableServer(t)
 	o := options(m)
 	o.MaxRetries = 2
+	o.ReachWait = -1 // fail while MinIO is down, not wait for it (TestReachWait does)
 	st := create(t, m, "restartload", o)
 	s3store.SetPartSize(st, partSize)
 	ctx, cancel := context.WithCancel(t.Context())

@@ -3,11 +3,14 @@ package s3store
 import (
 	"bytes"
 	"encoding/xml"
+	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -86,9 +89,16 @@ const (
 	errorBodyMax = 64 << 10
 )
 
-// retryTransport sends a request again when the answer is transient.
+// retryTransport sends a request again when the answer is transient, and
+// when the object store refuses the connection (a server restarting),
+// for up to reachWait.
 type retryTransport struct {
 	next http.RoundTripper
+
+	reachWait time.Duration
+	waitLog   io.Writer  // told once per outage
+	waiting   sync.Mutex // guards told
+	told      bool       // waitLog was told of an outage not yet over
 
 	// gaveUp holds, by method and URL, the requests this transport
 	// stopped retrying, and when: the client library sends such an answer
@@ -144,6 +154,22 @@ func (rt *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 		}
 		resp, err := rt.next.RoundTrip(r)
+		if err != nil && refused(err) && rt.reachWait > 0 {
+			if attempt == 0 || start.IsZero() {
+				start = time.Now()
+			}
+			if time.Since(start) < rt.reachWait {
+				rt.tell(req.URL.Host)
+				if werr := pause(req, attempt, rt.reachWait-time.Since(start)); werr != nil {
+					return nil, werr
+				}
+				continue
+			}
+			return nil, fmt.Errorf("the object store at %s refused connections for %v (--s3-wait): %w", req.URL.Host, rt.reachWait, err)
+		}
+		if err == nil {
+			rt.reached()
+		}
 		if err != nil || !mayBeTransient(resp.StatusCode) {
 			return resp, err
 		}
@@ -178,20 +204,55 @@ func (rt *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, nil
 		}
 		resp.Body.Close()
-		wait := min(transientFirst<<min(attempt, 16), transientCap)
-		wait = wait/2 + rand.N(wait/2+1)
-		if left := bound - time.Since(start); left < wait {
-			// The last attempt at the bound, not up to a pause past it.
-			wait = max(left, 0)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-req.Context().Done():
-			t.Stop()
-			return nil, req.Context().Err()
-		case <-t.C:
+		if err := pause(req, attempt, bound-time.Since(start)); err != nil {
+			return nil, err
 		}
 	}
+}
+
+// pause waits before attempt+1: from transientFirst doubling to
+// transientCap, each drawn between half and all of it, and never past left
+// (the last attempt at the bound, not a pause past it) or the request's
+// context.
+func pause(req *http.Request, attempt int, left time.Duration) error {
+	wait := min(transientFirst<<min(attempt, 16), transientCap)
+	wait = wait/2 + rand.N(wait/2+1)
+	if left < wait {
+		wait = max(left, 0)
+	}
+	t := time.NewTimer(wait)
+	select {
+	case <-req.Context().Done():
+		t.Stop()
+		return req.Context().Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// refused reports whether err is a refused connection: nothing listens
+// at the endpoint (a server stopped or restarting), so the request was
+// never received and can be sent again.
+func refused(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// tell says once per outage what the requests wait for.
+func (rt *retryTransport) tell(host string) {
+	rt.waiting.Lock()
+	defer rt.waiting.Unlock()
+	if rt.told || rt.waitLog == nil {
+		return
+	}
+	rt.told = true
+	fmt.Fprintf(rt.waitLog, "amduat: the object store at %s refuses connections (restarting?): waiting up to %v for it (--s3-wait)\n", host, rt.reachWait)
+}
+
+// reached ends an outage told of.
+func (rt *retryTransport) reached() {
+	rt.waiting.Lock()
+	rt.told = false
+	rt.waiting.Unlock()
 }
 
 // mayBeTransient: statuses whose answer may be transient (S3's

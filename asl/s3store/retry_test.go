@@ -196,3 +196,68 @@ func TestTransientAnswers(t *testing.T) {
 		}
 	})
 }
+
+// TestReachWait: with the object store refusing connections (stopped), a
+// put waits for it (Options.ReachWait), says once what it waits for
+// (WaitLog), and succeeds when it is back; with no wait it fails at once
+// with an I/O error (SPECS.md §6.7, "Retries").
+func TestReachWait(t *testing.T) {
+	// Not parallel: it stops the package's MinIO (stoppableServer).
+	m := stoppableServer(t)
+	log := &syncBuffer{}
+	o := options(m)
+	o.ReachWait = 5 * time.Minute // a bound against a hang; the restart below ends the wait
+	o.WaitLog = log
+	st := create(t, m, "reachwait", o)
+	o.ReachWait = -1
+	o.WaitLog = nil
+	nowait, err := s3store.Open(t.Context(), st.Bucket(), st.Prefix(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Stop()
+	a := asl.Untagged([]byte("put while the object store restarts"))
+	if _, err := asl.PutArtifact(t.Context(), nowait, asl.HashSHA256, a); err == nil || asl.IsContentError(err) {
+		t.Fatalf("put with no wait, MinIO down = %v, want an I/O error", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := asl.PutArtifact(t.Context(), st, asl.HashSHA256, a)
+		done <- err
+	}()
+	for !strings.Contains(log.String(), "refuses connections") {
+		select {
+		case err := <-done:
+			t.Fatalf("put returned %v before it said it waits", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	m.Restart()
+	if err := <-done; err != nil {
+		t.Fatalf("put across the restart: %v", err)
+	}
+	if n := strings.Count(log.String(), "\n"); n != 1 || !strings.Contains(log.String(), "--s3-wait") {
+		t.Errorf("wait log = %q, want one line naming --s3-wait", log.String())
+	}
+	if _, err := asl.Get(t.Context(), st, asl.MustDerive(asl.HashSHA256, a), 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}

@@ -114,7 +114,18 @@ type Options struct {
 	TouchAge time.Duration
 	// Lease of a running collection (default DefaultLease).
 	Lease time.Duration
+	// ReachWait is how long a request is sent again while the object
+	// store refuses connections (a server restarting; SPECS.md §6.7,
+	// "Retries"): zero DefaultReachWait, negative not at all. WaitLog,
+	// when set, gets one line per such outage saying what the requests
+	// wait for.
+	ReachWait time.Duration
+	WaitLog   io.Writer
 }
+
+// DefaultReachWait bounds the wait for an object store that refuses
+// connections.
+const DefaultReachWait = time.Minute
 
 // Store is an asl.Store, asl.Indexer, asl.IndexSeeker and
 // asl.BatchFetcher over one bucket
@@ -262,7 +273,7 @@ func newStore(bucket, prefix string, o Options) (*Store, error) {
 		Secure:       !o.Insecure,
 		Region:       o.Region,
 		BucketLookup: lookup,
-		Transport:    &retryTransport{next: reqs},
+		Transport:    &retryTransport{next: reqs, reachWait: reachWait(o.ReachWait), waitLog: o.WaitLog},
 	}
 	if o.MaxRetries > 0 {
 		mo.MaxRetries = o.MaxRetries
@@ -287,6 +298,16 @@ func newStore(bucket, prefix string, o Options) (*Store, error) {
 		}
 	}
 	return s, nil
+}
+
+func reachWait(d time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return DefaultReachWait
+	case d < 0:
+		return 0
+	}
+	return d
 }
 
 // config is the config object (SPECS.md §6.7).
@@ -362,6 +383,7 @@ func OpenURL(ctx context.Context, u string, create bool, o Options) (*Store, err
 	uo.CacheDir, uo.CacheSize = o.CacheDir, o.CacheSize
 	uo.MemCacheSize = o.MemCacheSize
 	uo.TouchAge, uo.Lease = o.TouchAge, o.Lease
+	uo.ReachWait, uo.WaitLog = o.ReachWait, o.WaitLog
 	if create {
 		return Create(ctx, bucket, prefix, uo)
 	}

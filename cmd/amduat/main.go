@@ -56,6 +56,8 @@ type app struct {
 	// s3Cache carries serve's --cache-dir, --cache-size and memory cache to
 	// openS3.
 	s3Cache s3store.Options
+	// s3Wait is --s3-wait (s3store.Options.ReachWait).
+	s3Wait time.Duration
 }
 
 var commandFactories []func(*app) *cobra.Command
@@ -140,6 +142,7 @@ goes to stderr).
 	}
 	root.PersistentFlags().StringVar(&a.storeDir, "store", def, "the store: a directory, http(s)://HOST:PORT or unix:///SOCKET of an amduat serve, or s3://BUCKET/PREFIX?… (env AMDUAT_STORE; token in AMDUAT_TOKEN)")
 	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "print one JSON object on stdout")
+	root.PersistentFlags().DurationVar(&a.s3Wait, "s3-wait", envDuration("AMDUAT_S3_WAIT", s3store.DefaultReachWait), "on s3:// stores, how long requests wait for an object store that refuses connections (one restarting) before the command fails with exit 6 (env AMDUAT_S3_WAIT; 0s: not at all)")
 	root.PersistentFlags().StringVar(&a.caCert, "ca-cert", os.Getenv("AMDUAT_CA_CERT"), "trust this PEM certificate (a self-signed server's, or its CA's) for https:// stores, besides the system's (env AMDUAT_CA_CERT)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(flagValueErr(err)) })
 	root.CompletionOptions.DisableDefaultCmd = true // completion.go defines it
@@ -336,7 +339,8 @@ func (a *app) openS3(create bool, hash asl.HashID) (*s3store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := s3store.OpenURL(a.context(), a.storeDir, create, s3store.Options{Hash: hash, CacheDir: a.s3Cache.CacheDir, CacheSize: a.s3Cache.CacheSize, MemCacheSize: a.s3Cache.MemCacheSize, TouchAge: touch})
+	s, err := s3store.OpenURL(a.context(), a.storeDir, create, s3store.Options{Hash: hash, CacheDir: a.s3Cache.CacheDir, CacheSize: a.s3Cache.CacheSize, MemCacheSize: a.s3Cache.MemCacheSize, TouchAge: touch,
+		ReachWait: reachWaitOption(a.s3Wait), WaitLog: a.stderr})
 	if errors.Is(err, s3store.ErrNoStore) {
 		return nil, fail(exitStore, a.storeDir, fmt.Errorf("no store here (create one with `amduat init --store %s`): %w", a.storeDir, err))
 	}
@@ -414,4 +418,24 @@ func closeStore(s backend, dir string, err *error) {
 	if cerr := s.Close(); cerr != nil && *err == nil {
 		*err = failAuto(dir, fmt.Errorf("closing store: %w", cerr))
 	}
+}
+
+// reachWaitOption maps --s3-wait to s3store.Options.ReachWait (0s: do not
+// wait, which the option spells as a negative duration).
+func reachWaitOption(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
+}
+
+// envDuration is the duration in the environment variable name, else def
+// (a malformed value is reported when the flag is parsed: it is def).
+func envDuration(name string, def time.Duration) time.Duration {
+	if v := os.Getenv(name); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+	}
+	return def
 }
