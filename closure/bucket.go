@@ -29,6 +29,8 @@ type BucketGCOptions struct {
 	Grace time.Duration
 	// PartAge: s3store.GCOptions.PartAge.
 	PartAge time.Duration
+	// PackLoose: s3store.GCOptions.PackLoose.
+	PackLoose bool
 }
 
 // CollectBucket runs the mark-and-sweep collection of a bucket store
@@ -40,11 +42,12 @@ func CollectBucket(ctx context.Context, s *s3store.Store, opts BucketGCOptions) 
 	children := ChildrenFunc(s)
 	s.SetChildren(children)
 	return s.GC(ctx, s3store.GCOptions{
-		Grace:    opts.Grace,
-		Roots:    RunRoots(s, opts.GCOptions),
-		Children: children,
-		DryRun:   opts.DryRun,
-		PartAge:  opts.PartAge,
-		Started:  opts.Started,
+		Grace:     opts.Grace,
+		Roots:     RunRoots(s, opts.GCOptions),
+		Children:  children,
+		DryRun:    opts.DryRun,
+		PartAge:   opts.PartAge,
+		Started:   opts.Started,
+		PackLoose: opts.PackLoose,
 	})
 }

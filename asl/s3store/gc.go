@@ -533,6 +533,10 @@ type GCOptions struct {
 	// PartAge is the age of the leftover parts swept afterwards
 	// (Sweep; zero: DefaultSweepAge; negative: none).
 	PartAge time.Duration
+	// PackLoose moves what layout version 3 and before wrote into packs
+	// (SPECS.md §6.7, "Versions"): the marked loose artifact objects older
+	// than the grace, and every loose index entry.
+	PackLoose bool
 	// Started, when set, is called once the mark began (tests).
 	Started func()
 	// BeforeSweep, when set, is called between the mark and the sweep
@@ -557,12 +561,17 @@ type GCReport struct {
 	// left because a writer kept a shard they remove from, those removed
 	// (their bytes are in DeletedBytes) and the record bytes carried into
 	// new packs.
-	Packs            int         `json:"packs"`
-	KeptPacks        int         `json:"kept_packs"`
-	PacksRemoved     int         `json:"packs_removed"`
-	PackBytesCarried int64       `json:"pack_bytes_carried"`
-	DryRun           bool        `json:"dry_run"`
-	Sweep            SweepReport `json:"sweep"`
+	Packs            int   `json:"packs"`
+	KeptPacks        int   `json:"kept_packs"`
+	PacksRemoved     int   `json:"packs_removed"`
+	PackBytesCarried int64 `json:"pack_bytes_carried"`
+	// With PackLoose: loose artifact objects written into packs (and
+	// then removed with the candidates of their shards), and loose index
+	// entries written into index objects and removed.
+	LooseMoved   int         `json:"loose_moved"`
+	EntriesMoved int         `json:"entries_moved"`
+	DryRun       bool        `json:"dry_run"`
+	Sweep        SweepReport `json:"sweep"`
 }
 
 // GC collects the artifacts no pin (nor opts.Roots) reaches and no writer
@@ -651,6 +660,20 @@ func (s *Store) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 		}
 		rep.Candidates++
 		cands[shard(ref)] = append(cands[shard(ref)], obj)
+	}
+	if opts.PackLoose {
+		moved, err := s.packLoose(ctx, marked, cutoff, opts.DryRun)
+		if err != nil {
+			return rep, err
+		}
+		for _, o := range moved {
+			ref, _ := asl.ParseReference(path.Base(o.Key))
+			cands[shard(ref)] = append(cands[shard(ref)], o)
+		}
+		rep.LooseMoved = len(moved)
+		if rep.EntriesMoved, err = s.packLooseEntries(ctx, opts.DryRun); err != nil {
+			return rep, err
+		}
 	}
 	// Packs: every index object is listed again (their modification
 	// times are the object store's), then each old pack's fate decided.

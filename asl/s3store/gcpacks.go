@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"sort"
 	"sync"
 	"time"
@@ -302,4 +303,137 @@ func (s *Store) deletePacked(ctx context.Context, ref asl.Reference) (bool, erro
 		return false, fmt.Errorf("s3store: delete %s: %w", ref, err)
 	}
 	return true, nil
+}
+
+// packLoose writes the loose artifact objects of live (the marked ones)
+// that are small and were last written before cutoff into packs, and
+// returns their objects, for the caller to remove under the shard claims
+// (SPECS.md §6.7, "Versions"). A dry run reads and writes nothing and
+// returns what it would move.
+func (s *Store) packLoose(ctx context.Context, marked map[asl.Reference]bool, cutoff time.Time, dry bool) ([]minio.ObjectInfo, error) {
+	var objs []minio.ObjectInfo
+	lo := minio.ListObjectsOptions{Prefix: s.prefix + "a/", Recursive: true}
+	for obj := range s.core.Client.ListObjects(ctx, s.bucket, lo) {
+		if obj.Err != nil {
+			return nil, s.errorf("gc (list loose artifacts)", lo.Prefix, asl.Reference{}, obj.Err)
+		}
+		ref, err := asl.ParseReference(path.Base(obj.Key))
+		if err != nil || s.ArtifactKey(ref) != obj.Key || !marked[ref] || !obj.LastModified.Before(cutoff) {
+			continue
+		}
+		objs = append(objs, obj)
+	}
+	if dry {
+		return objs, nil
+	}
+	var moved []minio.ObjectInfo
+	const batch = 1024
+	for lo := 0; lo < len(objs); lo += batch {
+		part := objs[lo:min(lo+batch, len(objs))]
+		recs := make([]*packRecord, len(part))
+		errs := make([]error, len(part))
+		s.parallel(len(part), func(i int) {
+			ref, _ := asl.ParseReference(path.Base(part[i].Key))
+			in, err := s.stat(ctx, ref, part[i].Key)
+			if err != nil || in.Size > s.opts.PartSize {
+				errs[i] = err // a large artifact keeps its manifest and parts
+				return
+			}
+			rc, hdr, err := s.fetchLoose(ctx, ref)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer rc.Close()
+			b, err := asl.ReadWhole(rc, hdr.Size)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			recs[i] = &packRecord{Ref: ref, Hdr: hdr, Payload: b}
+		})
+		var todo []packRecord
+		var done []minio.ObjectInfo
+		for i, r := range recs {
+			switch {
+			case errs[i] != nil && !asl.IsContentError(errs[i]):
+				return moved, errs[i]
+			case r != nil:
+				todo = append(todo, *r)
+				done = append(done, part[i])
+			}
+		}
+		if err := s.putPacks(ctx, todo, nil); err != nil {
+			return moved, err
+		}
+		moved = append(moved, done...)
+	}
+	return moved, nil
+}
+
+// packLooseEntries writes every loose index entry into index objects,
+// each with its object's modification time as its stamp, and then removes
+// the loose objects written.
+func (s *Store) packLooseEntries(ctx context.Context, dry bool) (int, error) {
+	base := s.prefix + "i/"
+	lo := minio.ListObjectsOptions{Prefix: base, Recursive: true}
+	var objs []minio.ObjectInfo
+	for obj := range s.core.Client.ListObjects(ctx, s.bucket, lo) {
+		if obj.Err != nil {
+			return 0, s.errorf("gc (list loose entries)", base, asl.Reference{}, obj.Err)
+		}
+		objs = append(objs, obj)
+	}
+	if dry {
+		return len(objs), nil
+	}
+	n := 0
+	const batch = 4096
+	for lo := 0; lo < len(objs); lo += batch {
+		part := objs[lo:min(lo+batch, len(objs))]
+		ents := make([]packEntry, len(part))
+		ok := make([]bool, len(part))
+		errs := make([]error, len(part))
+		s.parallel(len(part), func(i int) {
+			space, key, good := s.parseIndexKey(part[i].Key)
+			if !good {
+				return // not an entry's key: left alone
+			}
+			v, err := s.getValue(ctx, part[i].Key)
+			if errors.Is(err, asl.ErrNotFound) {
+				return
+			}
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			ents[i] = packEntry{Stamp: uint64(part[i].LastModified.UnixNano()), Space: space, Key: key, Value: v}
+			ok[i] = true
+		})
+		if err := errors.Join(errs...); err != nil {
+			return n, err
+		}
+		var todo []packEntry
+		var done []minio.ObjectInfo
+		for i := range part {
+			if ok[i] {
+				todo = append(todo, ents[i])
+				done = append(done, part[i])
+			}
+		}
+		if len(todo) == 0 {
+			continue
+		}
+		if err := s.writePack(ctx, nil, sortEntries(todo)); err != nil {
+			return n, err
+		}
+		if _, _, err := s.removeObjects(ctx, done); err != nil {
+			return n, err
+		}
+		n += len(done)
+	}
+	s.looseIx.mu.Lock()
+	s.looseIx.checked = false
+	s.looseIx.mu.Unlock()
+	return n, nil
 }

@@ -501,6 +501,28 @@ func (s *Store) indexPrefix(space string) string {
 }
 
 // escapeSpace keeps A-Z a-z 0-9 . _ - and writes any other byte as %XX.
+// parseIndexKey is IndexKey's inverse: the space and key of a loose index
+// entry's object key; ok is false for any other key.
+func (s *Store) parseIndexKey(okey string) (space string, key []byte, ok bool) {
+	rest, found := strings.CutPrefix(okey, s.prefix+"i/")
+	if !found {
+		return "", nil, false
+	}
+	i := strings.LastIndex(rest, "/x")
+	if i <= 0 {
+		return "", nil, false
+	}
+	sp, err := url.PathUnescape(rest[:i])
+	if err != nil || escapeSpace(sp) != rest[:i] {
+		return "", nil, false
+	}
+	k, err := hex.DecodeString(rest[i+2:])
+	if err != nil || hex.EncodeToString(k) != rest[i+2:] {
+		return "", nil, false
+	}
+	return sp, k, true
+}
+
 func escapeSpace(space string) string {
 	var b strings.Builder
 	for i := 0; i < len(space); i++ {

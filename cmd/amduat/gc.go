@@ -19,9 +19,10 @@ func newGCCmd(a *app) *cobra.Command {
 		compact    float64
 		olderThan  time.Duration
 		grace      time.Duration
+		packLoose  bool
 	)
 	c := &cobra.Command{
-		Use:   "gc [--dry-run] [--keep-within DURATION] [--keep-runs N] [--compact-below F] | gc --store s3://… [--dry-run] [--grace DURATION] [--older-than DURATION]",
+		Use:   "gc [--dry-run] [--keep-within DURATION] [--keep-runs N] [--compact-below F] | gc --store s3://… [--dry-run] [--grace DURATION] [--older-than DURATION] [--pack-loose]",
 		Short: "Delete what no pin reaches and give the space back",
 		Long: `Collect garbage (SPECS.md §6.4, "Garbage collection"): mark everything the
 pins reach (SPECS.md §19.6), and with --keep-within DURATION (e.g. 168h) or
@@ -61,7 +62,17 @@ It prints "deleted N of L artifacts (B bytes); reached R from K roots (P
 pins); kept Y younger than G and C in S shards writers held", then "swept
 N parts (B bytes) and S staging leftovers; kept R named parts, Y younger
 than D"; JSON: the report. A damaged manifest is reported on stderr and
-makes the exit code 4; the sweep still finishes.`,
+makes the exit code 4; the sweep still finishes.
+
+On a bucket, gc also repacks (SPECS.md §6.7, "Packs in a collection"): a
+pack whose artifacts are all unreachable is removed, and one mostly dead,
+or small, has its live records copied into new packs before it is
+removed; it prints "packs: N removed, B bytes carried into new packs, K
+kept (shards writers held)". With --pack-loose it first moves what layout
+version 3 and before wrote into packs, in place: the reachable artifact
+objects older than --grace and every loose index entry ("moved N loose
+artifacts and E index entries into packs"); killed at any moment, nothing
+is lost, and running it again goes on where it stopped.`,
 		Example: `  amduat gc --dry-run
   amduat pin add release-1 REF && amduat gc
   amduat gc --keep-within 168h
@@ -75,10 +86,10 @@ makes the exit code 4; the sweep still finishes.`,
 				if c.Flags().Changed("compact-below") {
 					return usagef("--compact-below applies to an embedded store only (a bucket gives space back as it deletes)")
 				}
-				return a.gcBucket(c, dry, grace, olderThan, keepWithin, keepRuns)
+				return a.gcBucket(c, dry, grace, olderThan, keepWithin, keepRuns, packLoose)
 			}
-			if c.Flags().Changed("older-than") || c.Flags().Changed("grace") {
-				return usagef("--older-than and --grace apply to a bucket (s3://…) only")
+			if c.Flags().Changed("older-than") || c.Flags().Changed("grace") || packLoose {
+				return usagef("--older-than, --grace and --pack-loose apply to a bucket (s3://…) only")
 			}
 			s, err := a.openGC()
 			if err != nil {
@@ -117,6 +128,7 @@ makes the exit code 4; the sweep still finishes.`,
 	c.Flags().IntVar(&keepRuns, "keep-runs", 0, "also keep what the newest N logged runs reach")
 	c.Flags().Float64Var(&compact, "compact-below", 0, "rewrite packs whose live fraction is below F (0: 0.5; negative: none)")
 	c.Flags().DurationVar(&olderThan, "older-than", s3store.DefaultSweepAge, "on a bucket: sweep only leftovers older than DURATION")
+	c.Flags().BoolVar(&packLoose, "pack-loose", false, "on a bucket: first move the artifact objects and index entries of layout version 3 and before into packs")
 	c.Flags().DurationVar(&grace, "grace", s3store.DefaultGrace, "on a bucket: keep unreachable artifacts written within DURATION before the mark")
 	return c
 }

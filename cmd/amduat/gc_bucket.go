@@ -15,7 +15,7 @@ import (
 // gcBucket is gc on a bucket: the mark-and-sweep collection that runs
 // beside other servers (closure.CollectBucket, SPECS.md §6.7), then the
 // sweep of leftover parts.
-func (a *app) gcBucket(c *cobra.Command, dry bool, grace, olderThan time.Duration, keepWithin time.Duration, keepRuns int) (err error) {
+func (a *app) gcBucket(c *cobra.Command, dry bool, grace, olderThan time.Duration, keepWithin time.Duration, keepRuns int, packLoose bool) (err error) {
 	if olderThan < 0 || grace < 0 {
 		return usagef("--grace and --older-than must not be negative")
 	}
@@ -48,6 +48,7 @@ func (a *app) gcBucket(c *cobra.Command, dry bool, grace, olderThan time.Duratio
 		GCOptions: closure.GCOptions{DryRun: dry, KeepWithin: keepWithin, KeepRuns: keepRuns},
 		Grace:     grace,
 		PartAge:   partAge,
+		PackLoose: packLoose,
 	})
 	if errors.Is(err, s3store.ErrGCRunning) {
 		return fail(exitIO, a.storeDir, err)
@@ -74,6 +75,19 @@ func (a *app) gcBucket(c *cobra.Command, dry bool, grace, olderThan time.Duratio
 			verb, rep.Deleted, rep.Listed, rep.DeletedBytes, rep.Reachable, rep.Roots, rep.Pins, rep.Young, grace, rep.Kept, rep.KeptShards)
 		a.printf("%s %d parts (%d bytes) and %d staging leftovers; kept %d named parts, %d younger than %s\n",
 			sverb, rep.Sweep.Removed, rep.Sweep.RemovedBytes, rep.Sweep.Staging, rep.Sweep.Referenced, rep.Sweep.Young, olderThan)
+		pverb := "removed"
+		if dry {
+			pverb = "would remove"
+		}
+		a.printf("packs: %d %s, %d bytes carried into new packs, %d kept (shards writers held)\n",
+			rep.PacksRemoved, pverb, rep.PackBytesCarried, rep.KeptPacks)
+		if packLoose {
+			mverb := "moved"
+			if dry {
+				mverb = "would move"
+			}
+			a.printf("%s %d loose artifacts and %d index entries into packs\n", mverb, rep.LooseMoved, rep.EntriesMoved)
+		}
 	}
 	if len(rep.Sweep.Damaged) > 0 {
 		return exitStatus(exitIntegrity)
