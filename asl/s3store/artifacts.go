@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -693,28 +694,39 @@ func mustHasher(id asl.HashID, hdr asl.Header) *asl.Hasher {
 	return h
 }
 
-// GetBatch implements asl.BatchFetcher: the artifacts are read with
-// Parallel GETs in flight, each verified as Fetch does, and fn is called
-// in input order with each artifact or the error of that reference alone
+// GetBatch implements asl.BatchFetcher: the artifacts packed in one pack
+// are read with one ranged GET per run of nearby records (coalesced,
+// SPECS.md §6.7, "Reading"), the others one GET each, Parallel requests
+// in flight; every record is verified as Fetch does, and fn is called in
+// input order with each artifact or the error of that reference alone
 // (asl.ErrNotFound, asl.ErrIntegrity, …). limit bounds each artifact as
 // in asl.Get. An operational error (I/O, cancellation) stops the batch.
 func (s *Store) GetBatch(ctx context.Context, refs []asl.Reference, limit int64, fn func(i int, a asl.Artifact, err error) error) error {
 	if err := s.check(); err != nil {
 		return err
 	}
+	if err := s.ensurePacks(ctx); err != nil {
+		return err
+	}
+	if limit <= 0 {
+		limit = asl.DefaultGetLimit
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	const window = 256
+	const window = 1024
 	for lo := 0; lo < len(refs); lo += window {
 		part := refs[lo:min(lo+window, len(refs))]
 		arts := make([]asl.Artifact, len(part))
 		errs := make([]error, len(part))
-		s.parallel(len(part), func(i int) {
+		jobs := s.batchJobs(part)
+		s.parallel(len(jobs), func(j int) {
 			if err := ctx.Err(); err != nil {
-				errs[i] = err
+				for _, i := range jobs[j].idx {
+					errs[i] = err
+				}
 				return
 			}
-			arts[i], errs[i] = asl.Get(ctx, s, part[i], limit)
+			s.runBatchJob(ctx, part, jobs[j], limit, arts, errs)
 		})
 		for i := range part {
 			if errs[i] != nil && !asl.IsContentError(errs[i]) {
@@ -726,6 +738,96 @@ func (s *Store) GetBatch(ctx context.Context, refs []asl.Reference, limit int64,
 		}
 	}
 	return nil
+}
+
+// batchJob is one request of GetBatch: a run of records of one pack
+// (span set), or one artifact read by Get.
+type batchJob struct {
+	idx  []int // positions in the batch
+	locs []artLoc
+	span bool
+	from uint64
+	to   uint64 // one past the last byte
+}
+
+// batchJobs groups refs: the packed ones by pack, in runs of records at
+// most coalesceGap apart and coalesceMax long; every other one alone.
+func (s *Store) batchJobs(refs []asl.Reference) []batchJob {
+	const (
+		coalesceGap = 256 << 10
+		coalesceMax = 8 << 20
+	)
+	type packed struct {
+		i int
+		l artLoc
+	}
+	byPack := map[string][]packed{}
+	var names []string
+	var jobs []batchJob
+	seen := map[asl.Reference]int{}
+	for i, ref := range refs {
+		if _, dup := seen[ref]; dup {
+			jobs = append(jobs, batchJob{idx: []int{i}})
+			continue
+		}
+		seen[ref] = i
+		l, ok := s.packs.lookup(ref)
+		if _, _, inMem := s.memGet(ref); !ok || inMem || l.a.Stored == 0 {
+			jobs = append(jobs, batchJob{idx: []int{i}})
+			continue
+		}
+		if _, ok := byPack[l.p.name]; !ok {
+			names = append(names, l.p.name)
+		}
+		byPack[l.p.name] = append(byPack[l.p.name], packed{i, l})
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		ps := byPack[name]
+		sort.Slice(ps, func(a, b int) bool { return ps[a].l.a.Off < ps[b].l.a.Off })
+		var cur *batchJob
+		for _, p := range ps {
+			end := p.l.a.Off + p.l.a.Stored
+			if cur == nil || p.l.a.Off > cur.to+coalesceGap || end-cur.from > coalesceMax {
+				jobs = append(jobs, batchJob{span: true, from: p.l.a.Off, to: end})
+				cur = &jobs[len(jobs)-1]
+			}
+			cur.idx = append(cur.idx, p.i)
+			cur.locs = append(cur.locs, p.l)
+			cur.to = max(cur.to, end)
+		}
+	}
+	return jobs
+}
+
+// runBatchJob reads one job's artifacts into arts and errs. A span that
+// cannot be read (its pack gone, a broken body) falls back to one Get per
+// artifact, which classifies each failure as Fetch does.
+func (s *Store) runBatchJob(ctx context.Context, refs []asl.Reference, j batchJob, limit int64, arts []asl.Artifact, errs []error) {
+	if j.span {
+		b, _, err := s.getRange(ctx, s.PackKey(j.locs[0].p.name), int64(j.from), int64(j.to-j.from))
+		if err == nil {
+			for k, i := range j.idx {
+				l := j.locs[k]
+				if l.a.Hdr.Size > uint64(limit) {
+					errs[i] = fmt.Errorf("get %s: artifact is %d bytes, above the in-memory limit of %d", refs[i], l.a.Hdr.Size, limit)
+					continue
+				}
+				stored := b[l.a.Off-j.from : l.a.Off-j.from+l.a.Stored]
+				payload, err := decodeRecord(l, stored)
+				if err != nil {
+					errs[i] = fmt.Errorf("s3store: fetch s3://%s/%s bytes %d+%d: %w", s.bucket, s.PackKey(l.p.name), l.a.Off, l.a.Stored, err)
+					continue
+				}
+				s.remember(refs[i], l.a.Hdr, payload)
+				arts[i] = asl.Artifact{Bytes: payload, Tag: l.a.Hdr.Tag, HasTag: l.a.Hdr.HasTag}
+			}
+			return
+		}
+	}
+	for _, i := range j.idx {
+		arts[i], errs[i] = asl.Get(ctx, s, refs[i], limit)
+	}
 }
 
 // hdrOf is the header of the artifact read (for a whole object, rebuilt

@@ -197,19 +197,25 @@ func (s *Store) liveRecords(ctx context.Context, pl *packPlan) ([]packRecord, er
 // verifyRecord checks that stored decodes to a payload hashing to l's
 // reference.
 func verifyRecord(l artLoc, stored []byte) error {
+	_, err := decodeRecord(l, stored)
+	return err
+}
+
+// decodeRecord is the payload of the record stored of l, verified against
+// its reference (errors wrap asl.ErrIntegrity).
+func decodeRecord(l artLoc, stored []byte) ([]byte, error) {
 	payload := stored
 	if l.a.Codec == codecZstd {
 		var err error
 		if payload, err = zcodec.DecodeExact(stored, l.a.Hdr.Size, nil); err != nil {
-			return fmt.Errorf("%s: %v: %w", l.a.Ref, err, asl.ErrIntegrity)
+			return nil, fmt.Errorf("%s: %v: %w", l.a.Ref, err, asl.ErrIntegrity)
 		}
 	}
 	vr, err := asl.VerifyReader(l.a.Ref, l.a.Hdr, bytes.NewReader(payload))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = asl.ReadWhole(vr, l.a.Hdr.Size)
-	return err
+	return asl.ReadWhole(vr, l.a.Hdr.Size)
 }
 
 // writeRecords writes records already encoded and entries with their own

@@ -115,3 +115,11 @@ func (s *Store) memFetch(ctx context.Context, ref asl.Reference) (io.ReadCloser,
 	s.mem.add(ref, hdr, b)
 	return io.NopCloser(bytes.NewReader(b)), hdr, nil
 }
+
+// memGet is the memory cache's copy of ref, if any.
+func (s *Store) memGet(ref asl.Reference) ([]byte, asl.Header, bool) {
+	if s.mem == nil {
+		return nil, asl.Header{}, false
+	}
+	return s.mem.get(ref)
+}

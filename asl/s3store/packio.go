@@ -13,7 +13,6 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/amduat/amduat/asl"
-	"github.com/amduat/amduat/asl/zcodec"
 )
 
 // errPackGone: the pack object an index names is not in the bucket (a
@@ -142,24 +141,13 @@ func (s *Store) fetchPacked(ctx context.Context, ref asl.Reference, l artLoc) (i
 
 // readRecord is the verified payload of l.
 func (s *Store) readRecord(ctx context.Context, ref asl.Reference, l artLoc) ([]byte, error) {
-	key := s.PackKey(l.p.name)
 	raw, err := s.readStored(ctx, ref, l)
 	if err != nil {
 		return nil, err
 	}
-	payload := raw
-	if l.a.Codec == codecZstd {
-		if payload, err = zcodec.DecodeExact(raw, l.a.Hdr.Size, nil); err != nil {
-			return nil, fmt.Errorf("s3store: fetch s3://%s/%s bytes %d+%d (%s): %v: %w", s.bucket, key, l.a.Off, l.a.Stored, ref, err, asl.ErrIntegrity)
-		}
-	}
-	vr, err := asl.VerifyReader(ref, l.a.Hdr, bytes.NewReader(payload))
+	out, err := decodeRecord(l, raw)
 	if err != nil {
-		return nil, err
-	}
-	out, err := asl.ReadWhole(vr, l.a.Hdr.Size)
-	if err != nil {
-		return nil, fmt.Errorf("s3store: fetch s3://%s/%s bytes %d+%d: %w", s.bucket, key, l.a.Off, l.a.Stored, err)
+		return nil, fmt.Errorf("s3store: fetch s3://%s/%s bytes %d+%d: %w", s.bucket, s.PackKey(l.p.name), l.a.Off, l.a.Stored, err)
 	}
 	s.remember(ref, l.a.Hdr, out)
 	return out, nil
