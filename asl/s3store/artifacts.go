@@ -88,23 +88,16 @@ func (s *Store) fetch(ctx context.Context, ref asl.Reference) (io.ReadCloser, as
 		rc  io.ReadCloser
 		hdr asl.Header
 	}
-	packed := func(l artLoc) (fetched, error) {
-		rc, hdr, err := s.fetchPacked(ctx, ref, l)
-		return fetched{rc, hdr}, err
-	}
-	f, found, err := packedOp(s, ctx, ref, false, packed)
-	if found {
-		return f.rc, f.hdr, err
-	}
-	rc, hdr, err := s.fetchLoose(ctx, ref)
-	if !errors.Is(err, asl.ErrNotFound) || errors.Is(err, asl.ErrIntegrity) {
-		return rc, hdr, err
-	}
-	f, found, perr := packedOp(s, ctx, ref, true, packed)
-	if found || perr != nil {
-		return f.rc, f.hdr, perr
-	}
-	return nil, asl.Header{}, err
+	f, err := packedOrLoose(s, ctx, ref,
+		func(l artLoc) (fetched, error) {
+			rc, hdr, err := s.fetchPacked(ctx, ref, l)
+			return fetched{rc, hdr}, err
+		},
+		func() (fetched, error) {
+			rc, hdr, err := s.fetchLoose(ctx, ref)
+			return fetched{rc, hdr}, err
+		})
+	return f.rc, f.hdr, err
 }
 
 // fetchLoose is fetch from the artifact's own object.
@@ -263,19 +256,9 @@ func (s *Store) Stat(ctx context.Context, ref asl.Reference) (asl.Info, error) {
 	if err := s.check(); err != nil {
 		return asl.Info{}, err
 	}
-	f, found, err := packedOp(s, ctx, ref, false, func(l artLoc) (asl.Info, error) { return s.statPacked(ctx, ref, l) })
-	if found {
-		return f, err
-	}
-	info, err := s.stat(ctx, ref, s.ArtifactKey(ref))
-	if !errors.Is(err, asl.ErrNotFound) || errors.Is(err, asl.ErrIntegrity) {
-		return info, err
-	}
-	f, found, perr := packedOp(s, ctx, ref, true, func(l artLoc) (asl.Info, error) { return s.statPacked(ctx, ref, l) })
-	if found || perr != nil {
-		return f, perr
-	}
-	return asl.Info{}, err
+	return packedOrLoose(s, ctx, ref,
+		func(l artLoc) (asl.Info, error) { return s.statPacked(ctx, ref, l) },
+		func() (asl.Info, error) { return s.stat(ctx, ref, s.ArtifactKey(ref)) })
 }
 
 func (s *Store) stat(ctx context.Context, ref asl.Reference, key string) (asl.Info, error) {

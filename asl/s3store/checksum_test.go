@@ -73,28 +73,17 @@ func TestPutChecksums(t *testing.T) {
 	}
 	// The entry's index object (SHA-256: its name does not give it, but
 	// the writer hashed it to sign the PUT).
-	indexes := 0
-	for obj := range st.Client().ListObjects(ctx, st.Bucket(), minio.ListObjectsOptions{Prefix: st.Prefix() + "x/", Recursive: true}) {
-		if obj.Err != nil {
-			t.Fatal(obj.Err)
-		}
-		keys[obj.Key] = "sha256"
-		indexes++
+	indexes := listKeys(t, st, "x/")
+	if len(indexes) != 1 {
+		t.Fatalf("%d index objects, want 1", len(indexes))
 	}
-	if indexes != 1 {
-		t.Fatalf("%d index objects, want 1", indexes)
-	}
+	keys[indexes[0]] = "sha256"
 	// A pack and its index.
 	if _, err := st.PutBatch(ctx, asl.HashSHA256, []asl.Artifact{asl.Untagged(gen(4, 100)), asl.Untagged(gen(5, 100))}); err != nil {
 		t.Fatal(err)
 	}
-	for _, dir := range []string{"k/", "x/"} {
-		for obj := range st.Client().ListObjects(ctx, st.Bucket(), minio.ListObjectsOptions{Prefix: st.Prefix() + dir, Recursive: true}) {
-			if obj.Err != nil {
-				t.Fatal(obj.Err)
-			}
-			keys[obj.Key] = "sha256"
-		}
+	for _, key := range append(listKeys(t, st, "k/"), listKeys(t, st, "x/")...) {
+		keys[key] = "sha256"
 	}
 	if len(keys) != 7 {
 		t.Fatalf("%d objects to check, want 7 (4 artifacts, 2 index objects, 1 pack)", len(keys))

@@ -119,15 +119,7 @@ func (s *Store) lease() time.Duration {
 	return DefaultLease
 }
 
-func (s *Store) touchAge() time.Duration {
-	if s.opts.TouchAge < 0 {
-		return 0
-	}
-	if s.opts.TouchAge == 0 {
-		return DefaultTouchAge
-	}
-	return s.opts.TouchAge
-}
+func (s *Store) touchAge() time.Duration { return durationOption(s.opts.TouchAge, DefaultTouchAge) }
 
 // live says whether st is a running collection that has not missed its
 // lease.
@@ -584,13 +576,7 @@ func (s *Store) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 	if err := s.check(); err != nil {
 		return rep, err
 	}
-	grace := opts.Grace
-	switch {
-	case grace == 0:
-		grace = DefaultGrace
-	case grace < 0:
-		grace = 0
-	}
+	grace := durationOption(opts.Grace, DefaultGrace)
 	if grace < s.touchAge() {
 		return rep, fmt.Errorf("s3store: gc: grace %v is shorter than the touch age %v of the writers (SPECS.md §6.7)", grace, s.touchAge())
 	}
@@ -820,15 +806,7 @@ func (s *Store) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 	return rep, err
 }
 
-func partAge(d time.Duration) time.Duration {
-	switch {
-	case d == 0:
-		return DefaultSweepAge
-	case d < 0:
-		return 0
-	}
-	return d
-}
+func partAge(d time.Duration) time.Duration { return durationOption(d, DefaultSweepAge) }
 
 // removeObjects removes objs with multi-object DELETEs (up to 1000 keys a
 // request).

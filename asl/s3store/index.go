@@ -170,12 +170,11 @@ func (s *Store) ScanIndexAfter(ctx context.Context, space string, prefix, after 
 	if !loose {
 		return emitPacked()
 	}
-	looseFn := out
 	fn = func(k, v []byte) error {
 		shadowed := false
 		for len(pkeys) > 0 && bytes.Compare(pkeys[0], k) <= 0 {
 			shadowed = shadowed || bytes.Equal(pkeys[0], k)
-			if err := looseFn(pkeys[0], pvals[0]); err != nil {
+			if err := out(pkeys[0], pvals[0]); err != nil {
 				return err
 			}
 			pkeys, pvals = pkeys[1:], pvals[1:]
@@ -183,7 +182,7 @@ func (s *Store) ScanIndexAfter(ctx context.Context, space string, prefix, after 
 		if shadowed {
 			return nil
 		}
-		return looseFn(k, v)
+		return out(k, v)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

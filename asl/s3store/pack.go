@@ -236,12 +236,13 @@ type packRecord struct {
 
 // buildPack encodes a pack of recs (sorted here; no duplicates) and
 // entries (sorted here; the last of a repeated (space, key) kept): the
-// pack object's bytes (nil without recs) and its index bytes. Payloads are
-// compressed where it pays (asl/zcodec, the embedded store's rule).
-func buildPack(recs []packRecord, entries []packEntry) (pack, index []byte) {
+// pack object's bytes (nil without recs), its index bytes and the index
+// they encode. Payloads are compressed where it pays (asl/zcodec, the
+// embedded store's rule).
+func buildPack(recs []packRecord, entries []packEntry) (pack, index []byte, x *packIndex) {
 	sort.Slice(recs, func(i, j int) bool { return bytes.Compare(recs[i].Ref.Bytes(), recs[j].Ref.Bytes()) < 0 })
 	entries = sortEntries(entries)
-	x := &packIndex{Entries: entries}
+	x = &packIndex{Entries: entries}
 	var body []byte
 	if len(recs) > 0 {
 		body = append(body, packMagic[:]...)
@@ -260,17 +261,27 @@ func buildPack(recs []packRecord, entries []packEntry) (pack, index []byte) {
 		body = append(body, stored...)
 	}
 	if len(recs) == 0 {
-		return nil, encodeIndex(x)
+		return nil, encodeIndex(x), x
 	}
-	// pack_len is fixed width, so the index's length does not depend on
-	// it: encode once to learn it, then with the value.
-	ilen := len(encodeIndex(x))
-	x.PackLen = uint64(len(body) + ilen + packTrailer)
+	x.PackLen = uint64(len(body) + indexSize(x) + packTrailer)
 	index = encodeIndex(x)
 	body = append(body, index...)
 	body = binary.BigEndian.AppendUint32(body, uint32(len(index)))
 	body = append(body, packMagic[:]...)
-	return body, index
+	return body, index, x
+}
+
+// indexSize is the length of encodeIndex(x), which pack_len does not
+// change (it is fixed width).
+func indexSize(x *packIndex) int {
+	n := 8 + 8 + 4 + 4 + 32
+	for _, a := range x.Arts {
+		n += 1 + len(a.Ref.Bytes()) + 1 + 4 + 8 + 1 + 8 + 8
+	}
+	for _, e := range x.Entries {
+		n += 8 + 2 + len(e.Space) + 4 + len(e.Key) + 4 + len(e.Value)
+	}
+	return n
 }
 
 // sortEntries orders entries by (space, key), keeping of a repeated
@@ -339,8 +350,3 @@ func parsePackName(name string) (unixNano uint64, sum [32]byte, ok bool) {
 // §6.7): PREFIX k/NAME and PREFIX x/NAME.
 func (s *Store) PackKey(name string) string      { return s.prefix + "k/" + name }
 func (s *Store) PackIndexKey(name string) string { return s.prefix + "x/" + name }
-
-func sha256Sum(b []byte) []byte {
-	s := sha256.Sum256(b)
-	return s[:]
-}

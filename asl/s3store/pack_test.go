@@ -2,6 +2,7 @@ package s3store
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"os"
@@ -22,7 +23,8 @@ func examplePack(t testing.TB) (pack, index []byte) {
 		{Ref: asl.MustDerive(asl.HashSHA256, a), Hdr: a.Header(), Payload: a.Bytes},
 	}
 	ents := []packEntry{{Stamp: 0x188c2a6e8f3b2000, Space: "surf.log", Key: []byte{0x01}, Value: []byte("v")}}
-	return buildPack(recs, ents)
+	pack, index, _ = buildPack(recs, ents)
+	return pack, index
 }
 
 // readHex reads a golden file of hex, ignoring white space and
@@ -60,6 +62,9 @@ func TestPackExample(t *testing.T) {
 	x, err := decodeIndex(index)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, built, x2 := buildPack(nil, x.Entries); len(built) != indexSize(x2) {
+		t.Fatalf("indexSize of an index of entries only = %d, encoded %d", indexSize(x2), len(built))
 	}
 	if len(x.Arts) != 2 || len(x.Entries) != 1 || x.PackLen != uint64(len(pack)) {
 		t.Fatalf("decoded %+v", x)
@@ -142,14 +147,15 @@ func TestIndexRejects(t *testing.T) {
 
 // reseal appends the checksum of body.
 func reseal(body []byte) []byte {
-	return append(body, sha256Sum(body)...)
+	sum := sha256.Sum256(body)
+	return append(body, sum[:]...)
 }
 
 func FuzzPackIndex(f *testing.F) {
 	pack, index := examplePack(f)
 	f.Add(index)
 	f.Add(pack)
-	_, entriesOnly := buildPack(nil, []packEntry{{Stamp: 1, Space: "a", Key: nil, Value: nil}})
+	_, entriesOnly, _ := buildPack(nil, []packEntry{{Stamp: 1, Space: "a", Key: nil, Value: nil}})
 	f.Add(entriesOnly)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		x, err := decodeIndex(b)

@@ -76,9 +76,10 @@ func firstErr(errs []error) error {
 
 // writePack writes one pack (none for entries only) and its index object.
 func (s *Store) writePack(ctx context.Context, recs []packRecord, ents []packEntry) error {
-	pack, index := buildPack(recs, ents)
+	pack, index, x := buildPack(recs, ents)
 	stamp := s.packs.stamp()
-	sum := sha256.Sum256(index)
+	isum := sha256.Sum256(index)
+	sum := isum // an index of entries only is named by its own hash
 	if pack != nil {
 		sum = sha256.Sum256(pack)
 	}
@@ -88,13 +89,8 @@ func (s *Store) writePack(ctx context.Context, recs []packRecord, ents []packEnt
 			return err
 		}
 	}
-	isum := sha256.Sum256(index)
 	if err := s.putImmutable(ctx, s.PackIndexKey(name), index, hex.EncodeToString(isum[:])); err != nil {
 		return err
-	}
-	x, err := decodeIndex(index)
-	if err != nil {
-		return fmt.Errorf("s3store: the index just encoded does not decode (a bug): %w", err)
 	}
 	s.packs.merge(&packMeta{name: name, time: stamp, mod: time.Now()}, x)
 	for _, r := range recs {
@@ -190,6 +186,25 @@ func (s *Store) statPacked(ctx context.Context, ref asl.Reference, l artLoc) (as
 		comp = "zstd"
 	}
 	return asl.Info{Ref: ref, Header: l.a.Hdr, StoredSize: int64(l.a.Stored), Compression: comp}, nil
+}
+
+// packedOrLoose is the order every read of one artifact follows (SPECS.md
+// §6.7, "Reading"): the packed copy this process knows, else the loose
+// object, else, on ErrNotFound, the packed copy after learning the packs
+// written since.
+func packedOrLoose[T any](s *Store, ctx context.Context, ref asl.Reference, packed func(artLoc) (T, error), loose func() (T, error)) (T, error) {
+	if v, found, err := packedOp(s, ctx, ref, false, packed); found {
+		return v, err
+	}
+	v, err := loose()
+	if !errors.Is(err, asl.ErrNotFound) || errors.Is(err, asl.ErrIntegrity) {
+		return v, err
+	}
+	if pv, found, perr := packedOp(s, ctx, ref, true, packed); found || perr != nil {
+		return pv, perr
+	}
+	var zero T
+	return zero, err
 }
 
 // packedOp runs op on the packed copy of ref when this process knows one

@@ -273,7 +273,7 @@ func newStore(bucket, prefix string, o Options) (*Store, error) {
 		Secure:       !o.Insecure,
 		Region:       o.Region,
 		BucketLookup: lookup,
-		Transport:    &retryTransport{next: reqs, reachWait: reachWait(o.ReachWait), waitLog: o.WaitLog},
+		Transport:    &retryTransport{next: reqs, reachWait: durationOption(o.ReachWait, DefaultReachWait), waitLog: o.WaitLog},
 	}
 	if o.MaxRetries > 0 {
 		mo.MaxRetries = o.MaxRetries
@@ -300,10 +300,12 @@ func newStore(bucket, prefix string, o Options) (*Store, error) {
 	return s, nil
 }
 
-func reachWait(d time.Duration) time.Duration {
+// durationOption reads a duration option as Options and GCOptions spell
+// them: zero is def, negative is none (0).
+func durationOption(d, def time.Duration) time.Duration {
 	switch {
 	case d == 0:
-		return DefaultReachWait
+		return def
 	case d < 0:
 		return 0
 	}

@@ -100,16 +100,27 @@ func (a *app) gcBucket(c *cobra.Command, dry bool, grace, olderThan time.Duratio
 // every time. Unset: s3store.DefaultTouchAge. Every writer of a bucket
 // must use the same value, and gc refuses a --grace below it.
 func touchAge() (time.Duration, error) {
-	v := os.Getenv("AMDUAT_S3_TOUCH_AGE")
-	if v == "" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		return 0, usagef("AMDUAT_S3_TOUCH_AGE=%q is not a duration of at least 0s", v)
-	}
-	if d == 0 {
+	d, set, err := durationEnv("AMDUAT_S3_TOUCH_AGE")
+	switch {
+	case err != nil || !set:
+		return 0, err
+	case d == 0:
 		return -1, nil
 	}
 	return d, nil
+}
+
+// durationEnv is the duration the environment variable name holds; set is
+// false when it is unset. A value that is no duration of at least 0s is a
+// usage error.
+func durationEnv(name string) (d time.Duration, set bool, err error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return 0, false, nil
+	}
+	d, err = time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, false, usagef("%s=%q is not a duration of at least 0s", name, v)
+	}
+	return d, true, nil
 }

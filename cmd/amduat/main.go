@@ -56,8 +56,10 @@ type app struct {
 	// s3Cache carries serve's --cache-dir, --cache-size and memory cache to
 	// openS3.
 	s3Cache s3store.Options
-	// s3Wait is --s3-wait (s3store.Options.ReachWait).
-	s3Wait time.Duration
+	// s3Wait is --s3-wait (s3store.Options.ReachWait); s3WaitSet says
+	// whether it was given (else AMDUAT_S3_WAIT, when set, is taken).
+	s3Wait    time.Duration
+	s3WaitSet bool
 }
 
 var commandFactories []func(*app) *cobra.Command
@@ -130,6 +132,7 @@ goes to stderr).
 		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
 			a.started = true
 			a.ctx = c.Context()
+			a.s3WaitSet = c.Flags().Changed("s3-wait")
 			if c.HasParent() {
 				a.cmdName = strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")
 			}
@@ -142,7 +145,7 @@ goes to stderr).
 	}
 	root.PersistentFlags().StringVar(&a.storeDir, "store", def, "the store: a directory, http(s)://HOST:PORT or unix:///SOCKET of an amduat serve, or s3://BUCKET/PREFIX?… (env AMDUAT_STORE; token in AMDUAT_TOKEN)")
 	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "print one JSON object on stdout")
-	root.PersistentFlags().DurationVar(&a.s3Wait, "s3-wait", envDuration("AMDUAT_S3_WAIT", s3store.DefaultReachWait), "on s3:// stores, how long requests wait for an object store that refuses connections (one restarting) before the command fails with exit 6 (env AMDUAT_S3_WAIT; 0s: not at all)")
+	root.PersistentFlags().DurationVar(&a.s3Wait, "s3-wait", s3store.DefaultReachWait, "on s3:// stores, how long requests wait for an object store that refuses connections (one restarting) before the command fails with exit 6 (env AMDUAT_S3_WAIT; 0s: not at all)")
 	root.PersistentFlags().StringVar(&a.caCert, "ca-cert", os.Getenv("AMDUAT_CA_CERT"), "trust this PEM certificate (a self-signed server's, or its CA's) for https:// stores, besides the system's (env AMDUAT_CA_CERT)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(flagValueErr(err)) })
 	root.CompletionOptions.DisableDefaultCmd = true // completion.go defines it
@@ -339,8 +342,18 @@ func (a *app) openS3(create bool, hash asl.HashID) (*s3store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	wait := a.s3Wait
+	if !a.s3WaitSet {
+		d, set, err := durationEnv("AMDUAT_S3_WAIT")
+		if err != nil {
+			return nil, err
+		}
+		if set {
+			wait = d
+		}
+	}
 	s, err := s3store.OpenURL(a.context(), a.storeDir, create, s3store.Options{Hash: hash, CacheDir: a.s3Cache.CacheDir, CacheSize: a.s3Cache.CacheSize, MemCacheSize: a.s3Cache.MemCacheSize, TouchAge: touch,
-		ReachWait: reachWaitOption(a.s3Wait), WaitLog: a.stderr})
+		ReachWait: reachWaitOption(wait), WaitLog: a.stderr})
 	if errors.Is(err, s3store.ErrNoStore) {
 		return nil, fail(exitStore, a.storeDir, fmt.Errorf("no store here (create one with `amduat init --store %s`): %w", a.storeDir, err))
 	}
@@ -427,15 +440,4 @@ func reachWaitOption(d time.Duration) time.Duration {
 		return -1
 	}
 	return d
-}
-
-// envDuration is the duration in the environment variable name, else def
-// (a malformed value is reported when the flag is parsed: it is def).
-func envDuration(name string, def time.Duration) time.Duration {
-	if v := os.Getenv(name); v != "" {
-		if d, err := time.ParseDuration(v); err == nil {
-			return d
-		}
-	}
-	return def
 }
